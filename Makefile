@@ -1,0 +1,111 @@
+# Strata: plain make. `make` builds the plugin, the internal library and the
+# tools; `make test` runs every test binary under a timeout. See mk/config.mk
+# for the knobs (DEBUG, ASAN, UBSAN, TSAN, WERROR) and feature detection.
+
+include mk/config.mk
+
+VERSION := 0.1.0
+LDFLAGS_BASE += -Wl,--as-needed
+
+# ---------------------------------------------------------------- sources
+# The library: util <- transport <- algos <- plugin/api. Each folder is
+# globbed, so adding a file needs no Makefile edit. Optional transports are
+# compiled only when their dependency was found.
+LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos plugin/api
+ifeq ($(HAVE_IBVERBS),1)
+LIB_DIRS += plugin/transport/ib
+endif
+ifeq ($(HAVE_UCX),1)
+LIB_DIRS += plugin/transport/ucx
+endif
+LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+SUPPORT_SRC := $(wildcard tests/support/*.c)
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+BENCHLIB_SRC := $(wildcard bench/lib/*.c)
+BENCHLIB_OBJ := $(BENCHLIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+# Every bench/<name>.c is a tool, build/bin/strata-<name>.
+TOOL_SRC := $(wildcard bench/*.c)
+TOOLS := $(patsubst bench/%.c,$(BUILD)/bin/strata-%,$(TOOL_SRC))
+
+# Every tests/<tier>/test_<name>.c is one cmocka binary.
+TEST_SRC := $(wildcard tests/unit/test_*.c tests/transport/test_*.c tests/functional/test_*.c)
+TESTS := $(TEST_SRC:%.c=$(BUILD)/%)
+# Helper programs tests spawn (tests/<tier>/helper_<name>.c).
+HELPER_SRC := $(wildcard tests/*/helper_*.c)
+HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
+
+PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
+PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
+INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
+PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
+	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
+
+CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
+
+.PHONY: all lib tools tests test check lint clean install demo bench
+all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
+lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
+tools: $(TOOLS)
+
+# ---------------------------------------------------------------- rules
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -MMD -MP -c $< -o $@
+
+$(INTERNAL_LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(PLUGIN_SO): $(LIB_OBJ) plugin/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS_BASE) -Wl,--version-script=plugin/exports.map \
+		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
+
+$(PLUGIN_LINK): $(PLUGIN_SO)
+	ln -sf libnccl-net-strata.so $@
+
+$(BUILD)/bin/strata-%: bench/%.c $(BENCHLIB_OBJ) $(INTERNAL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -Ibench/lib -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
+		$(LDFLAGS_BASE) $(LDLIBS_BASE)
+
+ifeq ($(HAVE_CMOCKA),1)
+tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
+$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+		$(CMOCKA_LIBS) $(LDLIBS_BASE)
+$(BUILD)/obj/tests/support/%.o: tests/support/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+test check: all tests
+	@BUILD=$(BUILD) tests/run.sh $(TESTS)
+else
+tests test check:
+	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1
+endif
+
+# Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
+lint:
+	@tools/lint.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/strata \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnccl-net-strata.so $(DESTDIR)$(PREFIX)/lib/libnccl-net.so
+	install -m 644 $(INTERNAL_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
+	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' strata.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d)

@@ -1,0 +1,61 @@
+/*
+ * Every STRATA_* environment knob, declared once (util/param.c) with its type,
+ * default and help text. Values are read from the environment on first use and
+ * cached; stu_param_reload() re-reads them (tests, and a plugin reloaded by
+ * NCCL). Nothing in Strata calls getenv("STRATA_...") directly.
+ *
+ * Thread safety: all functions may be called from any thread; a reload that
+ * races with readers gives each reader either the old or the new value.
+ */
+#ifndef STU_PARAM_H
+#define STU_PARAM_H
+
+#include <stdint.h>
+
+#include "strata/status.h"
+
+typedef enum stu_param_id {
+    STU_PARAM_DEBUG,
+    STU_PARAM_TRANSPORT,
+    STU_PARAM_ABORT_ON_ERROR,
+    STU_PARAM_SOCKET_IFNAME,
+    STU_PARAM_SOCKET_FAMILY,
+    STU_PARAM_SOCKET_NSOCKS,
+    STU_PARAM_SOCKET_STRIPE_MIN,
+    STU_PARAM_SOCKET_BUFSIZE,
+    STU_PARAM_SOCKET_USER_TIMEOUT,
+    STU_PARAM_CONNECT_TIMEOUT,
+    STU_PARAM_COUNT
+} stu_param_id_t;
+
+typedef enum stu_param_type {
+    STU_PARAM_TYPE_INT,   /* decimal, with an optional K/M/G (binary) suffix */
+    STU_PARAM_TYPE_STR,
+} stu_param_type_t;
+
+typedef struct stu_param_def {
+    const char *name;     /* full variable name, "STRATA_SOCKET_NSOCKS" */
+    stu_param_type_t type;
+    const char *dflt;     /* default as text; "" for an empty string */
+    const char *help;
+} stu_param_def_t;
+
+/* The table, indexed by stu_param_id_t. */
+const stu_param_def_t *stu_param_def(stu_param_id_t id);
+
+/* Cached integer value; a malformed value logs a warning once and yields the default. */
+int64_t stu_param_int(stu_param_id_t id);
+
+/* Cached string value (never NULL; "" when unset and no default). Valid until reload. */
+const char *stu_param_str(stu_param_id_t id);
+
+/* Re-reads every value from the environment. */
+void stu_param_reload(void);
+
+/* Logs every parameter with its value and source at INFO. */
+void stu_param_log_all(void);
+
+/* Parses "123", "64K", "4M", "1G" (binary multiples). OK or STRATA_ERR_INVALID. */
+strata_status_t stu_param_parse_int(const char *text, int64_t *value_p);
+
+#endif /* STU_PARAM_H */
