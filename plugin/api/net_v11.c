@@ -207,3 +207,56 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
     }
     return ncclSuccess;
 }
+
+static ncclResult_t net_close_send(void *send_comm)
+{
+    if (send_comm != NULL)
+        stt_close_send(send_comm);
+    return ncclSuccess;
+}
+
+static ncclResult_t net_close_recv(void *recv_comm)
+{
+    if (recv_comm != NULL)
+        stt_close_recv(recv_comm);
+    return ncclSuccess;
+}
+
+static ncclResult_t net_close_listen(void *listen_comm)
+{
+    if (listen_comm != NULL)
+        stt_close_listen(listen_comm);
+    return ncclSuccess;
+}
+
+/* NULL, a context from a failed init, and a second finalize are all harmless. */
+static ncclResult_t net_finalize(void *ctx)
+{
+    stp_state_release(ctx);
+    return ncclSuccess;
+}
+
+STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
+    .name = STP_PLUGIN_NAME,
+    .init = net_init,
+    .devices = net_devices,
+    .getProperties = net_get_properties,
+    .listen = net_listen,
+    .connect = net_connect,
+    .accept = net_accept,
+    .regMr = net_reg_mr,
+    .regMrDmaBuf = net_reg_mr_dmabuf,
+    .deregMr = net_dereg_mr,
+    .isend = net_isend,
+    .irecv = net_irecv,
+    .iflush = net_iflush,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = NULL,      /* host-memory transports have no device-side handle */
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,      /* NULL tells NCCL 2.28 not to fuse NICs */
+    .finalize = net_finalize,
+    .setNetAttr = NULL,       /* optional; NCCL checks for NULL */
+};
