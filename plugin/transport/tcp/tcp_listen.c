@@ -247,6 +247,27 @@ static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
     return true;
 }
 
+/*
+ * A client that gave up (timeout) after its hellos went out leaves a complete
+ * group behind; when its FIN or RST is already here, drop the group instead of
+ * handing out a dead comm.
+ */
+static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
+{
+    for (int i = 0; i < g->nsocks; i++) {
+        char b;
+        ssize_t r = recv(g->fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+            continue;
+        STU_WARN("tcp: %s: connection %016llx from %s %s before it was accepted; dropped",
+                 l->local, (unsigned long long)g->conn_id, g->peer,
+                 r == 0 ? "was closed" : strerror(errno));
+        pend_group_drop(g);
+        return false;
+    }
+    return true;
+}
+
 strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
 {
     stt_tcp_listen_t *l = (stt_tcp_listen_t *)listen;
@@ -265,7 +286,7 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)
             continue;
-        if (g->count == g->nsocks && listen_group_ack(l, g)) {
+        if (g->count == g->nsocks && listen_group_ack(l, g) && listen_group_alive(l, g)) {
             int fds[STT_TCP_MAX_SOCKS];
             int nsocks = g->nsocks;
             char peer[STT_TCP_ADDR_STRLEN];
