@@ -236,6 +236,57 @@ static void test_devices_and_props(void **state)
     assert_int_equal(ndev, 1);
 }
 
+/* Default discovery: loopback only ever appears as the sole, fallback device. */
+static void test_default_discovery(void **state)
+{
+    int ndev = 0;
+    stt_props_t props;
+
+    ops->fini();
+    unsetenv("STRATA_SOCKET_IFNAME");
+    stu_param_reload();
+    assert_int_equal(ops->init(), STRATA_OK);
+    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_true(ndev >= 1);
+    for (int d = 0; d < ndev; d++) {
+        assert_int_equal(ops->get_props(d, &props), STRATA_OK);
+        assert_true(strncmp(props.name, "docker", 6) != 0);
+        if (strcmp(props.name, "lo") == 0)
+            assert_int_equal(ndev, 1);
+    }
+    /* Whatever was chosen can talk to itself (NCCL connects to its own listeners). */
+    pair_t p = {0};
+    pair_open(&p);
+    xfer_one(&p, 3000, 3000, 1, 5);
+    pair_close(&p);
+    ops->fini();
+    env_set("1", "256K");
+    assert_int_equal(ops->init(), STRATA_OK);
+}
+
+/* IPv6 loopback, where the machine has it. */
+static void test_ipv6_loopback(void **state)
+{
+    int ndev = 0;
+
+    ops->fini();
+    setenv("STRATA_SOCKET_FAMILY", "AF_INET6", 1);
+    stu_param_reload();
+    assert_int_equal(ops->init(), STRATA_OK);
+    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    if (ndev > 0) {
+        pair_t p = {0};
+        pair_open(&p);
+        xfer_one(&p, 100000, 100000, 2, 6);
+        pair_close(&p);
+    }
+    ops->fini();
+    env_set("1", "256K");
+    assert_int_equal(ops->init(), STRATA_OK);
+    if (ndev == 0)
+        skip();
+}
+
 static void test_small_messages(void **state)
 {
     static const size_t sizes[] = {0, 1, 2, 23, 24, 25, 1000, 4096, 65537, 200000};
@@ -775,6 +826,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices_and_props),
+        cmocka_unit_test(test_default_discovery),
+        cmocka_unit_test(test_ipv6_loopback),
         cmocka_unit_test(test_small_messages),
         cmocka_unit_test(test_striped_messages),
         cmocka_unit_test(test_many_in_flight),
