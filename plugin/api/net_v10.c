@@ -67,7 +67,7 @@ static ncclResult_t stp_net_v10_recv(void *recv_comm, int n, void **data, size_t
 }
 
 STU_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v10_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v10_props_get,

@@ -50,7 +50,7 @@ static ncclResult_t stp_net_v6_accept(void *listen_comm, void **recv_comm)
 }
 
 STU_EXPORT const ncclNet_v6_t ncclNetPlugin_v6 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v6_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v6_props_get,

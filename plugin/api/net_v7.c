@@ -36,7 +36,7 @@ static ncclResult_t stp_net_v7_props_get(int dev, ncclNetProperties_v7_t *props)
 }
 
 STU_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v7_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v7_props_get,

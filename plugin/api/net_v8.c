@@ -37,7 +37,7 @@ static ncclResult_t stp_net_v8_props_get(int dev, ncclNetProperties_v8_t *props)
 }
 
 STU_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v8_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v8_props_get,

@@ -47,7 +47,7 @@ static ncclResult_t stp_net_v9_props_get(int dev, ncclNetProperties_v9_t *props)
 }
 
 STU_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v9_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v9_props_get,

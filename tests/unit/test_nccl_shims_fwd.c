@@ -217,7 +217,7 @@ static ncclResult_t fake_close(void *comm)
 
 /* getDeviceMr and irecvConsumed stay NULL, as in a host plugin. */
 const ncclNet_v11_t ncclNetPlugin_v11 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = fake_init,
     .devices = fake_devices,
     .getProperties = fake_props_get,
@@ -436,7 +436,7 @@ static void test_v10_traffic_classes_are_bounded(void **state)
     fake.ncalls = 0;
     config.trafficClass = tc;
     assert_int_equal(ncclNetPlugin_v10.connect(0, &config, handle, &comm, &dev_comm),
-                     ncclInvalidUsage);
+                     ncclSystemError);
     assert_int_equal(fake.ncalls, 0);
     assert_int_equal(fake.ninit, STP_COMPAT_MAX_CONTEXTS);
 
@@ -572,7 +572,7 @@ static void test_props_errors(void **state)
     fake.props.netDeviceType = NCCL_NET_DEVICE_UNPACK;
     fake.props.netDeviceVersion = NCCL_NET_DEVICE_UNPACK_VERSION;
     memset(&v6, 0xa5, sizeof(v6));
-    assert_int_equal(ncclNetPlugin_v6.getProperties(0, &v6), ncclInternalError);
+    assert_int_equal(ncclNetPlugin_v6.getProperties(0, &v6), ncclInvalidUsage);
     assert_int_equal(v6.speed, (int)0xa5a5a5a5);
     assert_int_equal(ncclNetPlugin_v7.getProperties(0, &v7), ncclSuccess);
     assert_int_equal(v7.netDeviceType, NCCL_NET_DEVICE_UNPACK);
