@@ -142,6 +142,7 @@ strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag
     req->flags = hdr.flags;
     req->size = size;
     req->data = data;
+    req->base.nsizes = 1;
     sc->queue[sc->tail % STT_TCP_RING] = slot;
     sc->tail++;
     /* Try at once: a small message usually leaves before isend returns. */
@@ -183,6 +184,7 @@ strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t
     req->state = STT_TCP_REQ_ACTIVE;
     req->is_flush = 0;
     req->n = (uint8_t)n;
+    req->base.nsizes = n;
     req->unmatched = (uint8_t)n;
     req->matched_mask = 0;
     req->pending = 0;
@@ -223,6 +225,7 @@ strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *
     req->state = STT_TCP_REQ_DONE;
     req->is_flush = 1;
     req->n = 0;
+    req->base.nsizes = 0;
     req->status = STRATA_OK;
     *req_p = &req->base;
     return STRATA_OK;
