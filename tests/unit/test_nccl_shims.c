@@ -48,8 +48,10 @@ static int fd_count(void)
     return n;
 }
 
+/* The group state names the transport the group must run on. */
 static int group_setup_tcp(void **state)
 {
+    *state = "tcp";
     setenv("STRATA_TRANSPORT", "tcp", 1);
     setenv("STRATA_SOCKET_IFNAME", "=lo", 1);
     setenv("STRATA_SOCKET_FAMILY", "AF_INET", 1);
@@ -59,6 +61,7 @@ static int group_setup_tcp(void **state)
 
 static int group_setup_loop(void **state)
 {
+    *state = "loop";
     setenv("STRATA_TRANSPORT", "loop", 1);
     stu_param_reload();
     return 0;
@@ -419,6 +422,8 @@ static void conn_xfer(conn_t *c, int n, const long long *sizes, long long cap, u
         for (long long b = 0; b < sizes[i]; b++)
             if (dst[buf][b] != pattern(seed + (unsigned)i, (size_t)b))
                 fail_msg("v%d: byte %lld of message %d is wrong", c->v, b, i);
+    }
+    for (int i = 0; i < n; i++) {
         assert_int_equal(drv_dereg_mr(c->v, c->send, smh[i]), ncclSuccess);
         assert_int_equal(drv_dereg_mr(c->v, c->recv, rmh[i]), ncclSuccess);
         free(src[i]);
@@ -521,6 +526,8 @@ static void test_init_devices_props(void **state)
 
         assert_int_equal(drv_init(v), ncclSuccess);
         assert_int_equal(drv_init(v), ncclSuccess);     /* idempotent */
+        assert_non_null(stp_state_transport());
+        assert_string_equal(stp_state_transport()->name, (const char *)*state);
         assert_int_equal(drv_devices(v, &ndev), ncclSuccess);
         assert_true(ndev >= 1);
         for (int dev = 0; dev < ndev; dev++)
