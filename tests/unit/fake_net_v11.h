@@ -252,6 +252,8 @@ static ncclResult_t fake_profiler(void **e_handle, int type, void *phandle, int6
     return ncclSuccess;
 }
 
+#define FIRST_VERSION 6
+
 /* Every version's init, through its own table. */
 static ncclResult_t init_version(int version)
 {

@@ -3,6 +3,8 @@
  * (fake_net_v11.h): contexts and traffic classes, int sizes, profiler
  * handles, hints and results. Properties: test_nccl_shims_props.c.
  */
+#include <pthread.h>
+
 #include "fake_net_v11.h"
 
 /* ------------------------------------------------------------------ init and contexts */
@@ -22,6 +24,42 @@ static void test_init_runs_v11_once(void **state)
     assert_int_equal(init_version(10), ncclSuccess);
     assert_int_equal(fake.ninit, 2);
     assert_ptr_equal(fake.init_prof, fake_profiler);
+}
+
+/*
+ * Threads racing through init and the context lookup connect makes: one v11
+ * init, one context per class. (The stand-in's listen/connect record without
+ * a lock, so the race goes through stp_compat_ctx_get directly.)
+ */
+static void *init_racer(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    void *ctx = NULL;
+
+    for (int i = 0; i < 200; i++) {
+        if (init_version(FIRST_VERSION + (id + i) % 5) != ncclSuccess)
+            return (void *)1;
+        if (stp_compat_ctx_get(id % 2, &ctx) != ncclSuccess || ctx == NULL)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_init_is_thread_safe(void **state)
+{
+    pthread_t threads[4];
+    void *ret;
+
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, init_racer, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(threads[i], &ret), 0);
+        assert_null(ret);
+    }
+    /* The default context, then classes 0 and 1, whichever came first. */
+    assert_int_equal(fake.ninit, 3);
+    assert_int_equal(fake.init_tc[0], NCCL_NET_TRAFFIC_CLASS_UNDEF);
+    assert_int_equal(fake.init_tc[1] + fake.init_tc[2], 1);
 }
 
 static void test_init_failure_is_retried(void **state)
@@ -387,6 +425,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_init_runs_v11_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_failure_is_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_is_thread_safe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listen_before_init_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listen_and_connect_use_the_context, setup,
                                         teardown),
