@@ -160,6 +160,23 @@ static void test_props_errors(void **state)
     assert_int_equal(v7.netDeviceVersion, NCCL_NET_DEVICE_UNPACK_VERSION);
 }
 
+/* include/nccl/net_v11.h: NCCL_NET_ATTR_INIT leaves every attribute undefined. */
+static void test_attr_init_is_undefined(void **state)
+{
+    const ncclNetAttr_v11_t attr = NCCL_NET_ATTR_INIT;
+    const ncclNetCommAttr_v11_t *sides[2] = { &attr.sendCommAttr, &attr.recvCommAttr };
+
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sides[i]->maxConcurrentPeers, NCCL_NET_ATTR_UNDEF);
+        assert_int_equal(sides[i]->minConcurrentPeers, NCCL_NET_ATTR_UNDEF);
+        assert_int_equal(sides[i]->maxFlowsPerPeer, NCCL_NET_ATTR_UNDEF);
+        assert_int_equal(sides[i]->minFlowsPerPeer, NCCL_NET_ATTR_UNDEF);
+    }
+    assert_int_equal(attr.op, UINT32_MAX);
+    assert_int_equal(attr.algo, UINT32_MAX);
+    assert_int_equal(attr.proto, UINT32_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +184,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_props_convert_every_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_props_padding_is_zeroed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_props_errors, setup, teardown),
+        cmocka_unit_test(test_attr_init_is_undefined),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
