@@ -123,6 +123,24 @@ typedef struct stp_compat_props_layout {
       .src_off = offsetof(ncclNetProperties_v11_t, member),                                 \
       .len = STP_COMPAT_MEMBER_SIZE(type, member) }
 
+/*
+ * The members each version added, as groups of fields; a version's table
+ * lists the groups up to its own. (v10 added none; v11's maxMultiRequestSize
+ * is for v11 alone.)
+ */
+#define STP_COMPAT_FIELDS_V6(type)                                                          \
+    STP_COMPAT_FIELD(type, name), STP_COMPAT_FIELD(type, pciPath),                          \
+    STP_COMPAT_FIELD(type, guid), STP_COMPAT_FIELD(type, ptrSupport),                       \
+    STP_COMPAT_FIELD(type, speed), STP_COMPAT_FIELD(type, port),                            \
+    STP_COMPAT_FIELD(type, latency), STP_COMPAT_FIELD(type, maxComms),                      \
+    STP_COMPAT_FIELD(type, maxRecvs)
+#define STP_COMPAT_FIELDS_V7(type)                                                          \
+    STP_COMPAT_FIELD(type, netDeviceType), STP_COMPAT_FIELD(type, netDeviceVersion)
+#define STP_COMPAT_FIELDS_V8(type) STP_COMPAT_FIELD(type, regIsGlobal)
+#define STP_COMPAT_FIELDS_V9(type)                                                          \
+    STP_COMPAT_FIELD(type, forceFlush), STP_COMPAT_FIELD(type, vProps),                     \
+    STP_COMPAT_FIELD(type, maxP2pBytes), STP_COMPAT_FIELD(type, maxCollBytes)
+
 #define STP_COMPAT_PROPS_LAYOUT(ver, type, field_table)                                     \
     { .version = (ver), .size = sizeof(type), .fields = (field_table),                      \
       .nfields = sizeof(field_table) / sizeof((field_table)[0]) }

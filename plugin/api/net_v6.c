@@ -11,15 +11,7 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v6_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, maxRecvs),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v6_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v6_props =
