@@ -15,7 +15,7 @@ LDFLAGS_BASE += -Wl,--as-needed
 # The library: util <- transport <- algos <- plugin/api. Each folder is
 # globbed, so adding a file needs no Makefile edit. Optional transports are
 # compiled only when their dependency was found.
-LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos plugin/api
+LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos coll plugin/api
 ifeq ($(HAVE_IBVERBS),1)
 LIB_DIRS += plugin/transport/ib
 endif
