@@ -23,6 +23,7 @@
 
 #include "algos/profile.h"
 #include "util/log.h"
+#include "util/param.h"
 
 static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
                               size_t bytes)
@@ -77,6 +78,18 @@ static strata_status_t select_sweep(const sta_model_t *model, const sta_dims_t *
     ranges[nr].upper = SIZE_MAX;
     ranges[nr].algo = cur;
     *nranges_p = nr + 1;
+    return STRATA_OK;
+}
+
+strata_status_t sta_algo_env_read(sta_algo_t *algo_p)
+{
+    const char *text = stu_param_str(STU_PARAM_ALGO);
+
+    if (sta_algo_parse(text, algo_p) != STRATA_OK) {
+        STU_WARN("STRATA_ALGO='%s' is not one of auto, ring, recursive, hierarchical, leader",
+                 text);
+        return STRATA_ERR_INVALID;
+    }
     return STRATA_OK;
 }
 
