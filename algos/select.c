@@ -109,8 +109,10 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
                  dims->nranks, dims->nnodes, dims->local_size, dims->nrails);
         return STRATA_ERR_INVALID;
     }
-    if (forced != STA_ALGO_AUTO && ((int)forced < 0 || forced >= STA_ALGO_COUNT))
+    if (forced != STA_ALGO_AUTO && ((int)forced < 0 || forced >= STA_ALGO_COUNT)) {
+        STU_WARN("select: forced algorithm %d is out of range", (int)forced);
         return STRATA_ERR_INVALID;
+    }
     tmp.model = *model;
     tmp.dims = *dims;
     tmp.forced = forced;
