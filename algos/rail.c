@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/param.h"
 
 /* Parses blanks, digits, blanks from *pp up to ',' or the end; advances *pp past the entry. */
 static int rail_entry_parse(const char **pp, long *value_p)
@@ -82,6 +83,11 @@ strata_status_t sta_rail_map_parse(const char *spec, int local_size, int ndev,
     tmp.nentries = n;
     *map = tmp;
     return STRATA_OK;
+}
+
+strata_status_t sta_rail_map_env_read(int local_size, int ndev, sta_rail_map_t *map)
+{
+    return sta_rail_map_parse(stu_param_str(STU_PARAM_RAIL_MAP), local_size, ndev, map);
 }
 
 int sta_rail_device(int local_rank, int ndev, const sta_rail_map_t *map)

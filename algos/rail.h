@@ -32,6 +32,9 @@ typedef struct sta_rail_map {
 strata_status_t sta_rail_map_parse(const char *spec, int local_size, int ndev,
                                    sta_rail_map_t *map);
 
+/* sta_rail_map_parse() of STRATA_RAIL_MAP's value. */
+strata_status_t sta_rail_map_env_read(int local_size, int ndev, sta_rail_map_t *map);
+
 /*
  * The device local_rank uses: the map's entry when the map has one for it, else
  * local_rank mod ndev. map may be NULL. -1 if local_rank < 0 or ndev < 1.

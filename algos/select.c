@@ -23,6 +23,7 @@
 
 #include "algos/profile.h"
 #include "util/log.h"
+#include "util/param.h"
 
 static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
                               size_t bytes)
@@ -80,6 +81,18 @@ static strata_status_t select_sweep(const sta_model_t *model, const sta_dims_t *
     return STRATA_OK;
 }
 
+strata_status_t sta_algo_env_read(sta_algo_t *algo_p)
+{
+    const char *text = stu_param_str(STU_PARAM_ALGO);
+
+    if (sta_algo_parse(text, algo_p) != STRATA_OK) {
+        STU_WARN("STRATA_ALGO='%s' is not one of auto, ring, recursive, hierarchical, leader",
+                 text);
+        return STRATA_ERR_INVALID;
+    }
+    return STRATA_OK;
+}
+
 strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dims,
                                  sta_algo_t forced, sta_select_t *table)
 {
@@ -96,8 +109,10 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
                  dims->nranks, dims->nnodes, dims->local_size, dims->nrails);
         return STRATA_ERR_INVALID;
     }
-    if (forced != STA_ALGO_AUTO && ((int)forced < 0 || forced >= STA_ALGO_COUNT))
+    if (forced != STA_ALGO_AUTO && ((int)forced < 0 || forced >= STA_ALGO_COUNT)) {
+        STU_WARN("select: forced algorithm %d is out of range", (int)forced);
         return STRATA_ERR_INVALID;
+    }
     tmp.model = *model;
     tmp.dims = *dims;
     tmp.forced = forced;

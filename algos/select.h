@@ -10,6 +10,15 @@
  *
  * Every rank must build its table from the same model and dims, or ranks would
  * pick different algorithms for one call.
+ *
+ * At init, the collective library does, in this order:
+ *   sta_model_load(&model);                       defaults, STRATA_* variables, profile
+ *   if STRATA_CALIBRATE: measure, sta_fit_alpha_beta() per tier, agree on the results
+ *       across ranks, sta_model_apply_calibration(&model, &shm, &net);
+ *   sta_rail_map_env_read(L, ndev, &map); dims.nrails = sta_rail_count(L, ndev, &map);
+ *   sta_algo_env_read(&forced);
+ *   sta_select_build(&model, &dims, forced, &table); sta_select_log(&table);
+ * and on each call, sta_select_lookup(&table, coll, bytes).
  */
 #ifndef STA_SELECT_H
 #define STA_SELECT_H
@@ -44,6 +53,12 @@ typedef struct sta_select {
     int nranges[STA_COLL_COUNT];
     sta_select_range_t ranges[STA_COLL_COUNT][STA_SELECT_MAX_RANGES];
 } sta_select_t;
+
+/*
+ * Reads STRATA_ALGO (auto|ring|recursive|hierarchical|leader, any case). OK, or
+ * STRATA_ERR_INVALID for another value (logged with the accepted ones), *algo_p untouched.
+ */
+strata_status_t sta_algo_env_read(sta_algo_t *algo_p);
 
 /*
  * Builds every collective's table. forced = STA_ALGO_AUTO lets the model choose; any other

@@ -3,11 +3,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "algos/rail.h"
+#include "util/param.h"
 
 static void test_parse_and_map(void **state)
 {
@@ -90,12 +92,28 @@ static void test_parse_rejects(void **state)
                      STRATA_ERR_INVALID);
 }
 
+static void test_env(void **state)
+{
+    sta_rail_map_t map;
+
+    setenv("STRATA_RAIL_MAP", "1,0", 1);
+    stu_param_reload();
+    assert_int_equal(sta_rail_map_env_read(2, 2, &map), STRATA_OK);
+    assert_int_equal(sta_rail_device(0, 2, &map), 1);
+    assert_int_equal(sta_rail_map_env_read(4, 2, &map), STRATA_ERR_INVALID);
+    unsetenv("STRATA_RAIL_MAP");
+    stu_param_reload();
+    assert_int_equal(sta_rail_map_env_read(4, 2, &map), STRATA_OK);
+    assert_int_equal(map.nentries, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_and_map),
         cmocka_unit_test(test_default_mapping),
         cmocka_unit_test(test_parse_rejects),
+        cmocka_unit_test(test_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

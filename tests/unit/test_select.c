@@ -17,6 +17,7 @@
 #include "algos/profile.h"
 #include "algos/select.h"
 #include "util/log.h"
+#include "util/param.h"
 
 /* net α = 20 µs, β = 1 GB/s; shm α = 1 µs, β = 10 GB/s; γ = 10 GB/s. */
 static const sta_model_t model_m = {
@@ -222,6 +223,26 @@ static void test_build_rejects(void **state)
     assert_int_equal(t.nranges[0], 0x5a5a5a5a);    /* untouched on error */
 }
 
+static void test_algo_env(void **state)
+{
+    sta_algo_t a = STA_ALGO_RING;
+
+    unsetenv("STRATA_ALGO");
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_OK);          /* default "auto" */
+    assert_int_equal(a, STA_ALGO_AUTO);
+    setenv("STRATA_ALGO", "Hierarchical", 1);
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_OK);
+    assert_int_equal(a, STA_ALGO_HIERARCHICAL);
+    setenv("STRATA_ALGO", "hierachical", 1);                     /* a typo is an error */
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_ERR_INVALID);
+    assert_int_equal(a, STA_ALGO_HIERARCHICAL);
+    unsetenv("STRATA_ALGO");
+    stu_param_reload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_single_rank_table),
         cmocka_unit_test(test_forced_and_fallback),
         cmocka_unit_test(test_build_rejects),
+        cmocka_unit_test(test_algo_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
