@@ -86,7 +86,7 @@ tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
 $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
@@ -123,4 +123,4 @@ install: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d)

@@ -77,51 +77,80 @@ static inline void cc_fill(void *buf, size_t count, strata_dtype_t t, strata_op_
         cc_put(buf, i, t, (double)cc_value(rank, first + i, op));
 }
 
-/* Wraps an int64 to the type's width and reads it back as the type would hold it. */
-static inline double cc_wrap(int64_t v, strata_dtype_t t)
+/* Element i of an integer buffer, sign- or zero-extended per the type, as 64 raw bits. */
+static inline uint64_t cc_load_bits(const void *buf, size_t i, strata_dtype_t t)
 {
-    unsigned char tmp[8];
-    cc_put(tmp, 0, t, (double)v);
-    return cc_get(tmp, 0, t);
-}
-
-/* Expected element i of op over ranks 0..P-1 (each input as stored in the type). */
-static inline double cc_expect(int P, size_t i, strata_dtype_t t, strata_op_t op)
-{
-    int64_t acc = 0;
-    double facc = 0;
-    for (int r = 0; r < P; r++) {
-        double x = cc_wrap(cc_value(r, i, op), t);   /* the stored input */
-        int64_t xi = (int64_t)x;
-        if (r == 0) {
-            acc = xi;
-            facc = x;
-            continue;
-        }
-        switch (op) {
-        case STRATA_SUM: case STRATA_AVG: acc += xi; facc += x; break;
-        case STRATA_PROD: acc *= xi; facc *= x; break;
-        case STRATA_MIN: acc = xi < acc ? xi : acc; facc = x < facc ? x : facc; break;
-        case STRATA_MAX: acc = xi > acc ? xi : acc; facc = x > facc ? x : facc; break;
-        default: break;
-        }
+    switch (t) {
+    case STRATA_INT8: return (uint64_t)(int64_t)((const int8_t *)buf)[i];
+    case STRATA_UINT8: return ((const uint8_t *)buf)[i];
+    case STRATA_INT32: return (uint64_t)(int64_t)((const int32_t *)buf)[i];
+    case STRATA_UINT32: return ((const uint32_t *)buf)[i];
+    case STRATA_INT64: return (uint64_t)((const int64_t *)buf)[i];
+    case STRATA_UINT64: return ((const uint64_t *)buf)[i];
+    default: return 0;
     }
-    if (cc_is_float(t))
-        return op == STRATA_AVG ? facc / P : facc;
-    double wrapped = cc_wrap(acc, t);
-    if (op != STRATA_AVG)
-        return wrapped;
-    /* integer avg: the wrapped sum divided, truncating, in the type's signedness */
-    if (cc_is_unsigned(t))
-        return (double)((uint64_t)wrapped / (uint64_t)P);
-    return (double)((int64_t)wrapped / P);
 }
 
-/* Tolerance: exact except avg of floats (one rounding of the type). */
-static inline double cc_tol(strata_dtype_t t, strata_op_t op, double expect)
+static inline void cc_store_bits(void *buf, size_t i, strata_dtype_t t, uint64_t v)
 {
-    if (op != STRATA_AVG || !cc_is_float(t))
-        return 0;
+    switch (t) {
+    case STRATA_INT8: case STRATA_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case STRATA_INT32: case STRATA_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)buf)[i] = v; break;
+    }
+}
+
+/* Expected element i of op over ranks 0..P-1, stored as the type in out[0]. */
+static inline void cc_expect(int P, size_t i, strata_dtype_t t, strata_op_t op, void *out)
+{
+    unsigned char in[8];
+    if (cc_is_float(t)) {
+        double acc = 0;
+        for (int r = 0; r < P; r++) {
+            cc_put(in, 0, t, (double)cc_value(r, i, op));
+            double x = cc_get(in, 0, t);
+            if (r == 0)
+                acc = x;
+            else if (op == STRATA_SUM || op == STRATA_AVG)
+                acc += x;
+            else if (op == STRATA_PROD)
+                acc *= x;
+            else if (op == STRATA_MIN)
+                acc = x < acc ? x : acc;
+            else
+                acc = x > acc ? x : acc;
+        }
+        ((double *)out)[0] = op == STRATA_AVG ? acc / P : acc;
+        return;
+    }
+    /* integers: wrap modulo 2^bits (sum, prod), compare in the type's signedness */
+    int uns = cc_is_unsigned(t);
+    uint64_t acc = 0;
+    for (int r = 0; r < P; r++) {
+        cc_put(in, 0, t, (double)cc_value(r, i, op));
+        uint64_t x = cc_load_bits(in, 0, t);
+        if (r == 0)
+            acc = x;
+        else if (op == STRATA_SUM || op == STRATA_AVG)
+            acc += x;
+        else if (op == STRATA_PROD)
+            acc *= x;
+        else if (op == STRATA_MIN)
+            acc = (uns ? x < acc : (int64_t)x < (int64_t)acc) ? x : acc;
+        else
+            acc = (uns ? x > acc : (int64_t)x > (int64_t)acc) ? x : acc;
+    }
+    cc_store_bits(out, 0, t, acc);
+    if (op == STRATA_AVG) {
+        uint64_t w = cc_load_bits(out, 0, t);
+        w = uns ? w / (uint64_t)P : (uint64_t)((int64_t)w / P);
+        cc_store_bits(out, 0, t, w);
+    }
+}
+
+/* Tolerance for avg of floats: about half an ulp of the type, relative. */
+static inline double cc_tol(strata_dtype_t t, double expect)
+{
     double rel = t == STRATA_FP16 ? 1e-3 : t == STRATA_BF16 ? 8e-3 : t == STRATA_FP32 ? 1e-6 : 1e-12;
     return fabs(expect) * rel + rel;
 }
@@ -132,11 +161,21 @@ static inline size_t cc_check(const void *got, size_t count, strata_dtype_t t, s
 {
     size_t wrong = 0;
     for (size_t i = 0; i < count; i++) {
-        double e = cc_expect(P, first + i, t, op), g = cc_get(got, i, t);
-        if (fabs(e - g) > cc_tol(t, op, e)) {
+        unsigned char e[8];
+        int bad;
+        double ev, gv = cc_get(got, i, t);
+        cc_expect(P, first + i, t, op, e);
+        if (cc_is_float(t)) {
+            ev = ((double *)e)[0];
+            bad = op == STRATA_AVG ? fabs(ev - gv) > cc_tol(t, ev) : ev != gv;
+        } else {
+            ev = cc_get(e, 0, t);
+            bad = cc_load_bits(e, 0, t) != cc_load_bits(got, i, t);
+        }
+        if (bad) {
             if (wrong < 3)
                 fprintf(stderr, "%s: %s/%s element %zu: got %g, expected %g\n", what,
-                        strata_dtype_name(t), strata_op_name(op), first + i, g, e);
+                        strata_dtype_name(t), strata_op_name(op), first + i, gv, ev);
             wrong++;
         }
     }
