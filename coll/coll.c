@@ -11,17 +11,21 @@
 #include "coll/worker.h"
 #include "util/log.h"
 
+/* op < 0 means "this collective takes no op"; a user's op is checked as unsigned. */
+#define NO_OP (-1)
+#define USER_OP(op) ((long)(unsigned)(op))   /* a negative user op stays invalid */
+
 static strata_status_t coll_check(strata_comm_t *comm, const void *sendbuf, const void *recvbuf,
-                                  size_t count, strata_dtype_t dtype, int op, int root,
+                                  size_t count, strata_dtype_t dtype, long op, int root,
                                   const char *what)
 {
     if (comm == NULL)
         return STRATA_ERR_INVALID;
     if (comm->ctx.failed != STRATA_OK)
         return comm->ctx.failed;
-    if ((unsigned)dtype >= STRATA_DTYPE_COUNT || (op >= 0 && op >= STRATA_OP_COUNT) ||
+    if ((unsigned)dtype >= STRATA_DTYPE_COUNT || (op != NO_OP && (op < 0 || op >= STRATA_OP_COUNT)) ||
         (root != -1 && (root < 0 || root >= comm->ctx.nranks))) {
-        STU_WARN("%s: invalid type %d, op %d or root %d (of %d ranks)", what, (int)dtype, op,
+        STU_WARN("%s: invalid type %d, op %ld or root %d (of %d ranks)", what, (int)dtype, op,
                  root, comm->ctx.nranks);
         return STRATA_ERR_INVALID;
     }
@@ -145,7 +149,7 @@ static strata_status_t coll_blocking(strata_comm_t *comm, const stc_op_t *o)
 strata_status_t strata_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                  strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, (int)op, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), -1,
                                         "allreduce");
     if (status != STRATA_OK)
         return status;
@@ -156,7 +160,7 @@ strata_status_t strata_allreduce(const void *sendbuf, void *recvbuf, size_t coun
 strata_status_t strata_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                       strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, (int)op, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, USER_OP(op), -1,
                                         "reduce_scatter");
     if (status != STRATA_OK)
         return status;
@@ -167,7 +171,7 @@ strata_status_t strata_reduce_scatter(const void *sendbuf, void *recvbuf, size_t
 strata_status_t strata_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                  strata_dtype_t dtype, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, -1, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, -1,
                                         "allgather");
     if (status != STRATA_OK)
         return status;
@@ -180,7 +184,7 @@ strata_status_t strata_broadcast(const void *sendbuf, void *recvbuf, size_t coun
                                  strata_dtype_t dtype, int root, strata_comm_t *comm)
 {
     const void *s = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? recvbuf : sendbuf;
-    strata_status_t status = coll_check(comm, s, recvbuf, count, dtype, -1, root, "broadcast");
+    strata_status_t status = coll_check(comm, s, recvbuf, count, dtype, NO_OP, root, "broadcast");
     if (status != STRATA_OK)
         return status;
     stc_op_t o = {STA_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, STRATA_SUM, root};
@@ -193,7 +197,7 @@ strata_status_t strata_reduce(const void *sendbuf, void *recvbuf, size_t count,
                               strata_comm_t *comm)
 {
     const void *r = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? sendbuf : recvbuf;
-    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, (int)op, root, "reduce");
+    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, USER_OP(op), root, "reduce");
     if (status != STRATA_OK)
         return status;
     stc_op_t o = {STA_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
@@ -232,7 +236,7 @@ strata_status_t strata_iallreduce(const void *sendbuf, void *recvbuf, size_t cou
                                   strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm,
                                   strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, (int)op, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), -1,
                                         "iallreduce");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -244,7 +248,7 @@ strata_status_t strata_ireduce_scatter(const void *sendbuf, void *recvbuf, size_
                                        strata_dtype_t dtype, strata_op_t op,
                                        strata_comm_t *comm, strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, (int)op, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, USER_OP(op), -1,
                                         "ireduce_scatter");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -256,7 +260,7 @@ strata_status_t strata_iallgather(const void *sendbuf, void *recvbuf, size_t sen
                                   strata_dtype_t dtype, strata_comm_t *comm,
                                   strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, -1, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, -1,
                                         "iallgather");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -269,7 +273,7 @@ strata_status_t strata_ibroadcast(const void *sendbuf, void *recvbuf, size_t cou
                                   strata_request_t **req_p)
 {
     const void *s = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? recvbuf : sendbuf;
-    strata_status_t status = coll_check(comm, s, recvbuf, count, dtype, -1, root, "ibroadcast");
+    strata_status_t status = coll_check(comm, s, recvbuf, count, dtype, NO_OP, root, "ibroadcast");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
     stc_op_t o = {STA_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, STRATA_SUM, root};
@@ -281,7 +285,7 @@ strata_status_t strata_ireduce(const void *sendbuf, void *recvbuf, size_t count,
                                strata_comm_t *comm, strata_request_t **req_p)
 {
     const void *r = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? sendbuf : recvbuf;
-    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, (int)op, root, "ireduce");
+    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, USER_OP(op), root, "ireduce");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
     stc_op_t o = {STA_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};

@@ -182,4 +182,23 @@ static inline size_t cc_check(const void *got, size_t count, strata_dtype_t t, s
     return wrong;
 }
 
+/* got[0..count) must equal rank `rank`'s input elements first .. first+count (as stored). */
+static inline size_t cc_check_input(const void *got, size_t count, strata_dtype_t t, int rank,
+                                    size_t first, const char *what)
+{
+    size_t esz = strata_dtype_size(t), wrong = 0;
+    unsigned char e[8];
+    for (size_t i = 0; i < count; i++) {
+        cc_put(e, 0, t, (double)cc_value(rank, first + i, STRATA_SUM));
+        if (memcmp(e, (const char *)got + i * esz, esz) != 0) {
+            if (wrong < 3)
+                fprintf(stderr, "%s: %s element %zu: got %g, expected %g (rank %d's input)\n",
+                        what, strata_dtype_name(t), first + i, cc_get(got, i, t),
+                        cc_get(e, 0, t), rank);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
 #endif /* COLL_CHECK_H */

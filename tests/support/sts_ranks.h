@@ -19,6 +19,7 @@ typedef struct sts_ranks_opts {
     int timeout_ms;          /* the communicator's STRATA_TIMEOUT */
     int wall_s;              /* every child is killed after this */
     int expect_init_fail;    /* 1: the children skip init failure reporting */
+    int absent_rank;         /* this rank exits at once without joining (0: none; use rank+1) */
     const char *env[STS_RANKS_MAX_ENV];   /* "NAME=value" set in every child */
 } sts_ranks_opts_t;
 
