@@ -21,6 +21,7 @@
 #include "sts_conf.h"
 #include "sts_util.h"
 #include "sts_xport.h"
+#include "util/param.h"
 
 static void conf_props(void **state)
 {
@@ -115,6 +116,59 @@ static void conf_connect_accept(void **state)
         assert_int_equal(got, 6);
         sts_pair_close(&pair);
     }
+}
+
+/*
+ * Connecting to a listener that is gone fails within the connect timeout
+ * (shortened here), whether it closed before the first connect call or while
+ * the connection was in progress; a transport that hands out the comm anyway
+ * must fail its first send. Never a hang, never a leaked descriptor.
+ */
+static void conf_connect_closed_listener(void **state)
+{
+    sts_conf_ctx_t *ctx = sts_conf_begin(state);
+    const stt_conn_cfg_t cfg = {.traffic_class = STT_TRAFFIC_CLASS_UNDEF};
+    const char *saved = getenv("STRATA_CONNECT_TIMEOUT");
+    char *saved_copy = saved != NULL ? strdup(saved) : NULL;
+
+    setenv("STRATA_CONNECT_TIMEOUT", "3000", 1);
+    stu_param_reload();
+    for (int started = 0; started < 2; started++) {
+        char handle[STT_HANDLE_SIZE];
+        stt_listen_t *listen = NULL;
+        stt_comm_t *send = NULL;
+        strata_status_t status = STRATA_OK;
+        uint64_t deadline = sts_deadline(STS_CONNECT_TIMEOUT_S);
+
+        assert_ok(ctx->ops->listen(0, handle, &listen));
+        if (started)
+            status = ctx->ops->connect(0, handle, &cfg, &send);
+        stt_close_listen(listen);
+        while (status == STRATA_OK && send == NULL && !sts_expired(deadline)) {
+            status = ctx->ops->connect(0, handle, &cfg, &send);
+            sts_relax();
+        }
+        if (send == NULL) {
+            if (status == STRATA_OK)
+                fail_msg("connect to a closed listener still pending after the deadline");
+            continue;
+        }
+        sts_buf_t buf;
+        stt_req_t *req = NULL;
+        assert_ok(sts_buf_alloc(&buf, send, 64));
+        assert_ok(stt_isend(send, buf.data, 64, 0, buf.mh, &req));
+        assert_non_null(req);
+        assert_true(sts_req_wait(req, sts_deadline(STS_IO_TIMEOUT_S), NULL) != STRATA_OK);
+        sts_buf_dereg(&buf);
+        stt_close_send(send);
+        sts_buf_free_data(&buf);
+    }
+    if (saved_copy != NULL)
+        setenv("STRATA_CONNECT_TIMEOUT", saved_copy, 1);
+    else
+        unsetenv("STRATA_CONNECT_TIMEOUT");
+    free(saved_copy);
+    stu_param_reload();
 }
 
 /*
@@ -334,6 +388,7 @@ int main(void)
         STS_CONF_CASE(conf_props),
         STS_CONF_CASE(conf_init_refcount),
         STS_CONF_CASE(conf_connect_accept),
+        STS_CONF_CASE(conf_connect_closed_listener),
         STS_CONF_CASE(conf_accept_many),
         STS_CONF_CASE(conf_close_in_flight),
         STS_CONF_CASE(conf_peer_closed),
