@@ -93,8 +93,13 @@ $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-test check: all tests
+test: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
+
+# What CI runs: the layering lint, the tests, then the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in build/san).
+check: lint test
+	$(MAKE) ASAN=1 UBSAN=1 test
 else
 tests test check:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1

@@ -24,7 +24,7 @@ for bin in "$@"; do
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
     s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
-    summary=$(grep -c '^\[==========\] .* ran\.' "$out")
+    summary=$(grep -c '^\[==========\] .* run\.' "$out")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1   # crashed, timed out, or failed outside a test case
     fi

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "plugin/transport/loop/loop.h"
+#include "plugin/transport/tcp/tcp.h"
 #include "strata/transport.h"
 #include "util/log.h"
 
@@ -17,6 +18,7 @@ typedef struct registry_entry {
 } registry_entry_t;
 
 static const registry_entry_t registry[] = {
+    {&stt_tcp_ops, 0},
     {&stt_loop_ops, 1},
 };
 
