@@ -5,12 +5,14 @@
  * generous deadline (a hang fails the test); nothing asserts on timing.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,17 +45,39 @@ static void env_set(const char *nsocks, const char *stripe_min)
     stu_param_reload();
 }
 
+static int fds_at_start;
+
+static int fd_count(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+
+    if (d == NULL)
+        return -1;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
 static int setup(void **state)
 {
+    fds_at_start = fd_count();
     env_set("1", "256K");
     unsetenv("STRATA_CONNECT_TIMEOUT");
     stu_param_reload();
     return ops->init() == STRATA_OK ? 0 : -1;
 }
 
+/* Every comm and listen comm was closed: no socket may be left open. */
 static int teardown(void **state)
 {
     ops->fini();
+    int now = fd_count();
+    if (now != fds_at_start) {
+        fprintf(stderr, "file descriptors leaked: %d at start, %d at end\n", fds_at_start, now);
+        return -1;
+    }
     return 0;
 }
 
@@ -421,6 +445,50 @@ static void test_peer_closed_mid_transfer(void **state)
     env_set("1", "256K");
 }
 
+/*
+ * The sender finishes (its data is in the kernel) and closes before the receiver
+ * even posts: the receive still gets every striped piece, and only a receive
+ * for a message that was never sent fails.
+ */
+static void test_sender_closes_after_send(void **state)
+{
+    pair_t p = {0};
+    size_t size = 512 << 10;
+    uint8_t *src = malloc(size), *dst = malloc(size);
+    stt_req_t *sreq = NULL, *rreq = NULL;
+    void *data[1] = {dst};
+    size_t cap[1] = {size}, got[1] = {0};
+    int tag[1] = {0};
+    uint64_t start = stu_time_ns();
+
+    env_set("4", "64K");
+    setenv("STRATA_SOCKET_BUFSIZE", "1M", 1);   /* room in the kernel for the whole message */
+    stu_param_reload();
+    assert_non_null(src);
+    assert_non_null(dst);
+    fill(src, size, 21);
+    pair_open(&p);
+    assert_int_equal(ops->isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
+    while (sreq != NULL) {
+        assert_int_equal(poke(&sreq, got), STRATA_OK);
+        assert_false(past(start));
+        poll(NULL, 0, 1);
+    }
+    ops->close_send(p.send);
+    p.send = NULL;
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
+    assert_int_equal(got[0], size);
+    assert_true(check(dst, size, 21));
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    pair_close(&p);
+    free(src);
+    free(dst);
+    unsetenv("STRATA_SOCKET_BUFSIZE");
+    env_set("1", "256K");
+}
+
 /* The receiver goes away: a large pending send fails instead of hanging. */
 static void test_receiver_closed(void **state)
 {
@@ -714,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_truncation_keeps_connection),
         cmocka_unit_test(test_tag_mismatch_fails_comm),
         cmocka_unit_test(test_peer_closed_mid_transfer),
+        cmocka_unit_test(test_sender_closes_after_send),
         cmocka_unit_test(test_receiver_closed),
         cmocka_unit_test(test_bad_hellos_keep_listener),
         cmocka_unit_test(test_handshake_timeouts),
