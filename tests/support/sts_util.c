@@ -7,7 +7,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define STS_SANITIZED 1
@@ -115,6 +117,28 @@ int sts_fd_count(void)
             n++;
     closedir(dir);
     return n - 1; /* the directory stream's own descriptor */
+}
+
+int sts_socket_count(int except)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *de;
+    int n = 0, self = dir != NULL ? dirfd(dir) : -1;
+
+    if (dir == NULL)
+        return -1;
+    while ((de = readdir(dir)) != NULL) {
+        char path[64], target[64];
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] == '.' || fd == self || fd == except)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && strncmp(target, "socket:", 7) == 0)
+            n++;
+    }
+    closedir(dir);
+    return n;
 }
 
 long long sts_heap_in_use(void)

@@ -38,6 +38,9 @@ int sts_guard_ok(const void *buf, size_t size);
 /* Open descriptors of this process (entries of /proc/self/fd), -1 on error. */
 int sts_fd_count(void);
 
+/* Sockets among this process's descriptors, not counting `except` (-1: none excepted). */
+int sts_socket_count(int except);
+
 /*
  * Bytes of heap in use (glibc mallinfo2), or -1 when the number is not
  * meaningful (under AddressSanitizer, which replaces malloc; LeakSanitizer
