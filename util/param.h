@@ -25,6 +25,13 @@ typedef enum stu_param_id {
     STU_PARAM_SOCKET_BUFSIZE,
     STU_PARAM_SOCKET_USER_TIMEOUT,
     STU_PARAM_CONNECT_TIMEOUT,
+    STU_PARAM_RANK,
+    STU_PARAM_NRANKS,
+    STU_PARAM_ROOT_ADDR,
+    STU_PARAM_NODE_ID,
+    STU_PARAM_TIMEOUT,
+    STU_PARAM_ALGO,
+    STU_PARAM_SHM_CHUNK,
     STU_PARAM_COUNT
 } stu_param_id_t;
 
@@ -48,6 +55,9 @@ int64_t stu_param_int(stu_param_id_t id);
 
 /* Cached string value (never NULL; "" when unset and no default). Valid until reload. */
 const char *stu_param_str(stu_param_id_t id);
+
+/* The raw environment value, or NULL when the variable is unset (not cached). */
+const char *stu_param_env(stu_param_id_t id);
 
 /* Re-reads every value from the environment. */
 void stu_param_reload(void);
