@@ -371,6 +371,12 @@ static strata_status_t fake_test(stt_req_t *req, int *done, size_t *sizes)
     return status;
 }
 
+static int fake_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
+{
+    fake_comm_t *fc = (fake_comm_t *)comm;
+    return fc->inner->ops->poll_fds(fc->inner, fds, max);
+}
+
 static void fake_close(stt_comm_t *comm, int is_send)
 {
     fake_comm_t *fc = (fake_comm_t *)comm;
@@ -422,4 +428,5 @@ const stt_ops_t stt_fake_ops = {
     .close_send = fake_close_send,
     .close_recv = fake_close_recv,
     .close_listen = fake_close_listen,
+    .poll_fds = fake_poll_fds,
 };
