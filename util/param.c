@@ -174,6 +174,17 @@ void stu_param_reload(void)
     pthread_mutex_unlock(&param_lock);
 }
 
+void stu_param_release(void)
+{
+    pthread_mutex_lock(&param_lock);
+    for (int i = 0; i < STU_PARAM_COUNT; i++) {
+        __atomic_store_n(&param_values[i].loaded, 0, __ATOMIC_RELEASE);
+        free(param_values[i].sval);
+        param_values[i].sval = NULL;
+    }
+    pthread_mutex_unlock(&param_lock);
+}
+
 void stu_param_log_all(void)
 {
     if (stu_log_level < STU_LOG_INFO)

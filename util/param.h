@@ -70,6 +70,13 @@ const char *stu_param_env(stu_param_id_t id);
 /* Re-reads every value from the environment. */
 void stu_param_reload(void);
 
+/*
+ * Frees the cached values; the next use reads the environment again. The
+ * plugin calls it at its last finalize, so that NCCL's dlclose leaves no heap
+ * behind (strings returned earlier become invalid).
+ */
+void stu_param_release(void);
+
 /* Logs every parameter with its value and source at INFO. */
 void stu_param_log_all(void);
 
