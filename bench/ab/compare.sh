@@ -117,7 +117,7 @@ fi
     echo "## $title"
     echo
     if [ "$place" = ip ]; then what="in-place"; else what="out-of-place"; fi
-    echo "Allreduce-style busbw = algbw x factor (GB/s, 1 GB = 10^9 B), $what columns,"
+    echo "busbw = algbw x the collective's bus factor (GB/s, 1 GB = 10^9 B), $what columns,"
     echo "recomputed from each row's time; medians over runs. Ratios are $ref / system."
     for n in "${notes[@]+"${notes[@]}"}"; do
         echo "- $n"

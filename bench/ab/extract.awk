@@ -36,7 +36,8 @@ BEGIN {
     size = f[1 + off]
     if (size !~ /^[0-9]+$/ || f[2 + off] !~ /^[0-9]+$/)
         next
-    if (size in seen)
+    # Size 0 (all_gather with fewer bytes than ranks) has no bandwidth to compare.
+    if (size in seen || size + 0 == 0)
         next
     t = f[tcol + off]
     alg = f[tcol + 1 + off]

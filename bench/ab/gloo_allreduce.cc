@@ -6,7 +6,7 @@
  *   build/bench/ab/gloo_allreduce --np 4 -A ring -b 8 -e 256M -f 4
  *
  * The program starts its ranks itself: the parent makes a temporary directory
- * for Gloo's FileStore, forks --np children (rank = child index), waits for
+ * for Gloo's FileStore (under $TMPDIR, else /tmp), forks --np children (rank = child index), waits for
  * them within -T seconds (killing them if it passes), and removes the
  * directory. Ranks connect over Gloo's TCP transport on the loopback device;
  * every port is chosen by the kernel.
@@ -282,7 +282,11 @@ int main(int argc, char **argv)
         "  --np N      ranks to start (processes on this host), default 2\n"
         "  -A ALGO     ring (default) or hd (halving-doubling)\n";
     ab_opts_t o;
-    char store_dir[] = "/tmp/strata-gloo-ab.XXXXXX";
+    const char *tmpdir = getenv("TMPDIR");
+    std::string store_tmpl = std::string(tmpdir != NULL && *tmpdir ? tmpdir : "/tmp") +
+                             "/strata-gloo-ab.XXXXXX";
+    std::vector<char> store_buf(store_tmpl.begin(), store_tmpl.end());
+    char *store_dir;
     std::vector<pid_t> pids;
     pid_t parent = getpid();
     int rc = ab_opts_parse(argc, argv, AB_OPT_NP | AB_OPT_ALGO, usage, &o);
@@ -302,7 +306,9 @@ int main(int argc, char **argv)
                 o.max_bytes);
         return 2;
     }
-    if (mkdtemp(store_dir) == NULL) {
+    store_buf.push_back('\0');
+    store_dir = mkdtemp(store_buf.data());
+    if (store_dir == NULL) {
         perror(PROGRAM ": mkdtemp");
         return 1;
     }
