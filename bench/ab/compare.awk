@@ -205,7 +205,7 @@ END {
                     if (ratio[key] < part[3] + 0) {
                         nmiss++
                         miss = miss (nmiss > 1 ? ", " : "") human(sizes[i]) \
-                               sprintf(" (%.2f)", ratio[key])
+                               sprintf(" (%.3f)", ratio[key])
                     }
                 }
                 line = sprintf("- %s >= %s x %s at every size from %s: ", ref, part[3], L[k],
@@ -213,7 +213,7 @@ END {
                 if (checked == 0)
                     line = line "no data"
                 else if (nmiss == 0)
-                    line = line sprintf("**met** (lowest %.2f)", worst)
+                    line = line sprintf("**met** (lowest %.3f)", worst)
                 else
                     line = line sprintf("**not met** at %d of %d sizes: %s", nmiss, checked,
                                         miss)
@@ -230,7 +230,7 @@ END {
             line = sizes[i]
             for (k = 1; k <= nl; k++) {
                 key = L[k] SUBSEP sizes[i]
-                line = line " " ((key in mb) ? sprintf("%.6g", mb[key]) : "?")
+                line = line " " ((key in mb) && mb[key] > 0 ? sprintf("%.6g", mb[key]) : "?")
             }
             print line > datfile
         }

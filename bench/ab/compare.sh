@@ -138,6 +138,11 @@ if [ -n "$png" ]; then
         echo "compare.sh: gnuplot not found: no plot (apt-get install gnuplot-nox)" >&2
         exit 0
     fi
+    if ! awk 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "?") found = 1 }
+              END { exit !found }' "$tmp/plot.dat"; then
+        echo "compare.sh: no positive busbw to plot: no plot" >&2
+        exit 0
+    fi
     # Tic labels in binary units at the sweep's sizes (every other one past 14 sizes).
     tics=$(awk 'NR > 1 { n++; v[n] = $1 }
         END {

@@ -11,21 +11,36 @@
 # busbw is recomputed from the time column, which nccl-tests prints with more
 # significant digits than the bandwidths (0.00 GB/s at 8 B): busbw = size / time *
 # factor, where factor = busbw / algbw read from the row with the largest algbw in
-# the file (2(n-1)/n for allreduce). Where every algbw prints as 0 the printed
-# busbw is kept.
+# the file (2(n-1)/n for allreduce). Where every algbw prints as 0 (a sweep of tiny
+# sizes only), the factor comes from the collective's name in the header and the
+# number of "#  Rank" lines; failing that, the printed busbw is kept.
 #
 # Variables: label, run, place (oop|ip). Portable awk (mawk, gawk, busybox).
 
 BEGIN {
     tcol = place == "ip" ? 10 : 6
     n = 0
+    ranks = 0
+    coll = ""
     best_alg = 0
     factor = 0
+}
+
+function bus_factor(name, n) {
+    if (n < 1) return 0
+    if (name ~ /all_?reduce/) return 2 * (n - 1) / n
+    if (name ~ /all_?gather|reduce_?scatter|alltoall|gather|scatter/) return (n - 1) / n
+    if (name ~ /broadcast|bcast|reduce|sendrecv/) return 1
+    return 0
 }
 
 {
     line = $0
     sub(/^[ \t]*[0-9]+:[ \t]+/, "", line)
+    if (line ~ /^#  *Rank  *[0-9]+ /)
+        ranks++
+    if (coll == "" && line ~ /^#/ && match(line, /(all_?reduce|all_?gather|reduce_?scatter|alltoall|broadcast|bcast|sendrecv|reduce)/))
+        coll = substr(line, RSTART, RLENGTH)
     if (line ~ /^[ \t]*#/)
         next
     nf = split(line, f, /[ \t]+/)
@@ -58,6 +73,8 @@ BEGIN {
 }
 
 END {
+    if (factor == 0)
+        factor = bus_factor(coll, ranks)
     for (i = 1; i <= n; i++) {
         bus = s_bus[i]
         if (factor > 0 && s_time[i] > 0)

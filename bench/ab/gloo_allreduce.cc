@@ -212,8 +212,18 @@ int rank_main(const ab_opts_t &o, int rank, const char *store_dir)
     }
     if (rank == 0)
         status = ab_print_footer();
-    /* Nobody leaves while a peer may still be reading from it. */
+    /*
+     * Nobody closes its connections while a peer may still be in a collective: Gloo
+     * reports a peer's close as an error even after the last message arrived. So each
+     * rank says "done" through the store after the last barrier and leaves only when
+     * every rank has said it.
+     */
     barrier.run();
+    std::vector<std::string> done;
+    for (int r = 0; r < o.nranks; r++)
+        done.push_back("done" + std::to_string(r));
+    store.set(done[(size_t)rank], std::vector<char>{'1'});
+    store.wait(done, std::chrono::seconds(o.timeout_s));
     free(s.send);
     free(s.recv);
     return status;

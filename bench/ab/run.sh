@@ -273,7 +273,9 @@ for n in "${rank_list[@]}"; do
     done
     if [ ${#specs[@]} -eq 0 ]; then
         echo "run.sh: $n ranks: nothing ran" >&2
-        echo "## $n ranks: nothing ran" >>"$summary"
+        { echo "## $n ranks: nothing ran"; echo
+          for ((i = 1; i < ${#notes[@]}; i += 2)); do echo "- ${notes[i]}"; done
+          echo; } >>"$summary"
         status=1
         continue
     fi
@@ -283,6 +285,9 @@ for n in "${rank_list[@]}"; do
         --md "$out/ab-n$n.md" --png "$out/ab-n$n.png" "${goals[@]+"${goals[@]}"}" \
         "${notes[@]+"${notes[@]}"}" "${specs[@]}"; then
         echo "run.sh: $n ranks: compare.sh failed" >&2
+        { echo "## $n ranks: compare.sh failed"; echo
+          for ((i = 1; i < ${#notes[@]}; i += 2)); do echo "- ${notes[i]}"; done
+          echo; } >>"$summary"
         status=1
         continue
     fi

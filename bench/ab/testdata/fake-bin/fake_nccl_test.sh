@@ -7,7 +7,8 @@
 #       LD_LIBRARY_PATH holds libnccl-net-strata.so (NCCL's name rule), else NCCL's
 #       "Failed to initialize any NET plugin" and exit 1
 # FAKE_NCCL_IGNORE_PLUGIN=1 plays an NCCL that ignores the request and assigns IB
-# (what nccl_ab.sh must refuse to report); FAKE_NCCL_FAIL=1 plays a crash.
+# (what nccl_ab.sh must refuse to report); FAKE_NCCL_HIDE_PLUGIN=1 a node where the
+# plugin is not on the path; FAKE_NCCL_FAIL=1 a crash.
 set -u
 data=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 coll=$(basename "$0")
@@ -21,7 +22,8 @@ variant=stock
 if [ "${NCCL_NET_PLUGIN:-}" = strata ] && [ "${FAKE_NCCL_IGNORE_PLUGIN:-0}" != 1 ]; then
     found=0
     IFS=: read -r -a dirs <<<"${LD_LIBRARY_PATH:-}"
-    for d in "${dirs[@]}"; do
+    [ "${FAKE_NCCL_HIDE_PLUGIN:-0}" = 1 ] && dirs=()
+    for d in "${dirs[@]+"${dirs[@]}"}"; do
         [ -n "$d" ] && [ -f "$d/libnccl-net-strata.so" ] && found=1
     done
     if [ "$found" = 0 ]; then
