@@ -1,7 +1,6 @@
 /*
  * Loading and driving a net plugin through ncclNetPlugin_v11 (see
- * bench_plugin.h). Until the NCCL ABI headers exist in the tree this file
- * compiles to stubs that report STRATA_ERR_UNSUPPORTED.
+ * bench_plugin.h).
  */
 #include "bench_plugin.h"
 
@@ -12,8 +11,7 @@
 #include <string.h>
 
 #include "bench_util.h"
-
-#if __has_include("nccl/net.h")
+/* The one bench file that speaks the NCCL ABI (like plugin/, it has to). */
 #include "nccl/net.h"
 
 struct stb_plugin {
@@ -243,48 +241,3 @@ void stb_plugin_close_listen(stb_plugin_t *plugin, void *lcomm)
     if (lcomm != NULL)
         plugin_result(plugin->net->closeListen(lcomm), "closeListen");
 }
-
-#else /* no NCCL ABI headers in this tree yet */
-
-struct stb_plugin {
-    int unused;
-};
-
-strata_status_t stb_plugin_open(const char *path, uint64_t comm_id, int verbose,
-                                stb_plugin_t **plugin_p)
-{
-    stb_log_err("this build has no NCCL ABI headers (include/nccl/net.h): plugin mode is "
-                "unavailable, use --raw-only");
-    return STRATA_ERR_UNSUPPORTED;
-}
-
-void stb_plugin_close(stb_plugin_t *plugin) {}
-const char *stb_plugin_name(const stb_plugin_t *plugin) { return "none"; }
-strata_status_t stb_plugin_devices(stb_plugin_t *plugin, int *ndev_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_props_get(stb_plugin_t *plugin, int dev, stb_plugin_props_t *props)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_listen(stb_plugin_t *plugin, int dev, void *handle, void **lcomm_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_connect(stb_plugin_t *plugin, int dev, void *handle, void **scomm_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_accept(stb_plugin_t *plugin, void *lcomm, void **rcomm_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_reg(stb_plugin_t *plugin, void *comm, void *buf, size_t size,
-                               void **mhandle_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_dereg(stb_plugin_t *plugin, void *comm, void *mhandle)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_isend(stb_plugin_t *plugin, void *scomm, void *buf, size_t size,
-                                 int tag, void *mhandle, void **req_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_irecv(stb_plugin_t *plugin, void *rcomm, void *buf, size_t size,
-                                 int tag, void *mhandle, void **req_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-strata_status_t stb_plugin_test(stb_plugin_t *plugin, void *req, int *done_p, size_t *size_p)
-{ return STRATA_ERR_UNSUPPORTED; }
-void stb_plugin_close_send(stb_plugin_t *plugin, void *scomm) {}
-void stb_plugin_close_recv(stb_plugin_t *plugin, void *rcomm) {}
-void stb_plugin_close_listen(stb_plugin_t *plugin, void *lcomm) {}
-
-#endif

@@ -49,7 +49,7 @@ typedef struct stb_plugin_props {
 /*
  * Loads path, resolves ncclNetPlugin_v11 and calls init(&ctx, comm_id, {-1},
  * logger, profiler) with a logger that prints WARN lines on stderr (and INFO
- * with verbose). STRATA_ERR_UNSUPPORTED if this build has no NCCL ABI headers.
+ * with verbose).
  */
 strata_status_t stb_plugin_open(const char *path, uint64_t comm_id, int verbose,
                                 stb_plugin_t **plugin_p);

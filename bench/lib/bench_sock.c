@@ -245,6 +245,8 @@ strata_status_t stb_sock_split_hostport(const char *text, char *host, size_t hos
     return STRATA_OK;
 }
 
+static const char sock_unix_why[] = "a local socket pair has no address";
+
 /* stb_sock_addr_get without the log: a static reason on failure, NULL on success. */
 static const char *sock_addr_query(int fd, int peer, char *host, size_t host_len, int *port_p)
 {
@@ -257,7 +259,7 @@ static const char *sock_addr_query(int fd, int peer, char *host, size_t host_len
     if (rc != 0)
         return strerror(errno);
     if (ss.ss_family == AF_UNIX)
-        return "a local socket pair has no address";
+        return sock_unix_why;
     /* An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d; print it as a.b.c.d. */
     if (ss.ss_family == AF_INET6) {
         struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
@@ -292,8 +294,13 @@ void stb_sock_name(int fd, int peer, char *buf, size_t len)
 {
     char host[STB_SOCK_NAME_LEN];
     int port;
+    const char *why = sock_addr_query(fd, peer, host, sizeof(host), &port);
 
-    if (sock_addr_query(fd, peer, host, sizeof(host), &port) != NULL) {
+    if (why == sock_unix_why) {
+        snprintf(buf, len, "the forked peer");
+        return;
+    }
+    if (why != NULL) {
         snprintf(buf, len, "?");
         return;
     }
