@@ -4,6 +4,10 @@
 
 include mk/config.mk
 
+# V=1 prints every command.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
 VERSION := 0.1.0
 LDFLAGS_BASE += -Wl,--as-needed
 
@@ -54,37 +58,48 @@ tools: $(TOOLS)
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -MMD -MP -c $< -o $@
 
 $(INTERNAL_LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(PLUGIN_SO): $(LIB_OBJ) plugin/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS_BASE) -Wl,--version-script=plugin/exports.map \
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS_BASE) -Wl,--version-script=plugin/exports.map \
 		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
 
 $(PLUGIN_LINK): $(PLUGIN_SO)
-	ln -sf libnccl-net-strata.so $@
+	$(Q)ln -sf libnccl-net-strata.so $@
 
 $(BUILD)/bin/strata-%: bench/%.c $(BENCHLIB_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -Ibench/lib -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -Ibench/lib -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) $(LDLIBS_BASE)
 
 ifeq ($(HAVE_CMOCKA),1)
 tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
 $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+	@echo "  LD      $@"
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-test check: all tests
+test: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
+
+# What CI runs: the layering lint, the tests, then the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in build/san).
+check: lint test
+	$(MAKE) ASAN=1 UBSAN=1 test
 else
 tests test check:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1

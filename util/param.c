@@ -12,7 +12,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_DEBUG] = {"STRATA_DEBUG", STU_PARAM_TYPE_STR, "WARN",
         "log level: NONE, VERSION, WARN, INFO or TRACE (NCCL's logger is used when NCCL loaded us)"},
     [STU_PARAM_TRANSPORT] = {"STRATA_TRANSPORT", STU_PARAM_TYPE_STR, "auto",
-        "transport: auto (first that probes and has devices: ib, ucx, tcp), ib, ucx, tcp, loop"},
+        "transport: auto (the first built-in one that probes and has a device; today tcp),"
+        " tcp, or loop (in-process, for tests)"},
     [STU_PARAM_ABORT_ON_ERROR] = {"STRATA_ABORT_ON_ERROR", STU_PARAM_TYPE_INT, "0",
         "1: abort() at the first error returned to NCCL, for a core dump at the cause"},
     [STU_PARAM_SOCKET_IFNAME] = {"STRATA_SOCKET_IFNAME", STU_PARAM_TYPE_STR, "",

@@ -91,9 +91,14 @@ typedef struct stt_comm {
     int dev;
 } stt_comm_t;
 
-/* Base of every request. */
+/*
+ * Base of every request. The transport sets nsizes when the request is posted:
+ * how many sizes test() reports (1 for a send or flush, n for a receive of n
+ * buffers), so layers above can copy exactly that many.
+ */
 typedef struct stt_req {
     stt_comm_t *comm;
+    int nsizes;
 } stt_req_t;
 
 struct stt_ops {

@@ -1,0 +1,24 @@
+/* The TCP transport's operations table. */
+#include "plugin/transport/tcp/tcp_internal.h"
+
+const stt_ops_t stt_tcp_ops = {
+    .name = "tcp",
+    .probe = stt_tcp_probe,
+    .init = stt_tcp_init,
+    .fini = stt_tcp_fini,
+    .devices = stt_tcp_devices,
+    .get_props = stt_tcp_get_props,
+    .listen = stt_tcp_listen,
+    .connect = stt_tcp_connect,
+    .accept = stt_tcp_accept,
+    .reg_mr = stt_tcp_reg_mr,
+    .reg_mr_dmabuf = stt_tcp_reg_mr_dmabuf,
+    .dereg_mr = stt_tcp_dereg_mr,
+    .isend = stt_tcp_isend,
+    .irecv = stt_tcp_irecv,
+    .iflush = stt_tcp_iflush,
+    .test = stt_tcp_test,
+    .close_send = stt_tcp_close_send,
+    .close_recv = stt_tcp_close_recv,
+    .close_listen = stt_tcp_close_listen,
+};

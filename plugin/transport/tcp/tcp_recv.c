@@ -1,0 +1,228 @@
+/*
+ * Receive progress of the TCP transport.
+ *
+ * Socket 0 carries every message header. A complete header is validated and
+ * matched to the oldest receive that still has unmatched buffers (the first
+ * unmatched buffer with the message's tag), which appends the message to the
+ * message queue. Each socket then walks that queue with its own cursor and
+ * reads its part of each message straight into the matched buffer: socket 0
+ * the payload or piece 0 (plus, in the same readv, the next header), socket
+ * j > 0 piece j of striped messages. A socket never reads a message before
+ * its header was matched, so stray bytes wait in the kernel.
+ *
+ * A message larger than its buffer is drained into a scratch buffer and fails
+ * its receive with STRATA_ERR_TRUNCATED; the connection stays usable. A header
+ * that does not validate, a tag that matches nothing, EOF or a socket error
+ * fail the comm.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "plugin/transport/tcp/tcp_internal.h"
+#include "util/log.h"
+
+#define RECV_SEG_MAX (1ull << 30)
+
+typedef enum { READ_MORE, READ_BLOCKED, READ_FAILED } read_result_t;
+
+static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
+{
+    if (r < 0 && errno == EINTR)
+        return READ_MORE;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return READ_BLOCKED;
+    if (r == 0)
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE,
+                          "peer closed socket %d of %d (process exited or closed the comm)", j,
+                          rc->conn.nsocks);
+    else
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
+                          rc->conn.nsocks, strerror(errno));
+    return READ_FAILED;
+}
+
+static void recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
+                      uint64_t *off_p, uint64_t *len_p)
+{
+    stt_tcp_stripe_locate(m->size, m->flags, rc->conn.nsocks, j, off_p, len_p);
+}
+
+/* Where the next bytes of socket j's part of m go, and how many fit there. */
+static char *recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff, uint64_t plen,
+                       uint64_t done, size_t *len_p)
+{
+    uint64_t len = plen - done;
+
+    if (m->discard) {
+        *len_p = len > STT_TCP_DRAIN_BYTES ? STT_TCP_DRAIN_BYTES : (size_t)len;
+        return (char *)rc->drain;
+    }
+    *len_p = len > RECV_SEG_MAX ? RECV_SEG_MAX : (size_t)len;
+    return rc->reqs[m->slot].data[m->buf] + poff + done;
+}
+
+/* Matches the complete header in rc->hdr; false when it must wait (no receive posted). */
+static bool recv_header_match(stt_tcp_recv_t *rc)
+{
+    stt_tcp_hdr_t hdr;
+    const char *why = NULL;
+
+    if (stt_tcp_hdr_decode(rc->hdr, rc->conn.seq, &hdr, &why) != STRATA_OK) {
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "invalid message header: %s"
+                          " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
+        return false;
+    }
+    if (rc->post_head == rc->post_tail || rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
+        return false;
+    uint16_t slot = rc->posts[rc->post_head % STT_TCP_RING];
+    stt_tcp_rreq_t *req = &rc->reqs[slot];
+    int buf = -1;
+    for (int i = 0; i < req->n && buf < 0; i++)
+        if (!(req->matched_mask & (1u << i)) && req->tags[i] == hdr.tag)
+            buf = i;
+    if (buf < 0) {
+        char tags[STT_MAX_RECVS * 13] = "";
+        for (int i = 0, len = 0; i < req->n; i++)
+            if (!(req->matched_mask & (1u << i)))
+                len += snprintf(tags + len, sizeof(tags) - (size_t)len, " %d", req->tags[i]);
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
+                          " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
+                          hdr.tag, tags);
+        return false;
+    }
+    bool discard = hdr.size > req->cap[buf];
+    if (discard) {
+        if (rc->drain == NULL && (rc->drain = malloc(STT_TCP_DRAIN_BYTES)) == NULL) {
+            stt_tcp_conn_fail(&rc->conn, STRATA_ERR_NO_MEMORY, "no memory to drain a"
+                              " truncated message");
+            return false;
+        }
+        STU_WARN("tcp: message %" PRIu32 " from %s (tag %d) has %" PRIu64 " bytes but its"
+                 " receive buffer %d has %" PRIu64 "; payload discarded, receive fails"
+                 " truncated", hdr.seq, rc->conn.peer, hdr.tag, hdr.size, buf, req->cap[buf]);
+        req->status = STRATA_ERR_TRUNCATED;
+    }
+    req->got[buf] = discard ? 0 : hdr.size;
+    req->matched_mask |= (uint8_t)(1u << buf);
+    req->unmatched--;
+    req->pending++;
+    if (req->unmatched == 0)
+        rc->post_head++;
+    rc->msgs[rc->msg_tail % STT_TCP_MSGQ] = (stt_tcp_msg_t){
+        .size = hdr.size, .slot = slot, .buf = (uint8_t)buf, .flags = (uint8_t)hdr.flags,
+        .discard = discard};
+    rc->msg_tail++;
+    rc->conn.seq++;
+    rc->hdr_have = 0;
+    return true;
+}
+
+/* Socket 0: payloads (or piece 0), each followed in the stream by the next header. */
+static void recv_sock0_pull(stt_tcp_recv_t *rc)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+
+    while (rc->conn.failed == STRATA_OK) {
+        if (cur->msg == rc->msg_tail) {
+            if (rc->hdr_have == STT_TCP_HDR_BYTES) {
+                if (!recv_header_match(rc))
+                    return;
+                continue;
+            }
+            ssize_t r = recv(cur->fd, rc->hdr + rc->hdr_have, STT_TCP_HDR_BYTES - rc->hdr_have,
+                             MSG_DONTWAIT);
+            if (r > 0)
+                rc->hdr_have += (uint32_t)r;
+            else if (recv_classify(rc, 0, r) != READ_MORE)
+                return;
+            continue;
+        }
+        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
+        uint64_t poff, plen;
+        recv_part(rc, m, 0, &poff, &plen);
+        if (cur->off == plen) {
+            cur->msg++;
+            cur->off = 0;
+            continue;
+        }
+        /* The header that follows this payload can only be the next one (hdr_have is 0). */
+        struct iovec iov[2];
+        size_t want;
+        iov[0].iov_base = recv_dest(rc, m, poff, plen, cur->off, &want);
+        iov[0].iov_len = want;
+        iov[1].iov_base = rc->hdr;
+        iov[1].iov_len = STT_TCP_HDR_BYTES;
+        bool whole = want == plen - cur->off;
+        ssize_t r = readv(cur->fd, iov, whole ? 2 : 1);
+        if (r <= 0) {
+            if (recv_classify(rc, 0, r) != READ_MORE)
+                return;
+            continue;
+        }
+        if ((size_t)r > want) {
+            rc->hdr_have = (uint32_t)((size_t)r - want);
+            r = (ssize_t)want;
+        }
+        cur->off += (uint64_t)r;
+    }
+}
+
+/* Socket j > 0: piece j of every matched striped message. */
+static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[j];
+
+    while (cur->msg != rc->msg_tail && rc->conn.failed == STRATA_OK) {
+        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
+        uint64_t poff, plen;
+        recv_part(rc, m, j, &poff, &plen);
+        if (cur->off == plen) {
+            cur->msg++;
+            cur->off = 0;
+            continue;
+        }
+        size_t want;
+        char *dst = recv_dest(rc, m, poff, plen, cur->off, &want);
+        ssize_t r = recv(cur->fd, dst, want, MSG_DONTWAIT);
+        if (r <= 0) {
+            if (recv_classify(rc, j, r) != READ_MORE)
+                return;
+            continue;
+        }
+        cur->off += (uint64_t)r;
+    }
+}
+
+/* Retires, in order, every message all cursors have passed; completes its receive. */
+static void recv_retire(stt_tcp_recv_t *rc)
+{
+    uint32_t done = rc->msg_tail - rc->msg_head;
+
+    for (int j = 0; j < rc->conn.nsocks; j++) {
+        uint32_t d = rc->conn.socks[j].msg - rc->msg_head;
+        if (d < done)
+            done = d;
+    }
+    for (; done > 0; done--) {
+        stt_tcp_rreq_t *req = &rc->reqs[rc->msgs[rc->msg_head % STT_TCP_MSGQ].slot];
+        req->pending--;
+        if (req->pending == 0 && req->unmatched == 0)
+            req->state = STT_TCP_REQ_DONE;
+        rc->msg_head++;
+    }
+}
+
+strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
+{
+    if (rc->conn.failed != STRATA_OK)
+        return rc->conn.failed;
+    recv_sock0_pull(rc);
+    for (int j = 1; j < rc->conn.nsocks; j++)
+        recv_sockj_pull(rc, j);
+    recv_retire(rc);
+    return rc->conn.failed;
+}

@@ -1,0 +1,233 @@
+/* Unit tests of the TCP transport's wire format and stripe math (pure logic). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plugin/transport/tcp/tcp_frame.h"
+
+static void test_hello_roundtrip(void **state)
+{
+    stt_tcp_hello_t in = {.version = STT_TCP_PROTO_VERSION, .index = 3, .nsocks = 8,
+                          .listener_id = 0x0123456789abcdefull, .conn_id = 0xfedcba9876543210ull};
+    stt_tcp_hello_t out;
+    uint8_t buf[STT_TCP_HELLO_BYTES];
+    const char *why = NULL;
+
+    stt_tcp_hello_encode(&in, buf);
+    assert_memory_equal(buf, "STRH", 4);
+    assert_int_equal(buf[6], 3);
+    assert_int_equal(buf[7], 8);
+    assert_int_equal(buf[8], 0xef);           /* little-endian listener id */
+    assert_int_equal(buf[15], 0x01);
+    assert_int_equal(stt_tcp_hello_decode(buf, &out, &why), STRATA_OK);
+    assert_int_equal(out.version, in.version);
+    assert_int_equal(out.index, in.index);
+    assert_int_equal(out.nsocks, in.nsocks);
+    assert_true(out.listener_id == in.listener_id);
+    assert_true(out.conn_id == in.conn_id);
+}
+
+/* Corrupts one byte of a valid hello and expects rejection with a reason and no output. */
+static void hello_expect_reject(size_t offset, uint8_t value)
+{
+    stt_tcp_hello_t in = {.version = STT_TCP_PROTO_VERSION, .index = 1, .nsocks = 2,
+                          .listener_id = 7, .conn_id = 9};
+    stt_tcp_hello_t out;
+    uint8_t buf[STT_TCP_HELLO_BYTES];
+    const char *why = NULL;
+
+    stt_tcp_hello_encode(&in, buf);
+    buf[offset] = value;
+    memset(&out, 0xa5, sizeof(out));
+    assert_int_equal(stt_tcp_hello_decode(buf, &out, &why), STRATA_ERR_REMOTE);
+    assert_non_null(why);
+    assert_int_equal(out.nsocks, 0xa5);       /* untouched on failure */
+}
+
+static void test_hello_rejects(void **state)
+{
+    hello_expect_reject(0, 'X');              /* magic */
+    hello_expect_reject(4, STT_TCP_PROTO_VERSION + 1);   /* version */
+    hello_expect_reject(7, 0);                /* nsocks 0 */
+    hello_expect_reject(7, STT_TCP_MAX_SOCKS + 1);
+    hello_expect_reject(6, 2);                /* index == nsocks */
+    hello_expect_reject(6, 200);
+}
+
+static void test_ack_roundtrip_and_rejects(void **state)
+{
+    stt_tcp_ack_t in = {.version = STT_TCP_PROTO_VERSION, .nsocks = 4, .status = STT_TCP_ACK_OK,
+                        .conn_id = 0x1122334455667788ull};
+    stt_tcp_ack_t out;
+    uint8_t buf[STT_TCP_ACK_BYTES], bad[STT_TCP_ACK_BYTES];
+    const char *why = NULL;
+
+    stt_tcp_ack_encode(&in, buf);
+    assert_memory_equal(buf, "STRA", 4);
+    assert_int_equal(stt_tcp_ack_decode(buf, &out, &why), STRATA_OK);
+    assert_true(out.conn_id == in.conn_id);
+    assert_int_equal(out.nsocks, 4);
+
+    const struct { size_t off; uint8_t v; } cases[] = {
+        {0, 0}, {4, 9}, {6, 0}, {6, 9}, {7, 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, buf, sizeof(bad));
+        bad[cases[i].off] = cases[i].v;
+        why = NULL;
+        assert_int_equal(stt_tcp_ack_decode(bad, &out, &why), STRATA_ERR_REMOTE);
+        assert_non_null(why);
+    }
+}
+
+static void test_hdr_roundtrip(void **state)
+{
+    stt_tcp_hdr_t in = {.flags = STT_TCP_HDR_STRIPED, .tag = -5, .seq = 0xfffffffeu,
+                        .size = STT_TCP_MAX_MSG_BYTES};
+    stt_tcp_hdr_t out;
+    uint8_t buf[STT_TCP_HDR_BYTES];
+    const char *why = NULL;
+
+    stt_tcp_hdr_encode(&in, buf);
+    assert_memory_equal(buf, "STRM", 4);
+    assert_int_equal(buf[4], 1);
+    assert_int_equal(buf[8], 0xfb);           /* -5 little-endian */
+    assert_int_equal(buf[11], 0xff);
+    assert_int_equal(stt_tcp_hdr_decode(buf, 0xfffffffeu, &out, &why), STRATA_OK);
+    assert_int_equal(out.flags, STT_TCP_HDR_STRIPED);
+    assert_int_equal(out.tag, -5);
+    assert_true(out.seq == 0xfffffffeu);
+    assert_true(out.size == STT_TCP_MAX_MSG_BYTES);
+
+    in = (stt_tcp_hdr_t){.flags = 0, .tag = 0, .seq = 0, .size = 0};
+    stt_tcp_hdr_encode(&in, buf);
+    assert_int_equal(stt_tcp_hdr_decode(buf, 0, &out, &why), STRATA_OK);
+    assert_true(out.size == 0);
+}
+
+static void test_hdr_rejects(void **state)
+{
+    stt_tcp_hdr_t in = {.flags = 0, .tag = 3, .seq = 10, .size = 100};
+    stt_tcp_hdr_t out;
+    uint8_t buf[STT_TCP_HDR_BYTES], bad[STT_TCP_HDR_BYTES];
+    const char *why;
+
+    stt_tcp_hdr_encode(&in, buf);
+    why = NULL;
+    assert_int_equal(stt_tcp_hdr_decode(buf, 11, &out, &why), STRATA_ERR_REMOTE);  /* seq */
+    assert_non_null(why);
+
+    memcpy(bad, buf, sizeof(bad));
+    bad[3] ^= 0x40;                                                                 /* magic */
+    assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
+
+    memcpy(bad, buf, sizeof(bad));
+    bad[4] = 0x2;                                                                   /* flags */
+    assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
+
+    in.size = STT_TCP_MAX_MSG_BYTES + 1;                                            /* size */
+    stt_tcp_hdr_encode(&in, bad);
+    assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
+    in.size = UINT64_MAX;
+    stt_tcp_hdr_encode(&in, bad);
+    assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
+
+    /* Garbage: all zeroes and all ones never validate. */
+    memset(bad, 0, sizeof(bad));
+    assert_int_equal(stt_tcp_hdr_decode(bad, 0, &out, &why), STRATA_ERR_REMOTE);
+    memset(bad, 0xff, sizeof(bad));
+    assert_int_equal(stt_tcp_hdr_decode(bad, 0xffffffffu, &out, &why), STRATA_ERR_REMOTE);
+}
+
+static void test_stripe_unstriped(void **state)
+{
+    uint64_t off, len;
+
+    for (int n = 1; n <= STT_TCP_MAX_SOCKS; n++) {
+        stt_tcp_stripe_locate(12345, 0, n, 0, &off, &len);
+        assert_true(off == 0 && len == 12345);
+        for (int j = 1; j < n; j++) {
+            stt_tcp_stripe_locate(12345, 0, n, j, &off, &len);
+            assert_true(len == 0);
+        }
+    }
+    /* A striped flag with one socket is the whole message on socket 0. */
+    stt_tcp_stripe_locate(999, STT_TCP_HDR_STRIPED, 1, 0, &off, &len);
+    assert_true(off == 0 && len == 999);
+}
+
+static void test_stripe_examples(void **state)
+{
+    uint64_t off, len;
+
+    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 2, 0, &off, &len);
+    assert_true(off == 0 && len == 128 << 10);
+    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 2, 1, &off, &len);
+    assert_true(off == 128 << 10 && len == 128 << 10);
+
+    /* 10000 bytes over 3 sockets: ceil(10000 / 3) = 3334, rounded to 4096. */
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 0, &off, &len);
+    assert_true(off == 0 && len == 4096);
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 1, &off, &len);
+    assert_true(off == 4096 && len == 4096);
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 2, &off, &len);
+    assert_true(off == 8192 && len == 10000 - 8192);
+
+    /* Tiny striped message: everything in piece 0, later pieces empty and in range. */
+    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 4, 0, &off, &len);
+    assert_true(off == 0 && len == 1);
+    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 4, 3, &off, &len);
+    assert_true(off == 1 && len == 0);
+
+    stt_tcp_stripe_locate(0, STT_TCP_HDR_STRIPED, 8, 5, &off, &len);
+    assert_true(off == 0 && len == 0);
+
+    /* The largest message: 1 TiB over 8 sockets is 128 GiB each. */
+    stt_tcp_stripe_locate(STT_TCP_MAX_MSG_BYTES, STT_TCP_HDR_STRIPED, 8, 7, &off, &len);
+    assert_true(off == 7 * (STT_TCP_MAX_MSG_BYTES / 8) && len == STT_TCP_MAX_MSG_BYTES / 8);
+}
+
+/* Pieces are contiguous, in socket order, page-aligned, and cover the message exactly. */
+static void test_stripe_cover_property(void **state)
+{
+    static const uint64_t sizes[] = {0, 1, 7, 4095, 4096, 4097, 65535, 65536, 262143, 262144,
+                                     1000003, 4u << 20, (4u << 20) + 1, 123456789, 1ull << 33};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (int n = 1; n <= STT_TCP_MAX_SOCKS; n++) {
+            uint64_t expect = 0, biggest = 0;
+            for (int j = 0; j < n; j++) {
+                uint64_t off, len;
+                stt_tcp_stripe_locate(sizes[s], STT_TCP_HDR_STRIPED, n, j, &off, &len);
+                assert_true(off == expect);
+                assert_true(off + len <= sizes[s]);
+                if (len > 0 && off + len < sizes[s])
+                    assert_true((off + len) % STT_TCP_STRIPE_ALIGN == 0);
+                if (len > biggest)
+                    biggest = len;
+                expect = off + len;
+            }
+            assert_true(expect == sizes[s]);
+            /* Balanced: no piece exceeds an even share by more than one alignment unit. */
+            assert_true(biggest <= sizes[s] / (uint64_t)n + STT_TCP_STRIPE_ALIGN);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hello_roundtrip),
+        cmocka_unit_test(test_hello_rejects),
+        cmocka_unit_test(test_ack_roundtrip_and_rejects),
+        cmocka_unit_test(test_hdr_roundtrip),
+        cmocka_unit_test(test_hdr_rejects),
+        cmocka_unit_test(test_stripe_unstriped),
+        cmocka_unit_test(test_stripe_examples),
+        cmocka_unit_test(test_stripe_cover_property),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
