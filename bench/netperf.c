@@ -118,8 +118,8 @@ static strata_status_t np_raw_setup(stb_np_ctx_t *np)
             status = STRATA_ERR_REMOTE;
         }
         if (status == STRATA_OK)
-            status = stb_raw_connect(&np->raw, addr->host, addr->port, np->cfg.raw_spin,
-                                     np->cfg.timeout_ms);
+            status = stb_raw_connect(&np->raw, addr->host, addr->port, np->cfg.raw_pair,
+                                     np->cfg.raw_spin, np->cfg.timeout_ms);
         return status;
     }
     stb_np_raw_host_pick(np);
@@ -131,7 +131,8 @@ static strata_status_t np_raw_setup(stb_np_ctx_t *np)
     if (status == STRATA_OK)
         status = sent;
     if (status == STRATA_OK)
-        status = stb_raw_accept(&np->raw, lfd, np->cfg.raw_spin, np->cfg.timeout_ms);
+        status = stb_raw_accept(&np->raw, lfd, np->cfg.raw_pair, np->cfg.raw_spin,
+                                np->cfg.timeout_ms);
     if (lfd >= 0)
         close(lfd);
     return status;

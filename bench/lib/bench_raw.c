@@ -28,17 +28,38 @@ static strata_status_t raw_timeouts_set(int fd, int timeout_ms)
     return STRATA_OK;
 }
 
-static strata_status_t raw_init(stb_raw_t *raw, int fd, int spin, int timeout_ms)
-{
-    strata_status_t status = raw_timeouts_set(fd, timeout_ms);
+/*
+ * With a pair, the client marks each new connection with one byte saying who
+ * sends on it, so the server can tell them apart whatever order accept()
+ * returns them in.
+ */
+#define RAW_MARK_CLIENT_SENDS 'C'
+#define RAW_MARK_SERVER_SENDS 'S'
 
-    if (status != STRATA_OK) {
-        close(fd);
-        return status;
-    }
+static void raw_fds_close(stb_raw_t *raw)
+{
+    if (raw->rfd >= 0 && raw->rfd != raw->fd)
+        close(raw->rfd);
+    if (raw->fd >= 0)
+        close(raw->fd);
+    raw->fd = raw->rfd = -1;
+}
+
+/* Takes ownership of both descriptors (equal for one socket), even on failure. */
+static strata_status_t raw_init(stb_raw_t *raw, int fd, int rfd, int spin, int timeout_ms)
+{
     raw->fd = fd;
+    raw->rfd = rfd;
+    raw->pair = fd != rfd;
     raw->spin = spin;
     raw->timeout_ms = timeout_ms;
+    strata_status_t status = raw_timeouts_set(fd, timeout_ms);
+    if (status == STRATA_OK && raw->pair)
+        status = raw_timeouts_set(rfd, timeout_ms);
+    if (status != STRATA_OK) {
+        raw_fds_close(raw);
+        return status;
+    }
     stb_sock_name(fd, 1, raw->peer, sizeof(raw->peer));
     return STRATA_OK;
 }
@@ -60,34 +81,66 @@ strata_status_t stb_raw_listen(const char *host, int *lfd_p, int *port_p)
     return STRATA_OK;
 }
 
-strata_status_t stb_raw_accept(stb_raw_t *raw, int lfd, int spin, int timeout_ms)
+strata_status_t stb_raw_accept(stb_raw_t *raw, int lfd, int pair, int spin, int timeout_ms)
 {
-    int fd;
-    strata_status_t status = stb_sock_accept(lfd, timeout_ms, &fd);
+    uint64_t deadline = stb_deadline_make(timeout_ms);
+    int fds[2] = {-1, -1}, send_fd = -1, recv_fd = -1;
+    strata_status_t status = STRATA_OK;
 
-    if (status != STRATA_OK)
+    for (int i = 0; i < (pair ? 2 : 1) && status == STRATA_OK; i++) {
+        char mark = RAW_MARK_CLIENT_SENDS;
+        status = stb_sock_accept(lfd, stb_deadline_left_ms(deadline), &fds[i]);
+        if (status == STRATA_OK && pair)
+            status = stb_sock_recv_all(fds[i], &mark, 1, deadline);
+        if (status != STRATA_OK)
+            break;
+        if (!pair) {
+            send_fd = recv_fd = fds[i];
+        } else if (mark == RAW_MARK_CLIENT_SENDS && recv_fd < 0) {
+            recv_fd = fds[i];
+        } else if (mark == RAW_MARK_SERVER_SENDS && send_fd < 0) {
+            send_fd = fds[i];
+        } else {
+            stb_log_err("raw: unexpected connection mark 0x%02x", (unsigned char)mark);
+            status = STRATA_ERR_REMOTE;
+        }
+    }
+    if (status != STRATA_OK) {
+        for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         return status;
-    return raw_init(raw, fd, spin, timeout_ms);
+    }
+    return raw_init(raw, send_fd, recv_fd, spin, timeout_ms);
 }
 
-strata_status_t stb_raw_connect(stb_raw_t *raw, const char *host, int port, int spin,
+strata_status_t stb_raw_connect(stb_raw_t *raw, const char *host, int port, int pair, int spin,
                                 int timeout_ms)
 {
+    static const char marks[2] = {RAW_MARK_CLIENT_SENDS, RAW_MARK_SERVER_SENDS};
+    uint64_t deadline = stb_deadline_make(timeout_ms);
+    int fds[2] = {-1, -1};
     char portstr[16];
-    int fd;
+    strata_status_t status = STRATA_OK;
 
     snprintf(portstr, sizeof(portstr), "%d", port);
-    strata_status_t status = stb_sock_connect(host, portstr, timeout_ms, &fd);
-    if (status != STRATA_OK)
+    for (int i = 0; i < (pair ? 2 : 1) && status == STRATA_OK; i++) {
+        status = stb_sock_connect(host, portstr, stb_deadline_left_ms(deadline), &fds[i]);
+        if (status == STRATA_OK && pair)
+            status = stb_sock_send_all(fds[i], &marks[i], 1, deadline);
+    }
+    if (status != STRATA_OK) {
+        for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         return status;
-    return raw_init(raw, fd, spin, timeout_ms);
+    }
+    return raw_init(raw, fds[0], pair ? fds[1] : fds[0], spin, timeout_ms);
 }
 
 void stb_raw_close(stb_raw_t *raw)
 {
-    if (raw->fd >= 0)
-        close(raw->fd);
-    raw->fd = -1;
+    raw_fds_close(raw);
 }
 
 static strata_status_t raw_io_err(stb_raw_t *raw, const char *op, size_t len, int err)
@@ -127,7 +180,7 @@ static strata_status_t raw_recv_spin(stb_raw_t *raw, char *p, size_t len)
     size_t left = len;
 
     while (left > 0) {
-        ssize_t n = recv(raw->fd, p, left, MSG_DONTWAIT);
+        ssize_t n = recv(raw->rfd, p, left, MSG_DONTWAIT);
         if (n > 0) {
             p += n;
             left -= (size_t)n;
@@ -151,7 +204,7 @@ strata_status_t stb_raw_recv(stb_raw_t *raw, void *buf, size_t len)
     if (raw->spin)
         return raw_recv_spin(raw, p, len);
     while (left > 0) {
-        ssize_t n = recv(raw->fd, p, left, 0);
+        ssize_t n = recv(raw->rfd, p, left, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

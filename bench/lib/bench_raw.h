@@ -7,7 +7,10 @@
  * plugin's default too); waits are bounded by SO_SNDTIMEO/SO_RCVTIMEO. With
  * spin set, receives poll with MSG_DONTWAIT instead of sleeping in the kernel
  * (a busy-polling baseline, closer to what a plugin driven by a spinning
- * proxy thread does).
+ * proxy thread does). With pair set, each direction has its own connection,
+ * the layout NCCL gives a plugin (a send comm and a receive comm): on
+ * loopback that alone costs ~2 us per one-way hop, because data and ACKs no
+ * longer share segments.
  *
  * One thread per stb_raw_t. Buffers belong to the caller.
  */
@@ -21,7 +24,9 @@
 #include "strata/status.h"
 
 typedef struct stb_raw {
-    int fd;                          /* -1 when closed */
+    int fd;                          /* sends go here; -1 when closed */
+    int rfd;                         /* receives; == fd unless pair */
+    int pair;
     int spin;                        /* 1: receive by polling, not by sleeping */
     int timeout_ms;                  /* bound on one message */
     char peer[STB_SOCK_NAME_LEN];
@@ -29,9 +34,9 @@ typedef struct stb_raw {
 
 /* Server: listens on host (numeric address of the measured path), port chosen by the kernel. */
 strata_status_t stb_raw_listen(const char *host, int *lfd_p, int *port_p);
-strata_status_t stb_raw_accept(stb_raw_t *raw, int lfd, int spin, int timeout_ms);
-/* Client: connects to the server's host and port. */
-strata_status_t stb_raw_connect(stb_raw_t *raw, const char *host, int port, int spin,
+strata_status_t stb_raw_accept(stb_raw_t *raw, int lfd, int pair, int spin, int timeout_ms);
+/* Client: connects to the server's host and port (twice with pair). */
+strata_status_t stb_raw_connect(stb_raw_t *raw, const char *host, int port, int pair, int spin,
                                 int timeout_ms);
 void stb_raw_close(stb_raw_t *raw);
 

@@ -21,7 +21,7 @@
 #define STB_NP_MAX_RUNS 15
 /* The acks at the end of streaming phases need a few bytes even with -e 1. */
 #define STB_NP_MIN_BUFFER 64
-#define STB_NP_CONFIG_WORDS 14
+#define STB_NP_CONFIG_WORDS 15
 #define STB_NP_HOW_LEN 128
 
 /* Run parameters: the client's, sent to the server at start. */
@@ -36,6 +36,7 @@ typedef struct stb_np_config {
     int raw;            /* --raw or --raw-only: measure the raw socket */
     int raw_only;       /* --raw-only: no plugin at all */
     int raw_spin;       /* --raw-spin: raw receives poll instead of sleeping */
+    int raw_pair;       /* --raw-pair: one raw connection per direction, as the plugin has */
     int spin;           /* --spin: no yield between plugin tests */
     int timeout_ms;     /* --timeout */
     int csv;            /* --csv (client side only) */

@@ -47,6 +47,7 @@ enum {
     OPT_RAW,
     OPT_RAW_ONLY,
     OPT_RAW_SPIN,
+    OPT_RAW_PAIR,
     OPT_SPIN,
     OPT_LISTEN,
     OPT_CONNECT,
@@ -69,6 +70,7 @@ static const struct option np_long_opts[] = {
     {"raw", no_argument, NULL, OPT_RAW},
     {"raw-only", no_argument, NULL, OPT_RAW_ONLY},
     {"raw-spin", no_argument, NULL, OPT_RAW_SPIN},
+    {"raw-pair", no_argument, NULL, OPT_RAW_PAIR},
     {"spin", no_argument, NULL, OPT_SPIN},
     {"listen", optional_argument, NULL, OPT_LISTEN},
     {"connect", required_argument, NULL, OPT_CONNECT},
@@ -105,6 +107,7 @@ static void np_usage(FILE *out)
         "      --raw              also measure a plain blocking TCP socket, side by side\n"
         "      --raw-only         measure only the raw socket (no plugin)\n"
         "      --raw-spin         raw receives busy-poll instead of sleeping in recv()\n"
+        "      --raw-pair         one raw connection per direction (the plugin's layout)\n"
         "      --spin             plugin tests busy-poll without sched_yield() between them\n"
         "      --listen [PORT]    serve a two-host run; port 0 (default) lets the kernel pick\n"
         "      --connect HOST:PORT  run against a --listen server\n"
@@ -160,6 +163,7 @@ static void np_ctx_init(stb_np_ctx_t *ctx)
     ctx->plugin_path = STRATA_PLUGIN_PATH;
     ctx->boot.fd = -1;
     ctx->raw.fd = -1;
+    ctx->raw.rfd = -1;
 }
 
 /* Checks the combination of options; -1 after logging what is wrong. */
@@ -235,6 +239,7 @@ int stb_np_opts_parse(stb_np_ctx_t *ctx, int argc, char **argv)
         case OPT_RAW: cfg->raw = 1; break;
         case OPT_RAW_ONLY: cfg->raw = cfg->raw_only = 1; break;
         case OPT_RAW_SPIN: cfg->raw_spin = 1; break;
+        case OPT_RAW_PAIR: cfg->raw_pair = 1; break;
         case OPT_SPIN: cfg->spin = 1; break;
         case OPT_LISTEN: bad = np_listen_opt(ctx, argc, argv); break;
         case OPT_CONNECT: ctx->connect = optarg; break;
@@ -269,7 +274,7 @@ void stb_np_config_pack(const stb_np_config_t *cfg, uint64_t wire[STB_NP_CONFIG_
         (uint64_t)cfg->warmup, (uint64_t)cfg->window, (uint64_t)cfg->check,
         (uint64_t)cfg->raw, (uint64_t)cfg->raw_only, (uint64_t)cfg->raw_spin,
         (uint64_t)cfg->spin, (uint64_t)cfg->timeout_ms, (uint64_t)cfg->csv,
-        (uint64_t)cfg->runs,
+        (uint64_t)cfg->runs, (uint64_t)cfg->raw_pair,
     };
     for (int i = 0; i < STB_NP_CONFIG_WORDS; i++)
         wire[i] = htobe64(v[i]);
@@ -295,6 +300,7 @@ void stb_np_config_unpack(const uint64_t wire[STB_NP_CONFIG_WORDS], stb_np_confi
     cfg->timeout_ms = (int)v[11];
     cfg->csv = (int)v[12];
     cfg->runs = (int)v[13];
+    cfg->raw_pair = (int)v[14];
     if (cfg->runs < 1 || cfg->runs > STB_NP_MAX_RUNS)
         cfg->runs = 1;
 }

@@ -113,9 +113,12 @@ void stb_np_report_header(const stb_np_ctx_t *ctx)
         printf("# layout    : two hosts, server %s (host \"%s\", device \"%s\", %d Mbps)\n",
                ctx->boot.peer, ctx->peer.host, ctx->peer.dev_name, ctx->peer.speed_mbps);
     if (cfg->raw)
-        printf("# raw       : one blocking TCP socket to %s:%d (%s), TCP_NODELAY, kernel "
-               "buffer sizes, receives %s\n", ctx->raw_addr.host, ctx->raw_addr.port,
-               ctx->raw_addr.how, cfg->raw_spin ? "busy-poll (--raw-spin)" : "sleep in recv()");
+        printf("# raw       : %s to %s:%d (%s), blocking, TCP_NODELAY, kernel buffer sizes, "
+               "receives %s\n", cfg->raw_pair
+               ? "two TCP connections, one per direction (--raw-pair)"
+               : "one TCP connection for both directions", ctx->raw_addr.host,
+               ctx->raw_addr.port, ctx->raw_addr.how,
+               cfg->raw_spin ? "busy-poll (--raw-spin)" : "sleep in recv()");
     for (size_t s = cfg->min_bytes; s <= cfg->max_bytes; s *= cfg->factor) {
         stb_np_iters_scale(cfg, s, &iters, &warmup, &count);
         if (iters < cfg->iters && above == 0)
