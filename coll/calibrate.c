@@ -100,6 +100,10 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
             sta_fit_alpha_beta(cal_sizes, us, CAL_NSIZES, &mine.shm) == STRATA_OK)
             mine.have_shm = 1;
     }
+    /* One measurement at a time: the other ranks wait in a (sleeping) bootstrap barrier. */
+    strata_status_t synced = stc_boot_barrier(&comm->boot);
+    if (status == STRATA_OK)
+        status = synced;
     if (status == STRATA_OK && ctx->nnodes > 1 && ctx->uniform && ctx->local_rank == 0 &&
         ctx->node <= 1) {
         int peer = ctx->rank_of[(size_t)(1 - ctx->node) * ctx->local_size];
