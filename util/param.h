@@ -25,6 +25,21 @@ typedef enum stu_param_id {
     STU_PARAM_SOCKET_BUFSIZE,
     STU_PARAM_SOCKET_USER_TIMEOUT,
     STU_PARAM_CONNECT_TIMEOUT,
+    STU_PARAM_RANK,
+    STU_PARAM_NRANKS,
+    STU_PARAM_ROOT_ADDR,
+    STU_PARAM_NODE_ID,
+    STU_PARAM_TIMEOUT,
+    STU_PARAM_ALGO,
+    STU_PARAM_SHM_CHUNK,
+    STU_PARAM_PROFILE,
+    STU_PARAM_SHM_ALPHA_US,
+    STU_PARAM_SHM_BETA_GBPS,
+    STU_PARAM_NET_ALPHA_US,
+    STU_PARAM_NET_BETA_GBPS,
+    STU_PARAM_GAMMA_GBPS,
+    STU_PARAM_CALIBRATE,
+    STU_PARAM_RAIL_MAP,
     STU_PARAM_COUNT
 } stu_param_id_t;
 
@@ -49,8 +64,18 @@ int64_t stu_param_int(stu_param_id_t id);
 /* Cached string value (never NULL; "" when unset and no default). Valid until reload. */
 const char *stu_param_str(stu_param_id_t id);
 
+/* The raw environment value, or NULL when the variable is unset (not cached). */
+const char *stu_param_env(stu_param_id_t id);
+
 /* Re-reads every value from the environment. */
 void stu_param_reload(void);
+
+/*
+ * Frees the cached values; the next use reads the environment again. The
+ * plugin calls it at its last finalize, so that NCCL's dlclose leaves no heap
+ * behind (strings returned earlier become invalid).
+ */
+void stu_param_release(void);
 
 /* Logs every parameter with its value and source at INFO. */
 void stu_param_log_all(void);
