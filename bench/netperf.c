@@ -6,9 +6,10 @@
  *   latency    one way, the median of ping-pong round trips / 2 (us)
  *   bandwidth  n * count / time of `count` messages streamed with a window of
  *              W in flight, ended by a small ack (GB/s = 10^9 B/s)
- *   raw        the same two measurements over one plain blocking TCP socket on
- *              the same path (--raw), interleaved size by size with the
- *              plugin's so machine noise hits both alike
+ *   raw        the same two measurements over plain blocking TCP on the same
+ *              path (--raw: one connection; --raw-pair: one per direction, as
+ *              the plugin has), interleaved size by size with the plugin's so
+ *              machine noise hits both alike
  *   fit        t(n) = alpha + n / beta on the one-way latencies (bench_fit.h),
  *              n* = alpha * beta
  *
@@ -38,7 +39,7 @@
 #include "util/compiler.h"
 #include "util/time.h"
 
-/* Bootstrap protocol version; bump when np_config_t or the phase order changes. */
+/* Bootstrap protocol version; bump when stb_np_config_t or the phase order changes. */
 #define NP_PROTO_VERSION 1
 
 static strata_status_t np_config_exchange(stb_np_ctx_t *np)

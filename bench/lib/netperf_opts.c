@@ -22,15 +22,20 @@
 #include "util/compiler.h"
 
 /*
- * Bytes one measurement may move (iters x size) before its iterations are
- * scaled down. At the ~3.5 GB/s of loopback TCP on the 2-core CI machine a
- * scaled size costs ~0.6 s of ping-pong (1 GiB each way) and ~0.3 s of
- * streaming per path; measured, a default --raw-only sweep takes ~9 s (see
- * docs/benchmarks.md for the plugin + raw figure).
+ * Bytes one measurement may move (iterations x size) before its iterations
+ * are scaled down. Loopback TCP runs at 2-4 GB/s on the 2-core CI machine
+ * depending on its state, so a scaled size costs 0.3-0.5 s of ping-pong
+ * (512 MiB each way) plus 0.15-0.25 s of streaming, per path; measured, a
+ * default --raw sweep (plugin and raw) takes 9-20 s (docs/benchmarks.md).
  */
-#define NP_BYTES_BUDGET (1024.0 * 1024 * 1024)
+#define NP_BYTES_BUDGET (512.0 * 1024 * 1024)
 /* Fewest timed iterations after scaling: enough for a median that means something. */
-#define NP_MIN_ITERS 16
+#define NP_MIN_ITERS 10
+/*
+ * Streamed messages per -n: a stream of 1000 small messages lasts a few
+ * milliseconds, too short to rise above the machine's scheduling noise.
+ */
+#define NP_STREAM_MULT 10
 #define NP_DEFAULT_ITERS 1000
 #define NP_DEFAULT_WARMUP 50
 #define NP_DEFAULT_WINDOW 16
@@ -39,7 +44,7 @@
 #define NP_DEFAULT_TIMEOUT_S 30
 /* A --listen server waits this long for its client (a person starting the other side). */
 #define NP_DEFAULT_ACCEPT_TIMEOUT_S 120
-#define NP_MAX_ITERS 10000000
+#define NP_MAX_ITERS 1000000
 #define NP_REAP_POLL_NS 10000000L
 
 enum {
@@ -96,7 +101,7 @@ static void np_usage(FILE *out)
         "  -b, --minbytes SIZE    smallest message (default 8); K/M/G suffixes\n"
         "  -e, --maxbytes SIZE    largest message (default 64M)\n"
         "  -f, --stepfactor N     size multiplier between rows (default 2)\n"
-        "  -n, --iters N          timed round trips and streamed messages per size\n"
+        "  -n, --iters N          timed round trips per size, and 10 N streamed messages\n"
         "                         (default %d; fewer for large sizes, at least %d)\n"
         "  -w, --warmup N         untimed ones before them (default %d, scaled likewise)\n"
         "  -W, --window N         streaming messages in flight, 1..%d (default %d)\n"
@@ -305,19 +310,23 @@ void stb_np_config_unpack(const uint64_t wire[STB_NP_CONFIG_WORDS], stb_np_confi
         cfg->runs = 1;
 }
 
+/* n scaled so that n x size stays within the byte budget, but not below least (or n). */
+static int np_scaled(int n, size_t size, int least)
+{
+    double bytes = (double)size * n;
+
+    if (bytes <= NP_BYTES_BUDGET)
+        return n;
+    int scaled = (int)(n * (NP_BYTES_BUDGET / bytes));
+    return STU_MAX(scaled, STU_MIN(n, least));
+}
+
 void stb_np_iters_scale(const stb_np_config_t *cfg, size_t size, int *iters_p, int *warmup_p,
                         int *count_p)
 {
-    double scale = 1.0;
-    double bytes = (double)size * cfg->iters;
-
-    if (bytes > NP_BYTES_BUDGET)
-        scale = NP_BYTES_BUDGET / bytes;
-    int iters = (int)(cfg->iters * scale);
-    int floor_iters = STU_MIN(cfg->iters, NP_MIN_ITERS);
-    *iters_p = STU_MAX(iters, floor_iters);
-    *warmup_p = cfg->warmup == 0 ? 0 : STU_MAX((int)(cfg->warmup * scale), 1);
-    *count_p = *iters_p;
+    *iters_p = np_scaled(cfg->iters, size, NP_MIN_ITERS);
+    *warmup_p = np_scaled(cfg->warmup, size, 1);
+    *count_p = np_scaled(cfg->iters * NP_STREAM_MULT, size, NP_MIN_ITERS);
 }
 
 /* The first address of interface `name`, IPv4 before IPv6; 0 when found. */

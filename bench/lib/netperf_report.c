@@ -136,8 +136,9 @@ void stb_np_report_header(const stb_np_ctx_t *ctx)
            above != 0 ? ")" : "", cfg->window, cfg->check ? "on" : "off",
            cfg->timeout_ms / 1000, cfg->runs,
            cfg->runs > 1 ? " (rows: per-size medians; x: median of per-run ratios)" : "");
-    printf("# columns   : lat = median round trip / 2 (us); bw = streamed bytes / time "
-           "(GB/s = 10^9 B/s)%s\n", cfg->raw && !cfg->raw_only ? "; x = plugin / raw" : "");
+    printf("# columns   : iters = timed round trips, lat = their median / 2 (us); msgs = "
+           "timed streamed messages, bw = their bytes / time (GB/s = 10^9 B/s)%s\n",
+           cfg->raw && !cfg->raw_only ? "; x = plugin / raw" : "");
     fflush(stdout);
 }
 
@@ -148,7 +149,7 @@ void stb_np_report_columns(const stb_np_ctx_t *ctx)
     if (cfg->csv) {
         printf("size,iters,count,lat_us,bw_gbs,raw_lat_us,raw_bw_gbs,lat_x,bw_x,wrong,raw_wrong\n");
     } else {
-        printf("#\n# %10s %6s", "size(B)", "iters");
+        printf("#\n# %10s %6s %6s", "size(B)", "iters", "msgs");
         if (cfg->raw_only)
             printf(" %10s %10s", "raw lat", "raw bw");
         else
@@ -190,7 +191,7 @@ void stb_np_report_row(const stb_np_ctx_t *ctx, const stb_np_row_t *row)
         fflush(stdout);
         return;
     }
-    printf("  %10zu %6d", row->size, row->iters);
+    printf("  %10zu %6d %6d", row->size, row->iters, row->count);
     if (plugin)
         printf(" %s %s", np_num(a, sizeof(a), 10, row->lat_us),
                np_num(b, sizeof(b), 10, row->bw_gbs));
