@@ -25,6 +25,8 @@ static int dev_count;
 static stt_ib_dev_t dev_table[STT_IB_MAX_DEVS];
 static int ctx_count;
 static stt_ib_ctx_t *ctx_table[STT_IB_MAX_DEVS];
+static stt_ib_gid_owner_t local_gids[64];
+static int local_ngids;
 static struct sockaddr_storage oob_addr;
 static socklen_t oob_len;
 
@@ -327,6 +329,7 @@ static strata_status_t dev_discover(void)
         return STRATA_OK;
     }
     bool peermem = stt_ib_sysfs_peermem();
+    local_ngids = stt_ib_gid_local_scan(local_gids, (int)STU_ARRAY_SIZE(local_gids));
     for (int i = 0; i < n; i++)
         dev_scan_one(list[i], &filter, &pref, peermem);
     ibv_free_device_list(list);
@@ -421,6 +424,18 @@ stt_ib_dev_t *stt_ib_device_at(int dev)
     if (d == NULL)
         STU_WARN("ib: no device %d (%d devices%s)", dev, count, refs ? "" : ", not initialised");
     return d;
+}
+
+bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16])
+{
+    bool found = false;
+
+    pthread_mutex_lock(&dev_lock);
+    for (int i = 0; i < local_ngids && !found; i++)
+        found = memcmp(local_gids[i].raw, gid, 16) == 0 &&
+                strcmp(local_gids[i].dev, d->ctx->name) != 0;
+    pthread_mutex_unlock(&dev_lock);
+    return found;
 }
 
 strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p)

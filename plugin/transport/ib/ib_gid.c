@@ -2,6 +2,7 @@
 #include "plugin/transport/ib/ib_gid.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,4 +179,30 @@ int stt_ib_gid_link_local(const stt_ib_gid_entry_t *entries, int n)
             found = i;
     }
     return found;
+}
+
+int stt_ib_gid_local_scan(stt_ib_gid_owner_t *list, int max)
+{
+    char path[1200];
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/class/infiniband", stt_ib_sysfs_root());
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return 0;
+    for (struct dirent *de = readdir(d); de != NULL && n < max; de = readdir(d)) {
+        stt_ib_gid_entry_t e[16];
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(list[0].dev))
+            continue;
+        for (int port = 1; port <= 2 && n < max; port++) {
+            int k = stt_ib_gid_table_read(de->d_name, port, STT_IB_GID_MAX, e, 16);
+            for (int i = 0; i < k && n < max; i++) {
+                snprintf(list[n].dev, sizeof(list[n].dev), "%s", de->d_name);
+                memcpy(list[n].raw, e[i].raw, 16);
+                n++;
+            }
+        }
+    }
+    closedir(d);
+    return n;
 }

@@ -60,6 +60,19 @@ int stt_ib_gid_choose(const stt_ib_gid_entry_t *entries, int n, const stt_ib_gid
 /* Position of the first link-local entry, preferring RoCE v2; -1 if none. */
 int stt_ib_gid_link_local(const stt_ib_gid_entry_t *entries, int n);
 
+/* A GID of this host and the device that holds it. */
+typedef struct stt_ib_gid_owner {
+    char dev[64];
+    uint8_t raw[16];
+} stt_ib_gid_owner_t;
+
+/*
+ * Collects the usable GIDs of every verbs device in sysfs (filtered or not)
+ * into list; returns how many. Connection setup uses it to notice a peer on
+ * another device of this very host.
+ */
+int stt_ib_gid_local_scan(stt_ib_gid_owner_t *list, int max);
+
 /* AF_INET for an IPv4-mapped GID (::ffff:a.b.c.d), AF_INET6 otherwise. */
 int stt_ib_gid_family(const uint8_t raw[16]);
 bool stt_ib_gid_is_zero(const uint8_t raw[16]);

@@ -97,6 +97,12 @@ typedef struct stt_ib_dev {
 /* The device table entry for dev, valid until the last fini; NULL (and a warning) if none. */
 stt_ib_dev_t *stt_ib_device_at(int dev);
 
+/*
+ * Is gid one of this host's GIDs, on a device other than d's? (The peer is
+ * another device of this host: the case where only link-local GIDs reach.)
+ */
+bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16]);
+
 /* Side-channel address chosen at init (port 0): sockets bind to it. */
 strata_status_t stt_ib_device_oob_addr(struct sockaddr_storage *addr_p, socklen_t *len_p);
 

@@ -167,8 +167,20 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
     p->conn->tc = (uint8_t)(tc >= 0 && tc <= 255 ? tc : hello.tc);
     int choice = STT_IB_GID_PRIMARY;
     bool can_fall_back = hello.has_alt && p->conn->dev->has_alt;
-    status = stt_ib_conn_connect_qps(p->conn, &hello, choice, can_fall_back);
-    if (status != STRATA_OK && can_fall_back) {
+    if (can_fall_back && stt_ib_device_gid_elsewhere(p->conn->dev, hello.gid)) {
+        /*
+         * Both ends are devices of this host: routable GIDs of two local
+         * addresses go through the kernel's loopback route, which RoCE cannot
+         * use (Soft-RoCE fails RTR, or one direction times out resolving).
+         */
+        STU_INFO(STU_LOG_NET, "ib: %s is another device of this host; using link-local GIDs",
+                 p->peer);
+        choice = STT_IB_GID_ALT;
+        status = stt_ib_conn_connect_qps(p->conn, &hello, choice, false);
+    } else {
+        status = stt_ib_conn_connect_qps(p->conn, &hello, choice, can_fall_back);
+    }
+    if (status != STRATA_OK && can_fall_back && choice == STT_IB_GID_PRIMARY) {
         STU_INFO(STU_LOG_NET, "ib: the chosen GIDs cannot reach %s; trying the link-local"
                  " pair", p->peer);
         choice = STT_IB_GID_ALT;

@@ -39,11 +39,10 @@ void stt_ib_mrc_clear(stt_ib_mrc_t *cache)
 
 int stt_ib_mrc_owns(const stt_ib_mrc_t *cache, const stt_ib_mrc_entry_t *entry)
 {
-    if (entry == NULL || entry->magic != STT_IB_MRC_MAGIC || entry->cache != cache)
-        return 0;
+    /* Compare pointers first: a stale handle must not be dereferenced. */
     for (int i = 0; i < cache->count; i++)
         if (cache->entries[i] == entry)
-            return 1;
+            return entry->magic == STT_IB_MRC_MAGIC && entry->cache == cache;
     return 0;
 }
 
