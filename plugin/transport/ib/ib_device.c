@@ -229,7 +229,8 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
     stt_ib_ctx_t *ctx;
     int first = dev_count;
 
-    if (!stu_name_filter_match(filter, name, -1) && filter->exclude)
+    /* A keep-list that names no port of this device: nothing to open. */
+    if (!filter->exclude && !stu_name_filter_match(filter, name, -1))
         return;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
