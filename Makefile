@@ -15,7 +15,7 @@ LDFLAGS_BASE += -Wl,--as-needed
 # The library: util <- transport <- algos <- plugin/api. Each folder is
 # globbed, so adding a file needs no Makefile edit. Optional transports are
 # compiled only when their dependency was found.
-LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos plugin/api
+LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos coll plugin/api
 ifeq ($(HAVE_IBVERBS),1)
 LIB_DIRS += plugin/transport/ib
 endif
@@ -86,7 +86,7 @@ tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
 $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
@@ -123,4 +123,4 @@ install: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d)

@@ -44,10 +44,34 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "ranks with the same id share memory as one node; empty: the host name"},
     [STU_PARAM_TIMEOUT] = {"STRATA_TIMEOUT", STU_PARAM_TYPE_INT, "120000",
         "ms bound on communicator init and on each collective; a dead rank fails them by then"},
-    [STU_PARAM_ALGO] = {"STRATA_ALGO", STU_PARAM_TYPE_STR, "auto",
-        "collective algorithm: auto (α-β model), ring, recursive, hierarchical or leader"},
     [STU_PARAM_SHM_CHUNK] = {"STRATA_SHM_CHUNK", STU_PARAM_TYPE_INT, "1M",
         "bytes per rank and pipeline stage in the intra-node shared-memory segment"},
+    [STU_PARAM_ALGO] = {"STRATA_ALGO", STU_PARAM_TYPE_STR, "auto",
+        "collective algorithm: auto (the cost model picks per size), ring, recursive,"
+        " hierarchical or leader; where it does not apply the model's choice is used"},
+    [STU_PARAM_PROFILE] = {"STRATA_PROFILE", STU_PARAM_TYPE_STR, "",
+        "fabric profile file ('key = value' lines: shm.alpha_us, shm.beta_gbps, net.alpha_us,"
+        " net.beta_gbps, gamma_gbps); its values win over every other source"},
+    [STU_PARAM_SHM_ALPHA_US] = {"STRATA_SHM_ALPHA_US", STU_PARAM_TYPE_STR, "",
+        "cost model: shared-memory step latency in us (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_SHM_BETA_GBPS] = {"STRATA_SHM_BETA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: shared-memory copy bandwidth in GB/s (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_NET_ALPHA_US] = {"STRATA_NET_ALPHA_US", STU_PARAM_TYPE_STR, "",
+        "cost model: inter-node step latency in us (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_NET_BETA_GBPS] = {"STRATA_NET_BETA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: inter-node bandwidth per NIC in GB/s (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_GAMMA_GBPS] = {"STRATA_GAMMA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: reduction output rate in GB/s (a decimal); empty: profile or default"},
+    [STU_PARAM_CALIBRATE] = {"STRATA_CALIBRATE", STU_PARAM_TYPE_INT, "0",
+        "1: measure shm and net alpha/beta at init and use them where neither the profile nor"
+        " a STRATA_* variable set the value"},
+    [STU_PARAM_RAIL_MAP] = {"STRATA_RAIL_MAP", STU_PARAM_TYPE_STR, "",
+        "NIC index per local rank, comma-separated ('0,1,0,1'); empty: local rank mod the"
+        " number of devices"},
     [STU_PARAM_IB_HCA] = {"STRATA_IB_HCA", STU_PARAM_TYPE_STR, "",
         "verbs devices and ports for the ib transport, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1'"
         " prefixes, '^' excludes, '=' exact names; empty: every ACTIVE IB or RoCE port"},
@@ -179,6 +203,17 @@ void stu_param_reload(void)
     pthread_mutex_lock(&param_lock);
     for (int i = 0; i < STU_PARAM_COUNT; i++)
         param_load((stu_param_id_t)i);
+    pthread_mutex_unlock(&param_lock);
+}
+
+void stu_param_release(void)
+{
+    pthread_mutex_lock(&param_lock);
+    for (int i = 0; i < STU_PARAM_COUNT; i++) {
+        __atomic_store_n(&param_values[i].loaded, 0, __ATOMIC_RELEASE);
+        free(param_values[i].sval);
+        param_values[i].sval = NULL;
+    }
     pthread_mutex_unlock(&param_lock);
 }
 

@@ -32,6 +32,14 @@ typedef enum stu_param_id {
     STU_PARAM_TIMEOUT,
     STU_PARAM_ALGO,
     STU_PARAM_SHM_CHUNK,
+    STU_PARAM_PROFILE,
+    STU_PARAM_SHM_ALPHA_US,
+    STU_PARAM_SHM_BETA_GBPS,
+    STU_PARAM_NET_ALPHA_US,
+    STU_PARAM_NET_BETA_GBPS,
+    STU_PARAM_GAMMA_GBPS,
+    STU_PARAM_CALIBRATE,
+    STU_PARAM_RAIL_MAP,
     STU_PARAM_IB_HCA,
     STU_PARAM_IB_GID_INDEX,
     STU_PARAM_IB_ADDR_FAMILY,
@@ -74,6 +82,13 @@ const char *stu_param_env(stu_param_id_t id);
 
 /* Re-reads every value from the environment. */
 void stu_param_reload(void);
+
+/*
+ * Frees the cached values; the next use reads the environment again. The
+ * plugin calls it at its last finalize, so that NCCL's dlclose leaves no heap
+ * behind (strings returned earlier become invalid).
+ */
+void stu_param_release(void);
 
 /* Logs every parameter with its value and source at INFO. */
 void stu_param_log_all(void);
