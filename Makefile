@@ -50,7 +50,8 @@ PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
-.PHONY: all lib tools tests test check lint clean install demo bench test-rdma
+.PHONY: all lib tools tests test check lint clean install demo bench
+.SECONDARY:   # keep every intermediate object (bench/lib, tests/support) test-rdma
 all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
 lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
 tools: $(TOOLS)
