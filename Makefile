@@ -45,6 +45,7 @@ PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
+	-DSTRATA_SOURCE_DIR='"$(CURDIR)"' \
 	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
 
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
