@@ -9,7 +9,8 @@
 #
 # Options:
 #   --ranks LIST       rank counts, comma separated (default 2,4), all on this host
-#   -b, -e, -f         sweep: first size, last size, factor (default 8, 256M, 4)
+#   -b, -e, -f         sweep: first size, last size, factor (default 8, 256M, 4); the
+#                      last size is measured even where the factor steps over it
 #   -n ITERS           timed calls per size (default 20)
 #   -w WARMUP          untimed calls per size (default 5)
 #   --split SIZE:N     sizes below SIZE get N timed calls instead (default 1M:200): small
@@ -169,6 +170,16 @@ while [ "$s" -le "$maxb" ] && [ "$s" -lt "$split_at" ]; do
 done
 [ "$last_small" -eq 0 ] || segments+=("$minb $last_small $split_iters")
 [ "$s" -gt "$maxb" ] || segments+=("$s $maxb $iters")
+# The sweep ends at -e even when the factor steps over it (8 B x 4^k never hits 256 MiB).
+last=$minb
+while [ $((last * factor)) -le "$maxb" ]; do last=$((last * factor)); done
+if [ "$last" -lt "$maxb" ]; then
+    if [ "$maxb" -lt "$split_at" ]; then
+        segments+=("$maxb $maxb $split_iters")
+    else
+        segments+=("$maxb $maxb $iters")
+    fi
+fi
 
 IFS=, read -r -a sys_list <<<"$systems"
 IFS=, read -r -a rank_list <<<"$ranks"
