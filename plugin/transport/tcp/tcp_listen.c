@@ -286,7 +286,13 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)
             continue;
-        if (g->count == g->nsocks && listen_group_ack(l, g) && listen_group_alive(l, g)) {
+        /*
+         * Liveness is checked only before the ack goes out: once the client has
+         * its ack, its connect is complete and it may send and close at once;
+         * an EOF then must not discard the connection (and the data before it).
+         */
+        if (g->count == g->nsocks && (g->acking || listen_group_alive(l, g)) &&
+            listen_group_ack(l, g)) {
             int fds[STT_TCP_MAX_SOCKS];
             int nsocks = g->nsocks;
             char peer[STT_TCP_ADDR_STRLEN];
