@@ -376,6 +376,7 @@ static int scenario_cycles(peer_t *p, int n)
     for (int i = 0; i < n; i++) {
         void *send = NULL;
         peer_buf_t b;
+        p->deadline = sts_deadline(PEER_TIMEOUT_S);   /* per cycle: a loaded machine is slow */
         memcpy(copy, handle, sizeof(copy));
         ncclResult_t res = sts_net_connect_wait(&p->net, 0, copy, p->deadline, &send);
         if (res != ncclSuccess)
