@@ -281,16 +281,16 @@ static int scenario_stall(peer_t *p, int what)
     sts_net_link_t link;
     peer_buf_t b;
     int tag = 0;
-    size_t size = PEER_BIG;
+    size_t size = PEER_STALL_BYTES;
 
     if (link_up(p, &link) != 0)
         return -1;
     if (what == 0)
         return wait_for_kill(p);
-    if (buf_get(p, &b, what == 1 ? link.send : link.recv, PEER_BIG) != 0)
+    if (buf_get(p, &b, what == 1 ? link.send : link.recv, PEER_STALL_BYTES) != 0)
         return -1;
     ncclResult_t res = what == 1
-        ? sts_net_isend(&p->net, link.send, b.data, PEER_BIG, tag, b.mh, &r.req)
+        ? sts_net_isend(&p->net, link.send, b.data, PEER_STALL_BYTES, tag, b.mh, &r.req)
         : sts_net_irecv(&p->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh, &r.req);
     if (res != ncclSuccess || r.req == NULL)
         return peer_fail(p, "posting the %s failed: %s", what == 1 ? "send" : "receive",
