@@ -28,7 +28,10 @@
  * socketpair whose other end the parent gets, for handles and results (see
  * sts_netns_msg_*). A child must not use cmocka's asserts (they would unwind
  * into the parent's test runner copy); it reports failure through its exit
- * status and stderr. The parent's stdio is flushed before each fork.
+ * status and stderr. The parent's stdio is flushed before each fork, and the
+ * child's crash signals are reset to their defaults (a crash ends the child).
+ * A child that forks again must reap or kill its own children: only direct
+ * children die with the parent.
  *
  * Shaping: sts_netns_shape installs a root qdisc on both ends of a node's
  * link (both directions), e.g. "tbf rate 1gbit burst 32kb latency 50ms"
