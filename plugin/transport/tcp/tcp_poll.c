@@ -1,28 +1,29 @@
 /*
  * poll_fds of the TCP transport: the sockets an idle caller may sleep on.
  *
- * The set is exact rather than "every socket, POLLIN", because a descriptor
- * that is ready while test() cannot use it makes the caller spin, which is
- * what poll_fds exists to avoid (2 cores, 4+ ranks). So:
+ * A descriptor that is ready while test() cannot use it makes the caller spin,
+ * which is what poll_fds exists to avoid (2 cores, 4+ ranks), so a socket is
+ * left out when it is known that reading it cannot help:
  *
- *   receive comm: socket j asks for POLLIN when test() would read it: it still
- *     owes bytes of a matched message, or (socket 0) the next header is due and
- *     a receive with an unmatched buffer is posted. Bytes that arrive before a
- *     receive is posted wait in the kernel and do not wake the caller. After a
- *     clean EOF on socket 0 that socket is left out (it would stay readable).
- *   send comm: every socket asks for POLLIN, to see EOF or a reset, and POLLOUT
+ *   receive comm: socket 0 with POLLIN, unless the next header is already in
+ *     and waits for a receive to be posted, or the peer closed socket 0 (both
+ *     would stay readable); socket j > 0 with POLLIN only while it owes bytes
+ *     of a matched message (a piece of a message whose header is not matched
+ *     yet waits in the kernel). So data arriving for a comm with nothing
+ *     posted wakes the caller once at most: the next test() reads the header,
+ *     and the comm is quiet until a receive is posted.
+ *   send comm: every socket with POLLIN, to see EOF or a reset, and POLLOUT
  *     while it has bytes of a queued message left to write. A receiver never
  *     writes to a send comm's sockets, so readable means the peer closed (or
  *     broke protocol): checked here with a non-blocking peek, which fails the
  *     comm so that test() reports it, instead of leaving a descriptor that
  *     stays readable forever.
  *
- * Sockets with nothing to wait for are still listed with events 0: poll()
- * reports POLLERR/POLLHUP on them whatever the events, so a reset wakes the
- * caller. A failed comm, or a caller's array too small for every socket,
- * gives 0 ("no descriptors": the caller naps and calls test(), which reports
- * the error or makes progress); a partial set could sleep through the one
- * socket that matters.
+ * The set describes the comm as it is now; ask again before each sleep. 0
+ * ("no descriptors": the caller naps and calls test(), which reports the error
+ * or makes progress) for a failed comm, for a receive comm with nothing to read
+ * until a receive is posted, and when the caller's array cannot hold the set:
+ * a partial set could sleep through the one socket that matters.
  *
  * Cost: nothing but loads for a receive comm; one recv(MSG_PEEK) per socket
  * for a send comm, paid only by a caller about to sleep in poll() anyway.
@@ -67,20 +68,23 @@ static int poll_send_fill(stt_tcp_send_t *sc, struct pollfd *fds)
     return sc->conn.nsocks;
 }
 
-static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds)
+static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
 {
-    /* post_head..post_tail are the receives with unmatched buffers: one needs a header. */
-    bool want_hdr = rc->post_head != rc->post_tail && rc->hdr_have < STT_TCP_HDR_BYTES &&
-                    !rc->eof0;
+    /* Socket 0 is idle once its cursor is past every matched message and the next
+     * header is either complete (it waits for a receive) or will never come. */
+    bool idle0 = rc->conn.socks[0].msg == rc->msg_tail &&
+                 (rc->hdr_have == STT_TCP_HDR_BYTES || rc->eof0);
+    int n = 0;
 
     for (int j = 0; j < rc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &rc->conn.socks[j];
-        bool owes = cur->msg != rc->msg_tail;
-        fds[j] = (struct pollfd){.fd = cur->fd, .events = 0};
-        if (owes || (j == 0 && want_hdr))
-            fds[j].events = POLLIN;
+        if (j == 0 ? idle0 : cur->msg == rc->msg_tail)
+            continue;
+        if (n == max)
+            return 0;
+        fds[n++] = (struct pollfd){.fd = cur->fd, .events = POLLIN};
     }
-    return rc->conn.nsocks;
+    return n;
 }
 
 int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
@@ -89,9 +93,9 @@ int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 
     if (conn == NULL || conn->base.ops != &stt_tcp_ops || fds == NULL)
         return 0;
-    if (conn->failed != STRATA_OK || max < conn->nsocks)
+    if (conn->failed != STRATA_OK || max < 1)
         return 0;
     if (conn->kind == STT_TCP_KIND_SEND)
-        return poll_send_fill((stt_tcp_send_t *)conn, fds);
-    return poll_recv_fill((const stt_tcp_recv_t *)conn, fds);
+        return max < conn->nsocks ? 0 : poll_send_fill((stt_tcp_send_t *)conn, fds);
+    return poll_recv_fill((const stt_tcp_recv_t *)conn, fds, max);
 }
