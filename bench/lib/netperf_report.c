@@ -265,8 +265,13 @@ void stb_np_report_footer(const stb_np_ctx_t *ctx)
     if (cfg->raw && !cfg->raw_only) {
         double lat_x = np_ratio_median(ctx, 0, 0, NP_SMALL_BYTES, &nlat);
         double bw_x = np_ratio_median(ctx, 1, NP_LARGE_BYTES, SIZE_MAX, &nbw);
-        printf("# plugin/raw: latency x %.2f (median over %zu sizes <= 1K), bandwidth x %.2f "
-               "(median over %zu sizes >= 4M)\n", lat_x, nlat, bw_x, nbw);
+        char lat_s[16] = "n/a", bw_s[16] = "n/a";
+        if (nlat > 0)
+            snprintf(lat_s, sizeof(lat_s), "%.2f", lat_x);
+        if (nbw > 0)
+            snprintf(bw_s, sizeof(bw_s), "%.2f", bw_x);
+        printf("# plugin/raw: latency x %s (median over %zu sizes <= 1K), bandwidth x %s "
+               "(median over %zu sizes >= 4M)\n", lat_s, nlat, bw_s, nbw);
     }
     for (size_t i = 0; i < ctx->nrows; i++)
         wrong += ctx->rows[i].wrong + ctx->rows[i].raw_wrong;
