@@ -78,7 +78,8 @@ $(PLUGIN_LINK): $(PLUGIN_SO)
 $(BUILD)/bin/strata-%: bench/%.c $(BENCHLIB_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -Ibench/lib -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
+	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -DSTRATA_VERSION='"$(VERSION)"' -Ibench/lib -o $@ $< \
+		$(BENCHLIB_OBJ) $(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) $(LDLIBS_BASE)
 
 ifeq ($(HAVE_CMOCKA),1)
