@@ -121,6 +121,11 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' strata.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
+# The demo, the README's first command: build, then tools/demo.sh (a 4-rank allreduce over two
+# emulated nodes, the nccl-tests table, plots in $(BUILD)/demo/).
+demo: all
+	@BUILD=$(BUILD) tools/demo.sh
+
 clean:
 	rm -rf build
 
