@@ -47,12 +47,14 @@ INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
 # The tools' helpers (bench/lib) as an archive, so unit tests can link the pure parts.
 BENCH_LIB := $(BUILD)/lib/libstrata_bench.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
+	-DSTRATA_SOURCE_DIR='"$(CURDIR)"' \
 	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
 
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support -Ibench/lib
 
 .PHONY: all lib tools tests test check lint clean install demo bench
+.SECONDARY:   # keep every intermediate object (bench/lib, tests/support) test-rdma
 all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
 lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
 tools: $(TOOLS)
@@ -113,6 +115,14 @@ else
 tests test check:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1
 endif
+
+# The RDMA tests: boots the Soft-RoCE guest once (tools/softroce) and runs the
+# ib transport's tests, the conformance suite, the functional tests over ib and
+# perftest next to the transport's own figures inside it. Root, both cores.
+SOFTROCE_TIMEOUT ?= 900
+test-rdma: all tests
+	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
+		tools/softroce/run-in-softroce.sh tools/softroce/guest-test-rdma.sh $(BUILD)
 
 # Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
 lint:

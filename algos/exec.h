@@ -20,6 +20,28 @@ typedef struct sta_group {
     int pos;            /* this rank's index in ranks */
 } sta_group_t;
 
+/*
+ * The ring schedule: the blocks member p of P sends and receives at step s
+ * (0 <= s < P-1) of reduce-scatter and of allgather. Pure; unit-tested.
+ */
+static inline int sta_ring_mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+static inline void sta_ring_rs_step(int P, int p, int s, int *send_blk, int *recv_blk)
+{
+    *send_blk = sta_ring_mod(p - s - 1, P);
+    *recv_blk = sta_ring_mod(p - s - 2, P);
+}
+static inline void sta_ring_ag_step(int P, int p, int s, int *send_blk, int *recv_blk)
+{
+    *send_blk = sta_ring_mod(p - s, P);
+    *recv_blk = sta_ring_mod(p - s - 1, P);
+}
+
+/* The rail of local rank `local`: that local rank of every node, in node order. */
+void sta_rail_group(const sta_ctx_t *ctx, int local, int *ranks, sta_group_t *g);
+
 /* ring.c: reduce-scatter then allgather around the group; P-1 steps each, blocks of count/P. */
 strata_status_t sta_ring_allreduce(sta_ctx_t *ctx, const sta_group_t *g, void *buf, size_t count,
                                    strata_dtype_t dtype, strata_op_t op);

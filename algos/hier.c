@@ -23,11 +23,8 @@
 #include "algos/exec.h"
 #include "algos/node_shm.h"
 
-/*
- * The group of ranks with local rank `local` on every node, in node order
- * (rank_of is node-major, so the rail is copied out into `ranks`).
- */
-static void rail_ranks(const sta_ctx_t *ctx, int local, int *ranks, sta_group_t *g)
+/* rank_of is node-major, so a rail is copied out into `ranks` (nnodes entries). */
+void sta_rail_group(const sta_ctx_t *ctx, int local, int *ranks, sta_group_t *g)
 {
     for (int j = 0; j < ctx->nnodes; j++)
         ranks[j] = ctx->rank_of[(size_t)j * ctx->local_size + local];
@@ -59,7 +56,7 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
         return status;
     if (ctx->nnodes > 1) {
         sta_block(count, ctx->local_size, ctx->local_rank, &off, &len);
-        rail_ranks(ctx, ctx->local_rank, ranks, &rail);
+        sta_rail_group(ctx, ctx->local_rank, ranks, &rail);
         status = sta_ring_allreduce(ctx, &rail, (char *)dst + off * esz, len, dtype, op);
         if (status != STRATA_OK)
             return status;
@@ -79,7 +76,7 @@ strata_status_t sta_leader_allreduce(sta_ctx_t *ctx, const void *src, void *dst,
     if ((status = sta_node_reduce(ctx, src, dst, count, dtype, op, 0)) != STRATA_OK)
         return status;
     if (ctx->local_rank == 0 && ctx->nnodes > 1) {
-        rail_ranks(ctx, 0, ranks, &leaders);
+        sta_rail_group(ctx, 0, ranks, &leaders);
         if ((status = sta_ring_allreduce(ctx, &leaders, dst, count, dtype, op)) != STRATA_OK)
             return status;
     }
@@ -97,7 +94,7 @@ strata_status_t sta_hier_bcast(sta_ctx_t *ctx, int root, void *buf, size_t count
     if ((status = hier_check(ctx)) != STRATA_OK)
         return status;
     if (ctx->local_rank == root_local && ctx->nnodes > 1) {
-        rail_ranks(ctx, root_local, ranks, &rail);
+        sta_rail_group(ctx, root_local, ranks, &rail);
         if ((status = sta_binomial_bcast(ctx, &rail, root_node, buf, count, dtype)) != STRATA_OK)
             return status;
     }
@@ -129,6 +126,6 @@ strata_status_t sta_hier_reduce(sta_ctx_t *ctx, int root, const void *src, void 
     status = sta_node_reduce(ctx, src, on_rail ? partial : NULL, count, dtype, op, root_local);
     if (status != STRATA_OK || !on_rail || ctx->nnodes == 1)
         return status;
-    rail_ranks(ctx, root_local, ranks, &rail);
+    sta_rail_group(ctx, root_local, ranks, &rail);
     return sta_binomial_reduce(ctx, &rail, root_node, partial, dst, count, dtype, op);
 }

@@ -15,17 +15,12 @@
 #include "algos/exec.h"
 #include "algos/reduce.h"
 
-static int ring_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
 strata_status_t sta_ring_reduce_scatter(sta_ctx_t *ctx, const sta_group_t *g, void *buf,
                                         size_t count, strata_dtype_t dtype, strata_op_t op)
 {
     const int P = g->size, p = g->pos;
     const size_t esz = strata_dtype_size(dtype);
-    const int next = g->ranks[ring_mod(p + 1, P)], prev = g->ranks[ring_mod(p - 1, P)];
+    const int next = g->ranks[sta_ring_mod(p + 1, P)], prev = g->ranks[sta_ring_mod(p - 1, P)];
     strata_status_t status;
     size_t off0, len0;
     void *tmp;
@@ -37,8 +32,10 @@ strata_status_t sta_ring_reduce_scatter(sta_ctx_t *ctx, const sta_group_t *g, vo
         return status;
     for (int s = 0; s < P - 1; s++) {
         size_t soff, slen, roff, rlen;
-        sta_block(count, P, ring_mod(p - s - 1, P), &soff, &slen);
-        sta_block(count, P, ring_mod(p - s - 2, P), &roff, &rlen);
+        int sb, rb;
+        sta_ring_rs_step(P, p, s, &sb, &rb);
+        sta_block(count, P, sb, &soff, &slen);
+        sta_block(count, P, rb, &roff, &rlen);
         status = sta_sendrecv(ctx, next, (char *)buf + soff * esz, slen * esz, prev, tmp,
                               rlen * esz);
         if (status != STRATA_OK)
@@ -54,12 +51,14 @@ strata_status_t sta_ring_allgather(sta_ctx_t *ctx, const sta_group_t *g, void *b
 {
     const int P = g->size, p = g->pos;
     const size_t esz = strata_dtype_size(dtype);
-    const int next = g->ranks[ring_mod(p + 1, P)], prev = g->ranks[ring_mod(p - 1, P)];
+    const int next = g->ranks[sta_ring_mod(p + 1, P)], prev = g->ranks[sta_ring_mod(p - 1, P)];
 
     for (int s = 0; s < P - 1; s++) {
         size_t soff, slen, roff, rlen;
-        sta_block(count, P, ring_mod(p - s, P), &soff, &slen);
-        sta_block(count, P, ring_mod(p - s - 1, P), &roff, &rlen);
+        int sb, rb;
+        sta_ring_ag_step(P, p, s, &sb, &rb);
+        sta_block(count, P, sb, &soff, &slen);
+        sta_block(count, P, rb, &roff, &rlen);
         strata_status_t status = sta_sendrecv(ctx, next, (char *)buf + soff * esz, slen * esz,
                                               prev, (char *)buf + roff * esz, rlen * esz);
         if (status != STRATA_OK)

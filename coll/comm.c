@@ -12,6 +12,7 @@
 #include "algos/node_shm.h"
 #include "algos/profile.h"
 #include "algos/rail.h"
+#include "coll/calibrate.h"
 #include "coll/comm.h"
 #include "coll/launch.h"
 #include "coll/worker.h"
@@ -189,19 +190,26 @@ static strata_status_t comm_select(strata_comm_t *comm)
     sta_model_default(&comm->model);
     if ((status = sta_model_load(&comm->model)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "cost model parameters (STRATA_PROFILE / STRATA_*)");
+    if (stu_param_int(STU_PARAM_CALIBRATE) && (status = stc_calibrate(comm)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "calibrating the model (STRATA_CALIBRATE=1)");
     if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
                        .local_size = ctx->local_size, .nrails = comm->nrails};
-    if (!ctx->uniform)
-        dims.local_size = 0;   /* unequal nodes: no two-tier algorithm applies */
+    if (!ctx->uniform) {
+        /* unequal nodes: only flat algorithms; describe the largest node */
+        dims.unequal = 1;
+        for (int r = 0; r < ctx->nranks; r++)
+            if (comm->local_of[r] + 1 > dims.local_size)
+                dims.local_size = comm->local_of[r] + 1;
+        if (dims.nrails > dims.local_size)
+            dims.nrails = dims.local_size;
+    }
     status = sta_select_build(&comm->model, &dims, forced, &comm->select);
     if (status != STRATA_OK)
         return sta_ctx_fail(ctx, status, "building the selection tables");
-    if (ctx->rank == 0) {
-        sta_model_log(&comm->model);
-        sta_select_log(&comm->select);
-    }
+    if (ctx->rank == 0)
+        sta_select_log(&comm->select);   /* the model's tiers, n*, and the thresholds */
     return STRATA_OK;
 }
 
