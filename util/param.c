@@ -43,6 +43,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "number of ranks (else OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)"},
     [STU_PARAM_ROOT_ADDR] = {"STRATA_ROOT_ADDR", STU_PARAM_TYPE_STR, "",
         "host:port of rank 0's rendezvous (else MASTER_ADDR:MASTER_PORT)"},
+    [STU_PARAM_ROOT_FD] = {"STRATA_ROOT_FD", STU_PARAM_TYPE_INT, "-1",
+        "rank 0 only: an inherited descriptor already listening at STRATA_ROOT_ADDR, used for"
+        " the rendezvous instead of binding (set by strata-run); -1: none"},
     [STU_PARAM_NODE_ID] = {"STRATA_NODE_ID", STU_PARAM_TYPE_STR, "",
         "ranks with the same id share memory as one node; empty: the host name"},
     [STU_PARAM_TIMEOUT] = {"STRATA_TIMEOUT", STU_PARAM_TYPE_INT, "120000",
