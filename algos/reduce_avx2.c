@@ -156,9 +156,9 @@ AVX2_INLINE __m128i bf16_enc(__m256 f)
     __m256i u = _mm256_castps_si256(f);
     __m256i hi = _mm256_srli_epi32(u, 16);
     __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)),
-                                    _mm256_set1_epi32(0x7fff));
+                                    _mm256_set1_epi32(STA_BF16_ROUND_BIAS));
     __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x0040));
+    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(STA_BF16_QUIET));
     r = _mm256_blendv_epi8(r, quiet, _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }

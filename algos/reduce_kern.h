@@ -24,6 +24,13 @@
  * measured slower at 256 KiB and no better at 1 MiB. */
 #define STA_REDUCE_NT_MIN_BYTES (8u << 20)
 
+/* bf16 is the top half of an fp32 (same sign and exponent, 7 fraction bits). fp32 -> bf16 to
+ * nearest even: add STA_BF16_ROUND_BIAS plus the lowest kept bit, keep the top 16 bits (any
+ * carry into the exponent is the right rounding). A NaN is a NaN with STA_BF16_QUIET, the top
+ * fraction bit, set (IEEE-754-2008 6.2.1: quiet NaNs have it set). */
+#define STA_BF16_ROUND_BIAS 0x7fffu
+#define STA_BF16_QUIET      0x0040u
+
 /* Kernel flag: write dst with non-temporal stores and fence before returning. Set by the
  * dispatcher only when dst is element-aligned; a family may ignore it. */
 #define STA_REDUCE_F_NT 1u
