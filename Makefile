@@ -15,7 +15,7 @@ LDFLAGS_BASE += -Wl,--as-needed
 # The library: util <- transport <- algos <- plugin/api. Each folder is
 # globbed, so adding a file needs no Makefile edit. Optional transports are
 # compiled only when their dependency was found.
-LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos plugin/api
+LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos coll plugin/api
 ifeq ($(HAVE_IBVERBS),1)
 LIB_DIRS += plugin/transport/ib
 endif
@@ -45,12 +45,14 @@ PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
+	-DSTRATA_SOURCE_DIR='"$(CURDIR)"' \
 	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
 
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
 .PHONY: all lib tools tests test check lint clean install demo bench
+.SECONDARY:   # keep every intermediate object (bench/lib, tests/support) test-rdma
 all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
 lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
 tools: $(TOOLS)
@@ -86,7 +88,7 @@ tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
 $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
@@ -104,6 +106,14 @@ else
 tests test check:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1
 endif
+
+# The RDMA tests: boots the Soft-RoCE guest once (tools/softroce) and runs the
+# ib transport's tests, the conformance suite, the functional tests over ib and
+# perftest next to the transport's own figures inside it. Root, both cores.
+SOFTROCE_TIMEOUT ?= 900
+test-rdma: all tests
+	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
+		tools/softroce/run-in-softroce.sh tools/softroce/guest-test-rdma.sh $(BUILD)
 
 # Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
 lint:
@@ -123,4 +133,4 @@ install: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d)

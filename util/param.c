@@ -12,8 +12,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_DEBUG] = {"STRATA_DEBUG", STU_PARAM_TYPE_STR, "WARN",
         "log level: NONE, VERSION, WARN, INFO or TRACE (NCCL's logger is used when NCCL loaded us)"},
     [STU_PARAM_TRANSPORT] = {"STRATA_TRANSPORT", STU_PARAM_TYPE_STR, "auto",
-        "transport: auto (the first built-in one that probes and has a device; today tcp),"
-        " tcp, or loop (in-process, for tests)"},
+        "transport: auto (the first built-in one that probes and has a device; ib, then tcp),"
+        " ib, tcp, or loop (in-process, for tests)"},
     [STU_PARAM_ABORT_ON_ERROR] = {"STRATA_ABORT_ON_ERROR", STU_PARAM_TYPE_INT, "0",
         "1: abort() at the first error returned to NCCL, for a core dump at the cause"},
     [STU_PARAM_SOCKET_IFNAME] = {"STRATA_SOCKET_IFNAME", STU_PARAM_TYPE_STR, "",
@@ -21,8 +21,11 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " empty: every up interface except loopback and docker, loopback if nothing else"},
     [STU_PARAM_SOCKET_FAMILY] = {"STRATA_SOCKET_FAMILY", STU_PARAM_TYPE_STR, "",
         "address family of TCP devices: AF_INET, AF_INET6, or empty for either (IPv4 first)"},
-    [STU_PARAM_SOCKET_NSOCKS] = {"STRATA_SOCKET_NSOCKS", STU_PARAM_TYPE_INT, "2",
-        "TCP sockets per connection (1..8); large messages are striped across them"},
+    [STU_PARAM_SOCKET_NSOCKS] = {"STRATA_SOCKET_NSOCKS", STU_PARAM_TYPE_INT, "4",
+        "TCP sockets per connection (1..8); large messages are striped across them."
+        " Default 4: 4 MiB messages over loopback on a shared 2-core VM gave a median of"
+        " 2.2 GB/s with 4 sockets, 1.4 with 2 and 1.0 with 1 (22 interleaved rounds; 4 beat 2"
+        " in 17), since more sockets buffer more and ride out the peer's scheduling stalls"},
     [STU_PARAM_SOCKET_STRIPE_MIN] = {"STRATA_SOCKET_STRIPE_MIN", STU_PARAM_TYPE_INT, "256K",
         "messages below this many bytes travel on one socket, larger ones are striped"},
     [STU_PARAM_SOCKET_BUFSIZE] = {"STRATA_SOCKET_BUFSIZE", STU_PARAM_TYPE_INT, "0",
@@ -31,6 +34,76 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "ms after which unacknowledged data or failed keepalives declare a TCP peer dead"},
     [STU_PARAM_CONNECT_TIMEOUT] = {"STRATA_CONNECT_TIMEOUT", STU_PARAM_TYPE_INT, "30000",
         "ms a connection handshake may take before connect/accept fail"},
+    [STU_PARAM_RANK] = {"STRATA_RANK", STU_PARAM_TYPE_STR, "",
+        "this process's rank (else OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK)"},
+    [STU_PARAM_NRANKS] = {"STRATA_NRANKS", STU_PARAM_TYPE_STR, "",
+        "number of ranks (else OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)"},
+    [STU_PARAM_ROOT_ADDR] = {"STRATA_ROOT_ADDR", STU_PARAM_TYPE_STR, "",
+        "host:port of rank 0's rendezvous (else MASTER_ADDR:MASTER_PORT)"},
+    [STU_PARAM_NODE_ID] = {"STRATA_NODE_ID", STU_PARAM_TYPE_STR, "",
+        "ranks with the same id share memory as one node; empty: the host name"},
+    [STU_PARAM_TIMEOUT] = {"STRATA_TIMEOUT", STU_PARAM_TYPE_INT, "120000",
+        "ms bound on communicator init and on each collective; a dead rank fails them by then"},
+    [STU_PARAM_SHM_CHUNK] = {"STRATA_SHM_CHUNK", STU_PARAM_TYPE_INT, "1M",
+        "bytes per rank and pipeline stage in the intra-node shared-memory segment"},
+    [STU_PARAM_ALGO] = {"STRATA_ALGO", STU_PARAM_TYPE_STR, "auto",
+        "collective algorithm: auto (the cost model picks per size), ring, recursive,"
+        " hierarchical or leader; where it does not apply the model's choice is used"},
+    [STU_PARAM_PROFILE] = {"STRATA_PROFILE", STU_PARAM_TYPE_STR, "",
+        "fabric profile file ('key = value' lines: shm.alpha_us, shm.beta_gbps, net.alpha_us,"
+        " net.beta_gbps, gamma_gbps); its values win over every other source"},
+    [STU_PARAM_SHM_ALPHA_US] = {"STRATA_SHM_ALPHA_US", STU_PARAM_TYPE_STR, "",
+        "cost model: shared-memory step latency in us (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_SHM_BETA_GBPS] = {"STRATA_SHM_BETA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: shared-memory copy bandwidth in GB/s (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_NET_ALPHA_US] = {"STRATA_NET_ALPHA_US", STU_PARAM_TYPE_STR, "",
+        "cost model: inter-node step latency in us (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_NET_BETA_GBPS] = {"STRATA_NET_BETA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: inter-node bandwidth per NIC in GB/s (a decimal); empty: profile,"
+        " calibration or default"},
+    [STU_PARAM_GAMMA_GBPS] = {"STRATA_GAMMA_GBPS", STU_PARAM_TYPE_STR, "",
+        "cost model: reduction output rate in GB/s (a decimal); empty: profile or default"},
+    [STU_PARAM_CALIBRATE] = {"STRATA_CALIBRATE", STU_PARAM_TYPE_INT, "0",
+        "1: measure shm and net alpha/beta at init and use them where neither the profile nor"
+        " a STRATA_* variable set the value"},
+    [STU_PARAM_RAIL_MAP] = {"STRATA_RAIL_MAP", STU_PARAM_TYPE_STR, "",
+        "NIC index per local rank, comma-separated ('0,1,0,1'); empty: local rank mod the"
+        " number of devices"},
+    [STU_PARAM_IB_HCA] = {"STRATA_IB_HCA", STU_PARAM_TYPE_STR, "",
+        "verbs devices and ports for the ib transport, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1'"
+        " prefixes, '^' excludes, '=' exact names; empty: every ACTIVE IB or RoCE port"},
+    [STU_PARAM_IB_GID_INDEX] = {"STRATA_IB_GID_INDEX", STU_PARAM_TYPE_INT, "-1",
+        "RoCE GID index; -1 chooses automatically (RoCE v2, STRATA_IB_ADDR_FAMILY,"
+        " STRATA_IB_ADDR_RANGE, then non-link-local; see docs/ib-protocol.md)"},
+    [STU_PARAM_IB_ADDR_FAMILY] = {"STRATA_IB_ADDR_FAMILY", STU_PARAM_TYPE_STR, "AF_INET",
+        "address family the automatic RoCE GID choice prefers: AF_INET or AF_INET6"},
+    [STU_PARAM_IB_ADDR_RANGE] = {"STRATA_IB_ADDR_RANGE", STU_PARAM_TYPE_STR, "",
+        "subnet the automatic RoCE GID choice prefers, as 'addr/prefixlen'; empty: any"},
+    [STU_PARAM_IB_TIMEOUT] = {"STRATA_IB_TIMEOUT", STU_PARAM_TYPE_INT, "20",
+        "QP local ack timeout exponent: 4.096 us * 2^value per try (NCCL_IB_TIMEOUT's default)"},
+    [STU_PARAM_IB_RETRY_CNT] = {"STRATA_IB_RETRY_CNT", STU_PARAM_TYPE_INT, "7",
+        "QP transport retries before a work request fails (0..7)"},
+    [STU_PARAM_IB_SL] = {"STRATA_IB_SL", STU_PARAM_TYPE_INT, "-1",
+        "InfiniBand service level of the QPs; -1: 0"},
+    [STU_PARAM_IB_TC] = {"STRATA_IB_TC", STU_PARAM_TYPE_INT, "-1",
+        "traffic class of the QPs; -1: the comm's traffic class if the caller set one, else 0"},
+    [STU_PARAM_IB_QPS_PER_CONNECTION] = {"STRATA_IB_QPS_PER_CONNECTION", STU_PARAM_TYPE_INT, "1",
+        "RC QPs per connection (1..8); messages of STRATA_IB_SPLIT_MIN bytes or more are split"
+        " across all of them"},
+    [STU_PARAM_IB_SPLIT_MIN] = {"STRATA_IB_SPLIT_MIN", STU_PARAM_TYPE_INT, "64K",
+        "with several QPs per connection, smaller messages travel whole on one QP (round robin)"},
+    [STU_PARAM_IB_ADAPTIVE_ROUTING] = {"STRATA_IB_ADAPTIVE_ROUTING", STU_PARAM_TYPE_INT, "-1",
+        "1: adaptive-routing-safe completions (payload, then a separate 0-byte write with"
+        " immediate) above STRATA_IB_AR_THRESHOLD; 0: off; -1: on for IB link layer only"},
+    [STU_PARAM_IB_AR_THRESHOLD] = {"STRATA_IB_AR_THRESHOLD", STU_PARAM_TYPE_INT, "8192",
+        "message size above which adaptive-routing-safe completions are used"},
+    [STU_PARAM_IB_MR_KEEP] = {"STRATA_IB_MR_KEEP", STU_PARAM_TYPE_INT, "0",
+        "1: keep registrations made on the fly for buffers passed without a handle after their"
+        " last use (faster, but only safe when such buffers are never freed and reused while"
+        " the library runs); 0: deregister them when their last request completes"},
 };
 
 typedef struct param_value {
@@ -120,11 +193,27 @@ const char *stu_param_str(stu_param_id_t id)
     return s != NULL ? s : "";
 }
 
+const char *stu_param_env(stu_param_id_t id)
+{
+    return getenv(param_table[id].name);
+}
+
 void stu_param_reload(void)
 {
     pthread_mutex_lock(&param_lock);
     for (int i = 0; i < STU_PARAM_COUNT; i++)
         param_load((stu_param_id_t)i);
+    pthread_mutex_unlock(&param_lock);
+}
+
+void stu_param_release(void)
+{
+    pthread_mutex_lock(&param_lock);
+    for (int i = 0; i < STU_PARAM_COUNT; i++) {
+        __atomic_store_n(&param_values[i].loaded, 0, __ATOMIC_RELEASE);
+        free(param_values[i].sval);
+        param_values[i].sval = NULL;
+    }
     pthread_mutex_unlock(&param_lock);
 }
 

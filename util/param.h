@@ -25,6 +25,34 @@ typedef enum stu_param_id {
     STU_PARAM_SOCKET_BUFSIZE,
     STU_PARAM_SOCKET_USER_TIMEOUT,
     STU_PARAM_CONNECT_TIMEOUT,
+    STU_PARAM_RANK,
+    STU_PARAM_NRANKS,
+    STU_PARAM_ROOT_ADDR,
+    STU_PARAM_NODE_ID,
+    STU_PARAM_TIMEOUT,
+    STU_PARAM_ALGO,
+    STU_PARAM_SHM_CHUNK,
+    STU_PARAM_PROFILE,
+    STU_PARAM_SHM_ALPHA_US,
+    STU_PARAM_SHM_BETA_GBPS,
+    STU_PARAM_NET_ALPHA_US,
+    STU_PARAM_NET_BETA_GBPS,
+    STU_PARAM_GAMMA_GBPS,
+    STU_PARAM_CALIBRATE,
+    STU_PARAM_RAIL_MAP,
+    STU_PARAM_IB_HCA,
+    STU_PARAM_IB_GID_INDEX,
+    STU_PARAM_IB_ADDR_FAMILY,
+    STU_PARAM_IB_ADDR_RANGE,
+    STU_PARAM_IB_TIMEOUT,
+    STU_PARAM_IB_RETRY_CNT,
+    STU_PARAM_IB_SL,
+    STU_PARAM_IB_TC,
+    STU_PARAM_IB_QPS_PER_CONNECTION,
+    STU_PARAM_IB_SPLIT_MIN,
+    STU_PARAM_IB_ADAPTIVE_ROUTING,
+    STU_PARAM_IB_AR_THRESHOLD,
+    STU_PARAM_IB_MR_KEEP,
     STU_PARAM_COUNT
 } stu_param_id_t;
 
@@ -49,8 +77,18 @@ int64_t stu_param_int(stu_param_id_t id);
 /* Cached string value (never NULL; "" when unset and no default). Valid until reload. */
 const char *stu_param_str(stu_param_id_t id);
 
+/* The raw environment value, or NULL when the variable is unset (not cached). */
+const char *stu_param_env(stu_param_id_t id);
+
 /* Re-reads every value from the environment. */
 void stu_param_reload(void);
+
+/*
+ * Frees the cached values; the next use reads the environment again. The
+ * plugin calls it at its last finalize, so that NCCL's dlclose leaves no heap
+ * behind (strings returned earlier become invalid).
+ */
+void stu_param_release(void);
 
 /* Logs every parameter with its value and source at INFO. */
 void stu_param_log_all(void);

@@ -36,6 +36,7 @@
 #ifndef STRATA_TRANSPORT_H
 #define STRATA_TRANSPORT_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -162,6 +163,15 @@ struct stt_ops {
     void (*close_send)(stt_comm_t *comm);
     void (*close_recv)(stt_comm_t *comm);
     void (*close_listen)(stt_listen_t *listen);
+
+    /*
+     * For callers that run out of work and want to sleep until this comm can
+     * progress: fills up to max pollfds (fd and events) that become ready
+     * when test() on this comm may make progress, and returns how many; 0
+     * when the transport has no such descriptors (the caller then naps).
+     * Never blocks; the caller polls the descriptors and calls test().
+     */
+    int (*poll_fds)(stt_comm_t *comm, struct pollfd *fds, int max);
 };
 
 /* Dispatch helpers: one line each, so call sites read like method calls. */
@@ -210,6 +220,7 @@ strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
                                      uint64_t offset, int fd, void **mh_p);
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
+int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 /*
  * The registry: an ordered, const table of every transport built in.

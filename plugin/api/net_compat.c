@@ -36,10 +36,9 @@ static ncclResult_t stp_compat_ctx_create(int traffic_class, ncclDebugLogger_t l
     void *ctx = NULL;
 
     if (stp_compat.nctx == STP_COMPAT_MAX_CONTEXTS) {
-        STU_WARN("NET/Strata: connect asks for traffic class %d, but %d contexts (one per "
-                 "traffic class) are already open; the pre-v11 adapters hold at most %d",
-                 traffic_class, stp_compat.nctx, STP_COMPAT_MAX_CONTEXTS);
-        return ncclInvalidUsage;
+        STU_WARN("v10 connect: traffic class %d would need a context of its own, but all %d "
+                 "(one per traffic class) are taken", traffic_class, STP_COMPAT_MAX_CONTEXTS);
+        return stp_status_to_nccl(STRATA_ERR_NO_RESOURCE);
     }
     slot = &stp_compat.ctxs[stp_compat.nctx];
     slot->config.trafficClass = traffic_class;
@@ -74,8 +73,8 @@ static ncclResult_t stp_compat_ctx_find(int traffic_class, void **ctx_p)
     int i;
 
     if (stp_compat.nctx == 0) {
-        STU_WARN("NET/Strata: listen/connect called before init");
-        return ncclInternalError;
+        STU_WARN("listen/connect through a pre-v11 table before its init");
+        return stp_status_to_nccl(STRATA_ERR_INVALID);
     }
     for (i = 0; i < stp_compat.nctx; i++)
         if (stp_compat.ctxs[i].config.trafficClass == traffic_class)
@@ -108,7 +107,7 @@ void stp_compat_fini(void)
         ncclResult_t res = ncclNetPlugin_v11.finalize(slot->ctx);
 
         if (res != ncclSuccess)
-            STU_WARN("NET/Strata: finalize of the context for traffic class %d failed (%d)",
+            STU_WARN("finalize of the context for traffic class %d failed (ncclResult_t %d)",
                      slot->config.trafficClass, (int)res);
         memset(slot, 0, sizeof(*slot));
     }
@@ -123,9 +122,8 @@ ncclResult_t stp_compat_props_get(int dev, const stp_compat_props_layout_t *layo
     ncclResult_t res;
 
     if (props == NULL) {
-        STU_WARN("NET/Strata: v%d getProperties(dev %d) with a NULL properties pointer",
-                 layout->version, dev);
-        return ncclInternalError;
+        STU_WARN("v%d getProperties(dev %d): NULL properties pointer", layout->version, dev);
+        return stp_status_to_nccl(STRATA_ERR_INVALID);
     }
     memset(&v11, 0, sizeof(v11));
     res = ncclNetPlugin_v11.getProperties(dev, &v11);
@@ -133,9 +131,10 @@ ncclResult_t stp_compat_props_get(int dev, const stp_compat_props_layout_t *layo
         return res;
     /* v6 cannot say "offloaded": NCCL would drive such a device as a host one. */
     if (layout->version < 7 && v11.netDeviceType != NCCL_NET_DEVICE_HOST) {
-        STU_WARN("NET/Strata: device %d uses device offload (type %d), which net ABI v%d "
-                 "cannot express", dev, (int)v11.netDeviceType, layout->version);
-        return ncclInternalError;
+        STU_WARN("v%d getProperties: device %d uses device offload (type %d), which net ABI "
+                 "v%d cannot express", layout->version, dev, (int)v11.netDeviceType,
+                 layout->version);
+        return stp_status_to_nccl(STRATA_ERR_UNSUPPORTED);
     }
 
     memset(props, 0, layout->size);

@@ -23,10 +23,12 @@
  *   - The entry points whose signature is the same across several versions.
  *
  * Errors: every value returned is either v11's own result, passed through
- * untouched, or one the adapter detects itself and logs once: NCCL misusing
- * the API (a negative size, NULL where a pointer is required, a call before
- * init) is ncclInternalError, as NCCL's plugin guide asks; too many traffic
- * classes is ncclInvalidUsage.
+ * untouched, or an error the adapter finds itself, logs once and translates
+ * through stp_status_to_nccl like the rest of the plugin: NCCL misusing the
+ * API (a negative size, a NULL pointer the adapter must read, a call before
+ * init) is STRATA_ERR_INVALID, one traffic class too many
+ * STRATA_ERR_NO_RESOURCE, an offloaded device shown to v6
+ * STRATA_ERR_UNSUPPORTED.
  *
  * Threads: everything here may be called from any thread. The data-path
  * adapters (isend, irecv, test) take no lock and allocate nothing.
@@ -38,9 +40,7 @@
 #include <stdint.h>
 
 #include "nccl/net.h"
-
-/* The name every version reports; it must equal ncclNetPlugin_v11.name (tested). */
-#define STP_COMPAT_NET_NAME "Strata"
+#include "plugin/api/plugin.h"
 
 /*
  * Most buffers one irecv may group: NCCL groups at most one receive per proxy
@@ -76,8 +76,8 @@ ncclResult_t stp_compat_init(ncclDebugLogger_t log_fn, ncclProfilerCallback_t pr
 
 /*
  * The v11 context for a traffic class (NCCL_NET_TRAFFIC_CLASS_UNDEF for the
- * default one), creating it with v11's init on first use. ncclInternalError
- * before stp_compat_init succeeded. Takes a mutex: for listen/connect, not
+ * default one), creating it with v11's init on first use. Fails (as
+ * STRATA_ERR_INVALID) before stp_compat_init succeeded. Takes a mutex: for listen/connect, not
  * for the data path.
  */
 ncclResult_t stp_compat_ctx_get(int traffic_class, void **ctx_p);
@@ -122,6 +122,24 @@ typedef struct stp_compat_props_layout {
     { .dst_off = offsetof(type, member),                                                    \
       .src_off = offsetof(ncclNetProperties_v11_t, member),                                 \
       .len = STP_COMPAT_MEMBER_SIZE(type, member) }
+
+/*
+ * The members each version added, as groups of fields; a version's table
+ * lists the groups up to its own. (v10 added none; v11's maxMultiRequestSize
+ * is for v11 alone.)
+ */
+#define STP_COMPAT_FIELDS_V6(type)                                                          \
+    STP_COMPAT_FIELD(type, name), STP_COMPAT_FIELD(type, pciPath),                          \
+    STP_COMPAT_FIELD(type, guid), STP_COMPAT_FIELD(type, ptrSupport),                       \
+    STP_COMPAT_FIELD(type, speed), STP_COMPAT_FIELD(type, port),                            \
+    STP_COMPAT_FIELD(type, latency), STP_COMPAT_FIELD(type, maxComms),                      \
+    STP_COMPAT_FIELD(type, maxRecvs)
+#define STP_COMPAT_FIELDS_V7(type)                                                          \
+    STP_COMPAT_FIELD(type, netDeviceType), STP_COMPAT_FIELD(type, netDeviceVersion)
+#define STP_COMPAT_FIELDS_V8(type) STP_COMPAT_FIELD(type, regIsGlobal)
+#define STP_COMPAT_FIELDS_V9(type)                                                          \
+    STP_COMPAT_FIELD(type, forceFlush), STP_COMPAT_FIELD(type, vProps),                     \
+    STP_COMPAT_FIELD(type, maxP2pBytes), STP_COMPAT_FIELD(type, maxCollBytes)
 
 #define STP_COMPAT_PROPS_LAYOUT(ver, type, field_table)                                     \
     { .version = (ver), .size = sizeof(type), .fields = (field_table),                      \

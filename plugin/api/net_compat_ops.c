@@ -13,24 +13,24 @@
  * Widens an int size from a v6..v8 call. A negative size is NCCL misusing the
  * API; refusing it is the only alternative to turning it into a huge size_t.
  */
-static inline ncclResult_t stp_compat_size_widen(const char *call, int size, size_t *size_p)
+static inline strata_status_t stp_compat_size_widen(const char *call, int size, size_t *size_p)
 {
     if (STU_UNLIKELY(size < 0)) {
-        STU_WARN("NET/Strata: %s with a negative size (%d)", call, size);
-        return ncclInternalError;
+        STU_WARN("%s: negative size %d from a pre-v9 caller", call, size);
+        return STRATA_ERR_INVALID;
     }
     *size_p = (size_t)size;
-    return ncclSuccess;
+    return STRATA_OK;
 }
 
 /* irecv's buffer count, which sizes the adapters' stack arrays. */
-static inline ncclResult_t stp_compat_recv_count_check(int n)
+static inline strata_status_t stp_compat_recv_count_check(int n)
 {
     if (STU_UNLIKELY(n < 1 || n > STP_COMPAT_MAX_RECVS)) {
-        STU_WARN("NET/Strata: irecv of %d buffers (1 to %d allowed)", n, STP_COMPAT_MAX_RECVS);
-        return ncclInternalError;
+        STU_WARN("irecv: %d buffers (1 to %d allowed)", n, STP_COMPAT_MAX_RECVS);
+        return STRATA_ERR_INVALID;
     }
-    return ncclSuccess;
+    return STRATA_OK;
 }
 
 ncclResult_t stp_compat_devices(int *ndev)
@@ -81,12 +81,12 @@ ncclResult_t stp_compat_mr_reg(void *comm, void *data, size_t size, int type, vo
 
 ncclResult_t stp_compat_mr_reg_int(void *comm, void *data, int size, int type, void **mhandle)
 {
-    ncclResult_t res;
+    strata_status_t status;
     size_t bytes;
 
-    res = stp_compat_size_widen("regMr", size, &bytes);
-    if (res != ncclSuccess)
-        return res;
+    status = stp_compat_size_widen("regMr", size, &bytes);
+    if (status != STRATA_OK)
+        return stp_status_to_nccl(status);
     return ncclNetPlugin_v11.regMr(comm, data, bytes, type, mhandle);
 }
 
@@ -110,12 +110,12 @@ ncclResult_t stp_compat_send(void *send_comm, void *data, size_t size, int tag, 
 ncclResult_t stp_compat_send_int(void *send_comm, void *data, int size, int tag, void *mhandle,
                                  void **request)
 {
-    ncclResult_t res;
+    strata_status_t status;
     size_t bytes;
 
-    res = stp_compat_size_widen("isend", size, &bytes);
-    if (res != ncclSuccess)
-        return res;
+    status = stp_compat_size_widen("isend", size, &bytes);
+    if (STU_UNLIKELY(status != STRATA_OK))
+        return stp_status_to_nccl(status);
     return ncclNetPlugin_v11.isend(send_comm, data, bytes, tag, mhandle, NULL, request);
 }
 
@@ -140,11 +140,11 @@ static inline ncclResult_t stp_compat_recv_post(void *recv_comm, int n, void **d
 ncclResult_t stp_compat_recv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                              void **mhandles, void **request)
 {
-    ncclResult_t res;
+    strata_status_t status;
 
-    res = stp_compat_recv_count_check(n);
-    if (res != ncclSuccess)
-        return res;
+    status = stp_compat_recv_count_check(n);
+    if (STU_UNLIKELY(status != STRATA_OK))
+        return stp_status_to_nccl(status);
     return stp_compat_recv_post(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
@@ -152,19 +152,19 @@ ncclResult_t stp_compat_recv_int(void *recv_comm, int n, void **data, int *sizes
                                  void **mhandles, void **request)
 {
     size_t bytes[STP_COMPAT_MAX_RECVS];
-    ncclResult_t res;
+    strata_status_t status;
 
-    res = stp_compat_recv_count_check(n);
-    if (res != ncclSuccess)
-        return res;
+    status = stp_compat_recv_count_check(n);
+    if (STU_UNLIKELY(status != STRATA_OK))
+        return stp_status_to_nccl(status);
     if (STU_UNLIKELY(sizes == NULL)) {
-        STU_WARN("NET/Strata: irecv of %d buffers with a NULL sizes array", n);
-        return ncclInternalError;
+        STU_WARN("irecv: %d buffers and a NULL sizes array", n);
+        return stp_status_to_nccl(STRATA_ERR_INVALID);
     }
     for (int i = 0; i < n; i++) {
-        res = stp_compat_size_widen("irecv", sizes[i], &bytes[i]);
-        if (res != ncclSuccess)
-            return res;
+        status = stp_compat_size_widen("irecv", sizes[i], &bytes[i]);
+        if (STU_UNLIKELY(status != STRATA_OK))
+            return stp_status_to_nccl(status);
     }
     return stp_compat_recv_post(recv_comm, n, data, bytes, tags, mhandles, request);
 }

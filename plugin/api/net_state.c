@@ -105,6 +105,7 @@ void stp_state_release(stp_ctx_t *ctx)
         state_ops->fini();
         state_ops = NULL;
         state_ndev = 0;
+        stu_param_release();   /* NCCL may dlclose us now: leave no heap behind */
     }
     pthread_mutex_unlock(&state_lock);
 }

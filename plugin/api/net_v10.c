@@ -12,22 +12,10 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v10_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, regIsGlobal),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, forceFlush),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, maxRecvs),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, netDeviceType),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, netDeviceVersion),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, vProps),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, maxP2pBytes),
-    STP_COMPAT_FIELD(ncclNetProperties_v10_t, maxCollBytes),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v10_t),
+    STP_COMPAT_FIELDS_V7(ncclNetProperties_v10_t),
+    STP_COMPAT_FIELDS_V8(ncclNetProperties_v10_t),
+    STP_COMPAT_FIELDS_V9(ncclNetProperties_v10_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v10_props =
@@ -67,7 +55,7 @@ static ncclResult_t stp_net_v10_recv(void *recv_comm, int n, void **data, size_t
 }
 
 STU_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v10_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v10_props_get,

@@ -11,15 +11,7 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v6_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v6_t, maxRecvs),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v6_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v6_props =
@@ -50,7 +42,7 @@ static ncclResult_t stp_net_v6_accept(void *listen_comm, void **recv_comm)
 }
 
 STU_EXPORT const ncclNet_v6_t ncclNetPlugin_v6 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v6_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v6_props_get,

@@ -9,17 +9,8 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v7_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, maxRecvs),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, netDeviceType),
-    STP_COMPAT_FIELD(ncclNetProperties_v7_t, netDeviceVersion),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v7_t),
+    STP_COMPAT_FIELDS_V7(ncclNetProperties_v7_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v7_props =
@@ -36,7 +27,7 @@ static ncclResult_t stp_net_v7_props_get(int dev, ncclNetProperties_v7_t *props)
 }
 
 STU_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v7_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v7_props_get,

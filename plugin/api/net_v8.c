@@ -9,18 +9,9 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v8_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, regIsGlobal),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, maxRecvs),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, netDeviceType),
-    STP_COMPAT_FIELD(ncclNetProperties_v8_t, netDeviceVersion),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v8_t),
+    STP_COMPAT_FIELDS_V7(ncclNetProperties_v8_t),
+    STP_COMPAT_FIELDS_V8(ncclNetProperties_v8_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v8_props =
@@ -37,7 +28,7 @@ static ncclResult_t stp_net_v8_props_get(int dev, ncclNetProperties_v8_t *props)
 }
 
 STU_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v8_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v8_props_get,

@@ -15,22 +15,10 @@
 #include "util/compiler.h"
 
 static const stp_compat_field_t stp_net_v9_props_fields[] = {
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, name),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, pciPath),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, guid),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, ptrSupport),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, regIsGlobal),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, forceFlush),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, speed),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, port),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, latency),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, maxComms),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, maxRecvs),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, netDeviceType),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, netDeviceVersion),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, vProps),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, maxP2pBytes),
-    STP_COMPAT_FIELD(ncclNetProperties_v9_t, maxCollBytes),
+    STP_COMPAT_FIELDS_V6(ncclNetProperties_v9_t),
+    STP_COMPAT_FIELDS_V7(ncclNetProperties_v9_t),
+    STP_COMPAT_FIELDS_V8(ncclNetProperties_v9_t),
+    STP_COMPAT_FIELDS_V9(ncclNetProperties_v9_t),
 };
 
 static const stp_compat_props_layout_t stp_net_v9_props =
@@ -47,7 +35,7 @@ static ncclResult_t stp_net_v9_props_get(int dev, ncclNetProperties_v9_t *props)
 }
 
 STU_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-    .name = STP_COMPAT_NET_NAME,
+    .name = STP_PLUGIN_NAME,
     .init = stp_net_v9_init,
     .devices = stp_compat_devices,
     .getProperties = stp_net_v9_props_get,

@@ -16,3 +16,8 @@ strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *s
     STU_WARN("%s: flush is not supported by this transport", comm->ops->name);
     return STRATA_ERR_UNSUPPORTED;
 }
+
+int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
+{
+    return 0;
+}

@@ -295,4 +295,5 @@ const stt_ops_t stt_loop_ops = {
     .close_send = loop_comm_close,
     .close_recv = loop_comm_close,
     .close_listen = loop_close_listen,
+    .poll_fds = stt_no_poll_fds,   /* in-process: nothing to wait on but the peer thread */
 };

@@ -304,8 +304,9 @@ strata_status_t stt_tcp_test(stt_req_t *req, int *done, size_t *sizes)
 
 void stt_tcp_close_send(stt_comm_t *comm)
 {
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
     stt_tcp_send_t *sc = (stt_tcp_send_t *)conn_of(comm, STT_TCP_KIND_SEND, "close_send");
-
     if (sc == NULL)
         return;
     for (int j = 0; j < sc->conn.nsocks; j++)
@@ -315,8 +316,9 @@ void stt_tcp_close_send(stt_comm_t *comm)
 
 void stt_tcp_close_recv(stt_comm_t *comm)
 {
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
     stt_tcp_recv_t *rc = (stt_tcp_recv_t *)conn_of(comm, STT_TCP_KIND_RECV, "close_recv");
-
     if (rc == NULL)
         return;
     for (int j = 0; j < rc->conn.nsocks; j++)

@@ -93,20 +93,51 @@ static bool dev_name_wanted(const dev_scan_t *scan, const struct ifaddrs *ifa, b
     return !loop && strncmp(ifa->ifa_name, "docker", 6) != 0;
 }
 
+/* "0000:00:03.0": a PCI function name in sysfs (domain:bus:device.function). */
+static bool dev_is_pci_function(const char *c)
+{
+    static const char shape[] = "xxxx:xx:xx.x";
+    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
+        bool hex = (c[i] >= '0' && c[i] <= '9') || (c[i] >= 'a' && c[i] <= 'f');
+        if (shape[i] == 'x' ? !hex : c[i] != shape[i])
+            return false;
+    }
+    return c[sizeof(shape) - 1] == '\0';
+}
+
+/*
+ * The PCI function under the interface: realpath of /sys/class/net/<if>/device,
+ * cut back to its last PCI function (virtio puts a "virtioN" node below it).
+ * Leaves path "" when the interface sits on no PCI device.
+ */
+static void dev_pci_path(const char *ifname, char *path, size_t len)
+{
+    char link[PATH_MAX], real[PATH_MAX];
+
+    path[0] = '\0';
+    snprintf(link, sizeof(link), "/sys/class/net/%s/device", ifname);
+    if (realpath(link, real) == NULL || strncmp(real, "/sys/devices/pci", 16) != 0)
+        return;
+    for (char *slash = strrchr(real, '/'); slash != NULL; slash = strrchr(real, '/')) {
+        if (dev_is_pci_function(slash + 1)) {
+            if (strlen(real) < len)
+                snprintf(path, len, "%s", real);
+            return;
+        }
+        *slash = '\0';
+    }
+}
+
 static void dev_props_fill(stt_tcp_dev_t *dev)
 {
     stt_props_t *p = &dev->props;
     char path[PATH_MAX];
-    char real[PATH_MAX];
     uint64_t hash = 0xcbf29ce484222325ull;       /* FNV-1a offset basis */
 
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", dev->name);
 
-    snprintf(path, sizeof(path), "/sys/class/net/%s/device", dev->name);
-    if (realpath(path, real) != NULL && strstr(real, "/pci") != NULL &&
-        strlen(real) < sizeof(p->pci_path))
-        snprintf(p->pci_path, sizeof(p->pci_path), "%s", real);
+    dev_pci_path(dev->name, p->pci_path, sizeof(p->pci_path));
 
     p->speed_mbps = STT_TCP_DEFAULT_SPEED_MBPS;
     snprintf(path, sizeof(path), "/sys/class/net/%s/speed", dev->name);

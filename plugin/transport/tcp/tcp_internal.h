@@ -220,6 +220,7 @@ typedef struct stt_tcp_recv {
     stt_tcp_msg_t msgs[STT_TCP_MSGQ];
     /* the next header, as far as it was read */
     uint32_t hdr_have;
+    bool eof0;               /* the peer closed socket 0 between two messages */
     uint8_t hdr[STT_TCP_HDR_BYTES];
     uint16_t nfree;
     uint16_t free_slots[STT_TCP_RING];

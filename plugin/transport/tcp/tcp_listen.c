@@ -249,8 +249,8 @@ static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 
 /*
  * A client that gave up (timeout) after its hellos went out leaves a complete
- * group behind; when its FIN or RST is already here, drop the group instead of
- * handing out a dead comm.
+ * group behind; when its FIN or RST is already here before we ack, drop the
+ * group instead of handing out a dead comm.
  */
 static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 {
@@ -286,7 +286,12 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)
             continue;
-        if (g->count == g->nsocks && listen_group_ack(l, g) && listen_group_alive(l, g)) {
+        /*
+         * Liveness is judged before the ack only: once acked, the client may
+         * legitimately send, close and be gone before this accept returns.
+         */
+        if (g->count == g->nsocks && (g->acking || listen_group_alive(l, g)) &&
+            listen_group_ack(l, g)) {
             int fds[STT_TCP_MAX_SOCKS];
             int nsocks = g->nsocks;
             char peer[STT_TCP_ADDR_STRLEN];

@@ -133,12 +133,20 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
                     return;
                 continue;
             }
+            if (rc->eof0)
+                return;
             ssize_t r = recv(cur->fd, rc->hdr + rc->hdr_have, STT_TCP_HDR_BYTES - rc->hdr_have,
                              MSG_DONTWAIT);
-            if (r > 0)
+            if (r > 0) {
                 rc->hdr_have += (uint32_t)r;
-            else if (recv_classify(rc, 0, r) != READ_MORE)
+            } else if (r == 0 && rc->hdr_have == 0) {
+                /* A clean close between messages: pieces of matched messages may still
+                 * wait on the other sockets; stt_tcp_recv_progress decides when it fails. */
+                rc->eof0 = true;
                 return;
+            } else if (recv_classify(rc, 0, r) != READ_MORE) {
+                return;
+            }
             continue;
         }
         const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
@@ -224,5 +232,10 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
     for (int j = 1; j < rc->conn.nsocks; j++)
         recv_sockj_pull(rc, j);
     recv_retire(rc);
+    /* After a clean close, a receive still waiting for a message can never finish. */
+    if (rc->eof0 && rc->post_head != rc->post_tail && rc->msg_head == rc->msg_tail)
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
+                          " at end of stream) with %u receive(s) still waiting",
+                          rc->post_tail - rc->post_head);
     return rc->conn.failed;
 }

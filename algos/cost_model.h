@@ -1,0 +1,131 @@
+/*
+ * The α-β cost model: what a collective costs, per algorithm, on a two-tier
+ * fabric (docs/algorithms.md, "The α-β model", has every formula).
+ *
+ * Terms: P ranks in N nodes of L ranks each (P = N·L), n bytes = the size
+ * nccl-tests prints (allreduce/broadcast/reduce: the buffer; reduce_scatter:
+ * the input; allgather: the output). Tiers: shm (inside a node) and net (one
+ * NIC between nodes), each t(n) = α + n/β; γ is the reduction's output rate.
+ * Units: µs and GB/s (10^9 B/s), so n/β µs = n / (β·1e3).
+ *
+ * Everything here is pure arithmetic: no I/O, no allocation, no global state;
+ * every function may be called from any thread.
+ */
+#ifndef STA_COST_MODEL_H
+#define STA_COST_MODEL_H
+
+#include <stddef.h>
+
+#include "strata/status.h"
+
+/* Chunk of the pipelined chains (ring broadcast and reduce): the algorithm's spec (issue);
+ * 512 KiB is half of a core's 1 MiB L2 (MACHINE-NOTES.md), so a chunk in flight stays there. */
+#define STA_PIPELINE_CHUNK ((size_t)512 * 1024)
+
+/* Bytes per µs in one GB/s: 10^9 B/s / 10^6 µs/s (definition of the units). */
+#define STA_BYTES_PER_US_PER_GBPS 1e3
+
+/* What sta_cost_us() returns when an algorithm does not apply (any negative value means it). */
+#define STA_COST_NA (-1.0)
+
+typedef enum sta_coll {
+    STA_COLL_ALLREDUCE = 0,
+    STA_COLL_REDUCE_SCATTER,
+    STA_COLL_ALLGATHER,
+    STA_COLL_BROADCAST,
+    STA_COLL_REDUCE,
+    STA_COLL_COUNT
+} sta_coll_t;
+
+typedef enum sta_algo {
+    STA_ALGO_AUTO = -1,         /* only as STRATA_ALGO's value: let the model choose */
+    STA_ALGO_RING = 0,          /* flat ring / pipelined chain over the net tier */
+    STA_ALGO_RECURSIVE,         /* flat recursive doubling / binomial tree over the net tier */
+    STA_ALGO_HIERARCHICAL,      /* shm phase, per-rail net phase, shm phase */
+    STA_ALGO_LEADER,            /* shm reduce, leaders' ring allreduce, shm broadcast */
+    STA_ALGO_COUNT
+} sta_algo_t;
+
+typedef struct sta_tier {
+    double alpha_us;            /* latency of one step, µs (>= 0) */
+    double beta_gbps;           /* bandwidth, GB/s = 10^9 B/s (> 0) */
+} sta_tier_t;
+
+/* The model's parameters, in the order of sta_model_t's source[] record. */
+typedef enum sta_field {
+    STA_FIELD_SHM_ALPHA = 0,
+    STA_FIELD_SHM_BETA,
+    STA_FIELD_NET_ALPHA,
+    STA_FIELD_NET_BETA,
+    STA_FIELD_GAMMA,
+    STA_FIELD_COUNT
+} sta_field_t;
+
+/* Where a parameter's value came from, lowest precedence first (algos/profile.h merges). */
+typedef enum sta_source {
+    STA_SRC_DEFAULT = 0,        /* a named constant in algos/profile.c */
+    STA_SRC_CALIBRATED,         /* measured at init (STRATA_CALIBRATE=1) */
+    STA_SRC_ENV,                /* a STRATA_* variable */
+    STA_SRC_PROFILE,            /* the fabric profile file (STRATA_PROFILE) */
+    STA_SRC_COUNT
+} sta_source_t;
+
+typedef struct sta_model {
+    sta_tier_t shm;             /* intra-node shared memory; β = memcpy bandwidth */
+    sta_tier_t net;             /* the transport between nodes, per NIC */
+    double gamma_gbps;          /* reduction output rate, GB/s (> 0) */
+    sta_source_t source[STA_FIELD_COUNT];   /* zero-initialised = all defaults */
+} sta_model_t;
+
+typedef struct sta_dims {
+    int nranks;                 /* P >= 1 */
+    int nnodes;                 /* N >= 1, N·L == P */
+    int local_size;             /* L >= 1, ranks per node (the model assumes equal L) */
+    int nrails;                 /* distinct NICs a node's ranks use, 1..L (algos/rail.h) */
+    int unequal;                /* 1: nodes hold different numbers of ranks (L = the largest,
+                                   N·L >= P): no two-tier algorithm applies */
+} sta_dims_t;
+
+/* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */
+const char *sta_coll_name(sta_coll_t coll);
+
+/* "auto", "ring", "recursive", "hierarchical", "leader"; "?" out of range. */
+const char *sta_algo_name(sta_algo_t algo);
+
+/*
+ * Parses STRATA_ALGO's value: auto|ring|recursive|hierarchical|leader (any case); NULL or ""
+ * is auto. OK, or STRATA_ERR_INVALID with *algo_p untouched.
+ */
+strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p);
+
+/* OK when P, N, L, nrails are consistent (see sta_dims_t); STRATA_ERR_INVALID otherwise. */
+strata_status_t sta_dims_check(const sta_dims_t *dims);
+
+/* OK when every α is finite and >= 0 and every β and γ finite and > 0. */
+strata_status_t sta_model_check(const sta_model_t *model);
+
+/*
+ * Whether an algorithm exists for a collective on these dims: leader is allreduce only,
+ * reduce_scatter has no recursive variant, recursive allgather needs P a power of two.
+ * Returns 0 for invalid dims.
+ */
+int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
+
+/*
+ * Applies, and the collective library implements it for these dims: what the
+ * selector may pick. Two-tier reduce-scatter and allgather are modelled but
+ * not implemented, and no two-tier algorithm runs on nodes of unequal size.
+ */
+int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
+
+/*
+ * Predicted time in µs of one collective of `bytes` bytes, or a negative value (STA_COST_NA)
+ * when the algorithm does not apply or the model or dims are invalid. 0 when P = 1.
+ */
+double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                   sta_algo_t algo, size_t bytes);
+
+/* The tier's crossover n* = α·β in bytes: below it latency dominates, above it bandwidth. */
+double sta_tier_crossover_bytes(const sta_tier_t *tier);
+
+#endif /* STA_COST_MODEL_H */

@@ -1,0 +1,94 @@
+/* Context helpers: sticky errors, scratch memory, backoff. */
+#define _GNU_SOURCE   /* ppoll */
+#include "algos/ctx.h"
+
+#include <poll.h>
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "util/log.h"
+#include "util/time.h"
+
+/*
+ * Backoff phases. Busy polling costs 4-7 µs per hop between two cores, waking
+ * a sleeper ~35-40 µs, and two spinners on one core a 4 ms scheduler tick
+ * (MACHINE-NOTES.md): spin only while a message is likely close, and barely
+ * at all when ranks outnumber cores.
+ */
+#define BACKOFF_SPIN_NS 50000ull           /* 50 µs: about 10 busy-polled hops */
+#define BACKOFF_SPIN_OVERSUB_NS 2000ull    /* 2 µs when oversubscribed */
+#define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */
+#define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
+#define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
+#define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
+
+strata_status_t sta_ctx_fail(sta_ctx_t *ctx, strata_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ctx->failed == STRATA_OK) {
+        va_start(ap, fmt);
+        vsnprintf(ctx->errmsg, sizeof(ctx->errmsg), fmt, ap);
+        va_end(ap);
+        ctx->failed = status;
+        STU_WARN("rank %d: %s (%s)", ctx->rank, ctx->errmsg, strata_status_str(status));
+    }
+    return status;
+}
+
+strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p)
+{
+    if (bytes > ctx->scratch_size) {
+        void *p = realloc(ctx->scratch, bytes);
+        if (p == NULL)
+            return sta_ctx_fail(ctx, STRATA_ERR_NO_MEMORY, "scratch of %zu bytes", bytes);
+        ctx->scratch = p;
+        ctx->scratch_size = bytes;
+    }
+    *buf_p = ctx->scratch;
+    return STRATA_OK;
+}
+
+void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
+{
+    b->start_ns = stu_time_ns();
+    b->deadline_ns = b->start_ns + ctx->timeout_ns;
+    b->nap_ns = BACKOFF_NAP_MIN_NS;
+    b->polls = 0;
+    b->oversubscribed = ctx->oversubscribed;
+}
+
+strata_status_t sta_backoff_step(sta_backoff_t *b)
+{
+    return sta_backoff_step_fds(b, NULL, 0);
+}
+
+strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int nfds)
+{
+    /* Reading the clock every poll is cheap (vDSO) next to a transport test. */
+    uint64_t now = stu_time_ns();
+    uint64_t spent = now - b->start_ns;
+    uint64_t spin = b->oversubscribed ? BACKOFF_SPIN_OVERSUB_NS : BACKOFF_SPIN_NS;
+
+    b->polls++;
+    if (STU_UNLIKELY(now >= b->deadline_ns))
+        return STRATA_ERR_TIMEOUT;
+    if (spent < spin)
+        return STRATA_OK;
+    if (spent < spin + BACKOFF_YIELD_NS) {
+        sched_yield();
+        return STRATA_OK;
+    }
+    struct timespec ts = {0, (long)b->nap_ns};
+    if (nfds > 0)
+        ppoll(fds, (nfds_t)nfds, &ts, NULL);   /* readiness or the nap, whichever is first */
+    else
+        nanosleep(&ts, NULL);
+    if (b->nap_ns < (nfds > 0 ? BACKOFF_POLL_MAX_NS : BACKOFF_NAP_MAX_NS))
+        b->nap_ns *= 2;
+    return STRATA_OK;
+}

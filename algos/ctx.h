@@ -1,0 +1,97 @@
+/*
+ * The execution context of the collective algorithms: who this rank is, the
+ * transport connections to its peers, the node's shared-memory tier, scratch
+ * memory, the timeout, and the sticky error. The collective library (coll/)
+ * builds one per communicator; algorithms only read the topology fields and
+ * use the helpers below. One thread at a time per context.
+ */
+#ifndef STA_CTX_H
+#define STA_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/status.h"
+#include "strata/transport.h"
+#include "strata/types.h"
+#include "util/compiler.h"
+
+typedef struct sta_node sta_node_t;
+
+typedef struct sta_peer_conn {
+    stt_comm_t *send;     /* this rank -> peer; NULL when not connected */
+    stt_comm_t *recv;     /* peer -> this rank */
+} sta_peer_conn_t;
+
+#define STA_ERRLEN 512
+
+typedef struct sta_ctx {
+    int rank, nranks;
+    int node, nnodes;
+    int local_rank, local_size;
+    int uniform;              /* every node has local_size ranks */
+    const int *node_of;       /* [nranks] node index of each rank */
+    const int *local_of;      /* [nranks] local rank of each rank */
+    const int *rank_of;       /* [nnodes * local_size] rank at (node, local); uniform only */
+    sta_peer_conn_t *peers;   /* [nranks] */
+    sta_node_t *node_tier;    /* this node's shared memory */
+    int oversubscribed;       /* more local ranks than cores: spin less */
+    uint64_t timeout_ns;
+    void *scratch;
+    size_t scratch_size;
+    strata_status_t failed;   /* sticky: once set, every collective returns it */
+    char errmsg[STA_ERRLEN];
+} sta_ctx_t;
+
+/*
+ * Records the first error of the context with a message (also logged as a
+ * warning) and returns status, so call sites read `return sta_ctx_fail(...)`.
+ */
+strata_status_t sta_ctx_fail(sta_ctx_t *ctx, strata_status_t status, const char *fmt, ...)
+    STU_PRINTF(3, 4);
+
+/* Scratch of at least bytes, kept and reused across calls (no page faults per call). */
+strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p);
+
+/*
+ * Backoff for waits: spin, then yield, then sleep with growing naps, so ranks
+ * that outnumber the cores do not spin against each other. Call step() once
+ * per unsuccessful poll; it returns STRATA_ERR_TIMEOUT past the deadline.
+ */
+typedef struct sta_backoff {
+    uint64_t start_ns;
+    uint64_t deadline_ns;
+    uint64_t nap_ns;
+    unsigned polls;
+    int oversubscribed;
+} sta_backoff_t;
+
+void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
+strata_status_t sta_backoff_step(sta_backoff_t *b);
+
+/*
+ * As sta_backoff_step, but the sleep phase blocks in poll() on the given
+ * descriptors (from the transport's poll_fds), so a message wakes the waiter
+ * at once instead of at the end of a nap. nfds 0 behaves as sta_backoff_step.
+ */
+struct pollfd;
+strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int nfds);
+
+/*
+ * Point to point over the transport: sends sbytes to rank `to` and receives
+ * exactly rbytes from rank `from` concurrently (either may be -1 to skip), and
+ * waits for both. A size other than rbytes is STRATA_ERR_MISMATCH.
+ */
+strata_status_t sta_sendrecv(sta_ctx_t *ctx, int to, const void *sbuf, size_t sbytes, int from,
+                             void *rbuf, size_t rbytes);
+
+/* Block i of `count` elements split `parts` ways: the first count % parts blocks get one more. */
+static inline void sta_block(size_t count, int parts, int i, size_t *off_p, size_t *len_p)
+{
+    size_t base = count / (size_t)parts, rem = count % (size_t)parts;
+    size_t idx = (size_t)i;
+    *off_p = idx * base + (idx < rem ? idx : rem);
+    *len_p = base + (idx < rem ? 1 : 0);
+}
+
+#endif /* STA_CTX_H */

@@ -1,0 +1,341 @@
+/* The intra-node shared-memory tier (see node_shm.h for the protocol). */
+#include "algos/node_shm.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algos/reduce.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define NODE_MAGIC 0x53544e4f44453031ull     /* "STNODE01" */
+#define NODE_LINE 64                         /* x86-64 cache line */
+#define NODE_LIVENESS_NS 50000000ull         /* look for dead local ranks every 50 ms of waiting */
+
+typedef struct node_ctl {
+    uint64_t written;
+    char pad0[NODE_LINE - sizeof(uint64_t)];
+    uint64_t done;
+    char pad1[NODE_LINE - sizeof(uint64_t)];
+    int32_t pid;
+    char pad2[NODE_LINE - sizeof(int32_t)];
+} node_ctl_t;
+
+typedef struct node_hdr {
+    uint64_t magic;
+    uint64_t local_size;
+    uint64_t chunk_bytes;
+    char pad[NODE_LINE - 3 * sizeof(uint64_t)];
+} node_hdr_t;
+
+struct sta_node {
+    node_ctl_t *ctl;
+    char *slots;
+    size_t chunk;
+    int me;
+    int nlocal;
+    uint64_t round;
+};
+
+_Static_assert(sizeof(node_ctl_t) == 3 * NODE_LINE, "node_ctl_t layout");
+_Static_assert(sizeof(node_hdr_t) == NODE_LINE, "node_hdr_t layout");
+
+static size_t chunk_round(size_t chunk_bytes)
+{
+    return (chunk_bytes + NODE_LINE - 1) / NODE_LINE * NODE_LINE;
+}
+
+size_t sta_node_segment_size(int local_size, size_t chunk_bytes)
+{
+    return sizeof(node_hdr_t) + (size_t)local_size * sizeof(node_ctl_t) +
+           (size_t)local_size * 2 * chunk_round(chunk_bytes);
+}
+
+void sta_node_segment_format(void *base, int local_size, size_t chunk_bytes)
+{
+    node_hdr_t *hdr = base;
+    memset(base, 0, sizeof(node_hdr_t) + (size_t)local_size * sizeof(node_ctl_t));
+    hdr->local_size = (uint64_t)local_size;
+    hdr->chunk_bytes = chunk_round(chunk_bytes);
+    __atomic_store_n(&hdr->magic, NODE_MAGIC, __ATOMIC_RELEASE);
+}
+
+strata_status_t sta_node_open(void *base, size_t size, int local_rank, int local_size,
+                              sta_node_t **node_p)
+{
+    node_hdr_t *hdr = base;
+
+    if (__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != NODE_MAGIC ||
+        hdr->local_size != (uint64_t)local_size ||
+        size < sta_node_segment_size(local_size, hdr->chunk_bytes)) {
+        STU_WARN("node segment: bad header (magic %llx, %llu ranks, want %d)",
+                 (unsigned long long)hdr->magic, (unsigned long long)hdr->local_size,
+                 local_size);
+        return STRATA_ERR_INTERNAL;
+    }
+    sta_node_t *node = calloc(1, sizeof(*node));
+    if (node == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    node->ctl = (node_ctl_t *)((char *)base + sizeof(node_hdr_t));
+    node->slots = (char *)(node->ctl + local_size);
+    node->chunk = hdr->chunk_bytes;
+    node->me = local_rank;
+    node->nlocal = local_size;
+    __atomic_store_n(&node->ctl[local_rank].pid, (int32_t)getpid(), __ATOMIC_RELEASE);
+    *node_p = node;
+    return STRATA_OK;
+}
+
+void sta_node_close(sta_node_t *node)
+{
+    free(node);
+}
+
+static char *node_half(const sta_node_t *node, int k, uint64_t round)
+{
+    return node->slots + ((size_t)k * 2 + (round & 1)) * node->chunk;
+}
+
+/* A local rank that no longer exists fails the wait at once. */
+static strata_status_t node_check_alive(sta_ctx_t *ctx, sta_node_t *node, int k)
+{
+    pid_t pid = (pid_t)__atomic_load_n(&node->ctl[k].pid, __ATOMIC_ACQUIRE);
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+        return sta_ctx_fail(ctx, STRATA_ERR_REMOTE, "local rank %d (pid %d) died", k, (int)pid);
+    return STRATA_OK;
+}
+
+/* Waits until counter (written or done) of every rank in [lo, hi) reaches target. */
+static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done, int lo, int hi,
+                                 uint64_t target)
+{
+    sta_backoff_t b;
+    uint64_t next_check = 0;
+    int k = lo;
+
+    sta_backoff_start(&b, ctx);
+    while (k < hi) {
+        const uint64_t *c = use_done ? &node->ctl[k].done : &node->ctl[k].written;
+        if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) {
+            k++;
+            continue;
+        }
+        if (sta_backoff_step(&b) != STRATA_OK)
+            return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
+                                "local rank %d did not reach shared-memory round %llu in time",
+                                k, (unsigned long long)target);
+        uint64_t now = stu_time_ns();
+        if (now >= next_check) {
+            next_check = now + NODE_LIVENESS_NS;
+            strata_status_t status = node_check_alive(ctx, node, k);
+            if (status != STRATA_OK)
+                return status;
+        }
+    }
+    return STRATA_OK;
+}
+
+/* Before writing round r into half r % 2, every rank must have finished round r - 2. */
+static strata_status_t round_begin(sta_ctx_t *ctx, sta_node_t *node)
+{
+    if (node->round < 2)
+        return STRATA_OK;
+    return node_wait(ctx, node, 1, 0, node->nlocal, node->round - 1);
+}
+
+static void round_publish(sta_node_t *node)
+{
+    __atomic_store_n(&node->ctl[node->me].written, node->round + 1, __ATOMIC_RELEASE);
+}
+
+static strata_status_t round_wait_writers(sta_ctx_t *ctx, sta_node_t *node, int lo, int hi)
+{
+    return node_wait(ctx, node, 0, lo, hi, node->round + 1);
+}
+
+static void round_end(sta_node_t *node)
+{
+    __atomic_store_n(&node->ctl[node->me].done, node->round + 1, __ATOMIC_RELEASE);
+    node->round++;
+}
+
+static size_t piece_len(size_t block_len, size_t t, size_t piece)
+{
+    size_t start = t * piece;
+    if (start >= block_len)
+        return 0;
+    return block_len - start < piece ? block_len - start : piece;
+}
+
+strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *dst,
+                                        size_t count, strata_dtype_t dtype, strata_op_t op)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    const void *srcs[L];
+    strata_status_t status;
+
+    if (L == 1) {
+        if (dst != src && count > 0)
+            memcpy(dst, src, count * esz);
+        return STRATA_OK;
+    }
+    size_t piece = node->chunk / (size_t)L / esz;
+    size_t off0, len0, my_off, my_len;
+    sta_block(count, L, 0, &off0, &len0);
+    sta_block(count, L, me, &my_off, &my_len);
+    size_t rounds = (len0 + piece - 1) / piece;
+    for (size_t t = 0; t < rounds; t++) {
+        if ((status = round_begin(ctx, node)) != STRATA_OK)
+            return status;
+        char *mine = node_half(node, me, node->round);
+        for (int j = 0; j < L; j++) {
+            size_t off, len;
+            sta_block(count, L, j, &off, &len);
+            size_t n = piece_len(len, t, piece);
+            if (j != me && n > 0)
+                memcpy(mine + (size_t)j * piece * esz, (const char *)src + (off + t * piece) * esz,
+                       n * esz);
+        }
+        round_publish(node);
+        if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
+            return status;
+        size_t n = piece_len(my_len, t, piece);
+        if (n > 0) {
+            size_t at = (my_off + t * piece) * esz;
+            srcs[0] = (const char *)src + at;   /* our own data needs no trip through shm */
+            for (int k = 0, s = 1; k < L; k++)
+                if (k != me)
+                    srcs[s++] = node_half(node, k, node->round) + (size_t)me * piece * esz;
+            sta_reduce_n((char *)dst + at, srcs, L, n, dtype, op);
+        }
+        round_end(node);
+    }
+    return STRATA_OK;
+}
+
+strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
+                                   strata_dtype_t dtype)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    strata_status_t status;
+
+    if (L == 1)
+        return STRATA_OK;
+    size_t piece = node->chunk / esz;
+    size_t off0, len0, my_off, my_len;
+    sta_block(count, L, 0, &off0, &len0);
+    sta_block(count, L, me, &my_off, &my_len);
+    size_t rounds = (len0 + piece - 1) / piece;
+    for (size_t t = 0; t < rounds; t++) {
+        if ((status = round_begin(ctx, node)) != STRATA_OK)
+            return status;
+        size_t n = piece_len(my_len, t, piece);
+        if (n > 0)
+            memcpy(node_half(node, me, node->round), (char *)buf + (my_off + t * piece) * esz,
+                   n * esz);
+        round_publish(node);
+        if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
+            return status;
+        for (int k = 0; k < L; k++) {
+            size_t off, len;
+            sta_block(count, L, k, &off, &len);
+            size_t m = piece_len(len, t, piece);
+            if (k != me && m > 0)
+                memcpy((char *)buf + (off + t * piece) * esz, node_half(node, k, node->round),
+                       m * esz);
+        }
+        round_end(node);
+    }
+    return STRATA_OK;
+}
+
+strata_status_t sta_node_reduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
+                                strata_dtype_t dtype, strata_op_t op, int root)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    const void *srcs[L];
+    strata_status_t status;
+
+    if (L == 1) {
+        if (dst != src && count > 0)
+            memcpy(dst, src, count * esz);
+        return STRATA_OK;
+    }
+    size_t piece = node->chunk / esz;
+    size_t rounds = (count + piece - 1) / piece;
+    for (size_t t = 0; t < rounds; t++) {
+        if ((status = round_begin(ctx, node)) != STRATA_OK)
+            return status;
+        size_t n = piece_len(count, t, piece);
+        if (me != root)
+            memcpy(node_half(node, me, node->round), (const char *)src + t * piece * esz,
+                   n * esz);
+        round_publish(node);
+        if (me == root) {
+            if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
+                return status;
+            srcs[0] = (const char *)src + t * piece * esz;
+            for (int k = 0, s = 1; k < L; k++)
+                if (k != me)
+                    srcs[s++] = node_half(node, k, node->round);
+            sta_reduce_n((char *)dst + t * piece * esz, srcs, L, n, dtype, op);
+        }
+        round_end(node);
+    }
+    return STRATA_OK;
+}
+
+strata_status_t sta_node_bcast(sta_ctx_t *ctx, void *buf, size_t count, strata_dtype_t dtype,
+                               int root)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    strata_status_t status;
+
+    if (L == 1)
+        return STRATA_OK;
+    size_t piece = node->chunk / esz;
+    size_t rounds = (count + piece - 1) / piece;
+    for (size_t t = 0; t < rounds; t++) {
+        if ((status = round_begin(ctx, node)) != STRATA_OK)
+            return status;
+        size_t n = piece_len(count, t, piece);
+        char *half = node_half(node, root, node->round);
+        if (me == root)
+            memcpy(half, (char *)buf + t * piece * esz, n * esz);
+        round_publish(node);
+        if (me != root) {
+            if ((status = round_wait_writers(ctx, node, root, root + 1)) != STRATA_OK)
+                return status;
+            memcpy((char *)buf + t * piece * esz, half, n * esz);
+        }
+        round_end(node);
+    }
+    return STRATA_OK;
+}
+
+strata_status_t sta_node_barrier(sta_ctx_t *ctx)
+{
+    sta_node_t *node = ctx->node_tier;
+    strata_status_t status;
+
+    if (node->nlocal == 1)
+        return STRATA_OK;
+    if ((status = round_begin(ctx, node)) != STRATA_OK)
+        return status;
+    round_publish(node);
+    if ((status = round_wait_writers(ctx, node, 0, node->nlocal)) != STRATA_OK)
+        return status;
+    round_end(node);
+    return STRATA_OK;
+}

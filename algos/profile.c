@@ -1,0 +1,335 @@
+/*
+ * The cost model's parameters: defaults, the profile file, STRATA_* variables,
+ * calibration, and the α-β fit calibration uses. Precedence and file format
+ * are in algos/profile.h and docs/algorithms.md.
+ *
+ * Fit: t_i ≈ α + b_i·x with x = 1/(β·1e3) µs per byte; minimising
+ * Σ ((α + b_i·x - t_i)/t_i)^2 is weighted least squares with w_i = 1/t_i^2:
+ *   x = Σ w(b - b̄)(t - t̄) / Σ w(b - b̄)^2,   α = t̄ - x·b̄,
+ * b̄ and t̄ the w-weighted means (centred, so 2^30-byte sizes do not cancel).
+ * If α < 0, α = 0 and x = Σ w·b·t / Σ w·b^2 (the same objective on x alone).
+ */
+#include "algos/profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "util/param.h"
+
+static const char *const field_names[STA_FIELD_COUNT] = {
+    [STA_FIELD_SHM_ALPHA] = "shm.alpha_us",
+    [STA_FIELD_SHM_BETA] = "shm.beta_gbps",
+    [STA_FIELD_NET_ALPHA] = "net.alpha_us",
+    [STA_FIELD_NET_BETA] = "net.beta_gbps",
+    [STA_FIELD_GAMMA] = "gamma_gbps",
+};
+
+static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
+    [STA_FIELD_SHM_ALPHA] = STU_PARAM_SHM_ALPHA_US,
+    [STA_FIELD_SHM_BETA] = STU_PARAM_SHM_BETA_GBPS,
+    [STA_FIELD_NET_ALPHA] = STU_PARAM_NET_ALPHA_US,
+    [STA_FIELD_NET_BETA] = STU_PARAM_NET_BETA_GBPS,
+    [STA_FIELD_GAMMA] = STU_PARAM_GAMMA_GBPS,
+};
+
+static const char *const source_names[STA_SRC_COUNT] = {
+    [STA_SRC_DEFAULT] = "default",
+    [STA_SRC_CALIBRATED] = "calibrated",
+    [STA_SRC_ENV] = "env",
+    [STA_SRC_PROFILE] = "profile",
+};
+
+const char *sta_field_name(sta_field_t field)
+{
+    if ((int)field < 0 || field >= STA_FIELD_COUNT)
+        return "?";
+    return field_names[field];
+}
+
+const char *sta_source_name(sta_source_t source)
+{
+    if ((int)source < 0 || source >= STA_SRC_COUNT)
+        return "?";
+    return source_names[source];
+}
+
+static double *field_ptr(sta_model_t *model, sta_field_t field)
+{
+    switch (field) {
+    case STA_FIELD_SHM_ALPHA: return &model->shm.alpha_us;
+    case STA_FIELD_SHM_BETA: return &model->shm.beta_gbps;
+    case STA_FIELD_NET_ALPHA: return &model->net.alpha_us;
+    case STA_FIELD_NET_BETA: return &model->net.beta_gbps;
+    default: return &model->gamma_gbps;
+    }
+}
+
+static int field_is_alpha(sta_field_t field)
+{
+    return field == STA_FIELD_SHM_ALPHA || field == STA_FIELD_NET_ALPHA;
+}
+
+static int field_value_ok(sta_field_t field, double v)
+{
+    return isfinite(v) && (field_is_alpha(field) ? v >= 0.0 : v > 0.0);
+}
+
+/* What a field accepts, for error messages. */
+static const char *field_range(sta_field_t field)
+{
+    return field_is_alpha(field) ? "a finite number >= 0" : "a finite number > 0";
+}
+
+/* A whole-string decimal in the field's range: OK, or STRATA_ERR_INVALID. */
+static strata_status_t field_parse(sta_field_t field, const char *text, double *value_p)
+{
+    char *end;
+    double v;
+
+    if (text == NULL || *text == '\0')
+        return STRATA_ERR_INVALID;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !field_value_ok(field, v))
+        return STRATA_ERR_INVALID;
+    *value_p = v;
+    return STRATA_OK;
+}
+
+/* Sets a field unless its current value came from a higher-precedence source. */
+static int field_offer(sta_model_t *model, sta_field_t field, double v, sta_source_t source)
+{
+    if (source < model->source[field])
+        return 0;
+    *field_ptr(model, field) = v;
+    model->source[field] = source;
+    return 1;
+}
+
+void sta_model_default(sta_model_t *model)
+{
+    memset(model, 0, sizeof(*model));
+    model->shm.alpha_us = STA_DEFAULT_SHM_ALPHA_US;
+    model->shm.beta_gbps = STA_DEFAULT_SHM_BETA_GBPS;
+    model->net.alpha_us = STA_DEFAULT_NET_ALPHA_US;
+    model->net.beta_gbps = STA_DEFAULT_NET_BETA_GBPS;
+    model->gamma_gbps = STA_DEFAULT_GAMMA_GBPS;
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        model->source[f] = STA_SRC_DEFAULT;
+}
+
+/* Trims leading and trailing blanks in place. */
+static char *trim(char *s)
+{
+    char *e;
+
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        e--;
+    *e = '\0';
+    return s;
+}
+
+/* One profile line into *model; first_line[] remembers where each key was set. */
+static strata_status_t profile_line_apply(const char *path, int lineno, char *line,
+                                          sta_model_t *model, int first_line[])
+{
+    char *hash = strchr(line, '#');
+    char *eq, *key, *val;
+
+    if (hash != NULL)
+        *hash = '\0';
+    line = trim(line);
+    if (*line == '\0')
+        return STRATA_OK;
+    eq = strchr(line, '=');
+    if (eq == NULL) {
+        STU_WARN("profile %s:%d: expected 'key = value', got '%s'", path, lineno, line);
+        return STRATA_ERR_INVALID;
+    }
+    *eq = '\0';
+    key = trim(line);
+    val = trim(eq + 1);
+    for (int f = 0; f < STA_FIELD_COUNT; f++) {
+        double v;
+        if (strcmp(key, field_names[f]) != 0)
+            continue;
+        if (first_line[f] != 0) {
+            STU_WARN("profile %s:%d: %s is already set at line %d", path, lineno, key,
+                     first_line[f]);
+            return STRATA_ERR_INVALID;
+        }
+        if (field_parse((sta_field_t)f, val, &v) != STRATA_OK) {
+            STU_WARN("profile %s:%d: %s = '%s' is not %s", path, lineno, key, val,
+                     field_range((sta_field_t)f));
+            return STRATA_ERR_INVALID;
+        }
+        first_line[f] = lineno;
+        field_offer(model, (sta_field_t)f, v, STA_SRC_PROFILE);
+        return STRATA_OK;
+    }
+    STU_WARN("profile %s:%d: unknown key '%s' (keys: shm.alpha_us, shm.beta_gbps, "
+             "net.alpha_us, net.beta_gbps, gamma_gbps)", path, lineno, key);
+    return STRATA_ERR_INVALID;
+}
+
+strata_status_t sta_profile_read(const char *path, sta_model_t *model)
+{
+    strata_status_t status = STRATA_OK;
+    int first_line[STA_FIELD_COUNT] = {0};
+    sta_model_t tmp = *model;
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0;
+    FILE *file;
+
+    file = fopen(path, "r");
+    if (file == NULL) {
+        STU_WARN("profile %s: cannot open: %s", path, strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    while (getline(&line, &cap, file) >= 0) {
+        status = profile_line_apply(path, ++lineno, line, &tmp, first_line);
+        if (status != STRATA_OK)
+            break;
+    }
+    if (status == STRATA_OK && ferror(file)) {
+        STU_WARN("profile %s: read error after line %d", path, lineno);
+        status = STRATA_ERR_IO;
+    }
+    free(line);
+    fclose(file);
+    if (status == STRATA_OK)
+        *model = tmp;
+    return status;
+}
+
+void sta_model_apply_env(sta_model_t *model)
+{
+    for (int f = 0; f < STA_FIELD_COUNT; f++) {
+        const stu_param_def_t *def = stu_param_def(field_params[f]);
+        const char *text = stu_param_str(field_params[f]);
+        double v;
+
+        if (*text == '\0')
+            continue;
+        if (field_parse((sta_field_t)f, text, &v) != STRATA_OK) {
+            STU_WARN("param: %s='%s' is not %s, ignored", def->name, text,
+                     field_range((sta_field_t)f));
+            continue;
+        }
+        field_offer(model, (sta_field_t)f, v, STA_SRC_ENV);
+    }
+}
+
+/* Offers one measured value; logs when a higher-precedence value is kept. */
+static void calibration_offer(sta_model_t *model, sta_field_t field, double v)
+{
+    if (!field_value_ok(field, v))
+        return;
+    if (!field_offer(model, field, v, STA_SRC_CALIBRATED))
+        STU_INFO(STU_LOG_TUNING, "model: %s = %g from %s kept over calibrated %g",
+                 field_names[field], *field_ptr(model, field),
+                 source_names[model->source[field]], v);
+}
+
+void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_shm,
+                                 const sta_tier_t *measured_net)
+{
+    if (measured_shm != NULL) {
+        calibration_offer(model, STA_FIELD_SHM_ALPHA, measured_shm->alpha_us);
+        calibration_offer(model, STA_FIELD_SHM_BETA, measured_shm->beta_gbps);
+    }
+    if (measured_net != NULL) {
+        calibration_offer(model, STA_FIELD_NET_ALPHA, measured_net->alpha_us);
+        calibration_offer(model, STA_FIELD_NET_BETA, measured_net->beta_gbps);
+    }
+}
+
+strata_status_t sta_model_load(sta_model_t *model)
+{
+    strata_status_t status;
+    const char *path;
+    sta_model_t tmp;
+
+    sta_model_default(&tmp);
+    sta_model_apply_env(&tmp);
+    path = stu_param_str(STU_PARAM_PROFILE);
+    if (*path != '\0') {
+        status = sta_profile_read(path, &tmp);
+        if (status != STRATA_OK)
+            return status;
+    }
+    *model = tmp;
+    return STRATA_OK;
+}
+
+void sta_model_log(const sta_model_t *model)
+{
+    const sta_tier_t *tiers[2] = {&model->shm, &model->net};
+    const char *names[2] = {"shm", "net"};
+
+    if (stu_log_level < STU_LOG_INFO)
+        return;
+    for (int i = 0; i < 2; i++) {
+        sta_field_t fa = i == 0 ? STA_FIELD_SHM_ALPHA : STA_FIELD_NET_ALPHA;
+        sta_field_t fb = i == 0 ? STA_FIELD_SHM_BETA : STA_FIELD_NET_BETA;
+        STU_INFO(STU_LOG_TUNING, "model %s: alpha %g us (%s), beta %g GB/s (%s), n* %.0f B",
+                 names[i], tiers[i]->alpha_us, source_names[model->source[fa]],
+                 tiers[i]->beta_gbps, source_names[model->source[fb]],
+                 sta_tier_crossover_bytes(tiers[i]));
+    }
+    STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s)", model->gamma_gbps,
+             source_names[model->source[STA_FIELD_GAMMA]]);
+}
+
+strata_status_t sta_fit_alpha_beta(const size_t *bytes, const double *us, int n,
+                                   sta_tier_t *out)
+{
+    double sw = 0, swb = 0, swt = 0, sbb = 0, sbt = 0;
+    double bbar, tbar, alpha, x;
+
+    if (bytes == NULL || us == NULL || n < 2)
+        return STRATA_ERR_INVALID;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(us[i]) || us[i] <= 0.0)
+            return STRATA_ERR_INVALID;
+        double w = 1.0 / (us[i] * us[i]);
+        sw += w;
+        swb += w * (double)bytes[i];
+        swt += w * us[i];
+    }
+    bbar = swb / sw;
+    tbar = swt / sw;
+    for (int i = 0; i < n; i++) {
+        double w = 1.0 / (us[i] * us[i]);
+        double db = (double)bytes[i] - bbar;
+        sbb += w * db * db;
+        sbt += w * db * (us[i] - tbar);
+    }
+    if (!(sbb > 0.0))
+        return STRATA_ERR_INVALID;           /* one distinct size: no slope to fit */
+    x = sbt / sbb;
+    alpha = tbar - x * bbar;
+    if (alpha < 0.0) {
+        double num = 0, den = 0;
+        for (int i = 0; i < n; i++) {
+            double w = 1.0 / (us[i] * us[i]), b = (double)bytes[i];
+            num += w * b * us[i];
+            den += w * b * b;
+        }
+        alpha = 0.0;
+        x = den > 0.0 ? num / den : 0.0;
+    }
+    if (!(x > 0.0) || !isfinite(x))
+        return STRATA_ERR_INVALID;           /* time does not grow with size: no β */
+    out->alpha_us = alpha;
+    out->beta_gbps = 1.0 / (x * STA_BYTES_PER_US_PER_GBPS);
+    return STRATA_OK;
+}

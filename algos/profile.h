@@ -1,0 +1,98 @@
+/*
+ * Where the cost model's parameters come from, highest precedence first:
+ *
+ *   1. a fabric profile file named by STRATA_PROFILE   (source "profile")
+ *   2. STRATA_SHM_ALPHA_US, ..._GAMMA_GBPS              (source "env")
+ *   3. calibration at init when STRATA_CALIBRATE=1      (source "calibrated")
+ *   4. the documented defaults below                    (source "default")
+ *
+ * Each field of sta_model_t is resolved on its own and remembers its source, so
+ * a profile may set only net.* and leave shm.* to the other sources. A value is
+ * only ever replaced by one from a source of equal or higher precedence, so the
+ * order in which the sources are applied does not matter.
+ *
+ * Profile file format: one `key = value` per line; `#` starts a comment (whole
+ * line or after the value); blank lines are ignored; keys are shm.alpha_us,
+ * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps; values are decimal
+ * numbers (α >= 0, β and γ > 0). An unknown key, a malformed or out-of-range
+ * value, a line without '=', or a key given twice is an error naming the line.
+ *
+ * Thread safety: these functions touch only their arguments (and the parameter
+ * table, which is thread-safe); call them from one thread per model.
+ */
+#ifndef STA_PROFILE_H
+#define STA_PROFILE_H
+
+#include <stddef.h>
+
+#include "algos/cost_model.h"
+#include "strata/status.h"
+
+/*
+ * Defaults for the 2-core CI machines (MACHINE-NOTES.md). When ranks outnumber cores a
+ * step waits for the peer to be woken, so both α are wake-up costs.
+ */
+/* Waking a sleeping process on the other core: ~35-40 µs; the low end. */
+#define STA_DEFAULT_SHM_ALPHA_US 35.0
+/* memcpy on one core: 24.9 GB/s counting read + write = 12-13 GB/s copied; the low end. */
+#define STA_DEFAULT_SHM_BETA_GBPS 12.0
+/* Blocking 8-byte TCP ping-pong, one way: ~38 µs (a wake-up included). */
+#define STA_DEFAULT_NET_ALPHA_US 38.0
+/* TCP loopback, one stream, 1 MiB writes: 3.6-4.1 GB/s; the low end (noisy shared host). */
+#define STA_DEFAULT_NET_BETA_GBPS 3.6
+/* A reduction's output rate on buffers much larger than L3: ~12-15 GB/s at best. */
+#define STA_DEFAULT_GAMMA_GBPS 12.0
+
+/* The profile key of a field ("shm.alpha_us", ...); "?" out of range. */
+const char *sta_field_name(sta_field_t field);
+
+/* "default", "calibrated", "env", "profile"; "?" out of range. */
+const char *sta_source_name(sta_source_t source);
+
+/* Fills *model with the defaults, every source "default". */
+void sta_model_default(sta_model_t *model);
+
+/*
+ * Reads a profile file and applies its values with source "profile". Blocking file I/O.
+ * STRATA_ERR_IO if the file cannot be read, STRATA_ERR_INVALID for a bad line (logged with
+ * path:line and the cause); on error *model is untouched.
+ */
+strata_status_t sta_profile_read(const char *path, sta_model_t *model);
+
+/*
+ * Applies every STRATA_* model variable that is set and not empty, with source "env".
+ * A malformed or out-of-range value is logged once as a warning and ignored, as the
+ * parameter table does for its integers.
+ */
+void sta_model_apply_env(sta_model_t *model);
+
+/*
+ * Merges measured tiers (source "calibrated"): a measured value replaces only a default.
+ * Either pointer may be NULL (tier not measured); a measured α that is negative or not
+ * finite, or a β that is not > 0 and finite, is skipped. γ is never calibrated here.
+ * Every rank must merge the same measurements (broadcast them), or ranks build different
+ * selection tables and pick different algorithms.
+ */
+void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_shm,
+                                 const sta_tier_t *measured_net);
+
+/*
+ * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).
+ * Calibration, when wanted, is merged afterwards by the caller. Errors are the profile's;
+ * on error *model is untouched.
+ */
+strata_status_t sta_model_load(sta_model_t *model);
+
+/* Logs each field's value and source, and each tier's n* = α·β, at INFO. */
+void sta_model_log(const sta_model_t *model);
+
+/*
+ * Fits t(n) = α + n/β to measured (bytes[i], us[i]), minimising the sum of squared
+ * relative errors ((α + n/β - t)/t)^2. A negative α is refitted with α = 0. Needs n >= 2
+ * points, at least two distinct sizes, every time finite and > 0, and a positive slope:
+ * STRATA_ERR_INVALID otherwise, with *out untouched.
+ */
+strata_status_t sta_fit_alpha_beta(const size_t *bytes, const double *us, int n,
+                                   sta_tier_t *out);
+
+#endif /* STA_PROFILE_H */

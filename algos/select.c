@@ -1,0 +1,184 @@
+/*
+ * Selection tables from the cost model.
+ *
+ * best(n) = the applicable algorithm with the lowest sta_cost_us() at n bytes,
+ * a tie (STA_SELECT_TIE_REL) going to the lower-numbered algorithm. The sweep
+ * evaluates best() at 0 and at 2^0 .. 2^40; wherever it changes between two
+ * evaluated sizes, bisection on "best(x) is still the current algorithm" finds
+ * adjacent bytes lo, lo+1 with best(lo) = current != best(lo+1): lo closes the
+ * range. The sweep then continues from lo+1, so a third algorithm inside the
+ * same octave is found too.
+ *
+ * Exactness: every formula except the chunked chains (ring broadcast and
+ * reduce) is linear in n, and the lower envelope of lines gives each algorithm
+ * one interval, so these tables are exact. The chains are staircases in n
+ * above one chunk; near a crossing with a line they may cross it several times
+ * within one chunk-sized step, and the sweep keeps one of those crossings (a
+ * true one, to the byte), not all of them.
+ */
+#include "algos/select.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "algos/profile.h"
+#include "util/log.h"
+#include "util/param.h"
+
+static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                              size_t bytes)
+{
+    sta_algo_t best = STA_ALGO_COUNT;
+    double best_us = 0.0;
+
+    for (int a = 0; a < STA_ALGO_COUNT; a++) {
+        if (!sta_algo_selectable(dims, coll, (sta_algo_t)a))
+            continue;
+        double us = sta_cost_us(model, dims, coll, (sta_algo_t)a, bytes);
+        if (us < 0.0)
+            continue;
+        if (best == STA_ALGO_COUNT || us < best_us - STA_SELECT_TIE_REL * best_us) {
+            best = (sta_algo_t)a;
+            best_us = us;
+        }
+    }
+    return best;
+}
+
+/* Fills one collective's ranges; STRATA_ERR_INTERNAL if they do not fit. */
+static strata_status_t select_sweep(const sta_model_t *model, const sta_dims_t *dims,
+                                    sta_coll_t coll, sta_select_range_t *ranges, int *nranges_p)
+{
+    sta_algo_t cur = select_best(model, dims, coll, 0);
+    size_t pos = 0;
+    int nr = 0;
+
+    for (int e = 0; e <= STA_SELECT_MAX_LOG2; e++) {
+        size_t s = (size_t)1 << e;
+        while (select_best(model, dims, coll, s) != cur) {
+            size_t lo = pos, hi = s;
+            while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (select_best(model, dims, coll, mid) == cur)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            if (nr == STA_SELECT_MAX_RANGES - 1) {
+                STU_WARN("select: %s changes algorithm more than %d times; the model is "
+                         "degenerate", sta_coll_name(coll), STA_SELECT_MAX_RANGES - 1);
+                return STRATA_ERR_INTERNAL;
+            }
+            ranges[nr].upper = lo;
+            ranges[nr].algo = cur;
+            nr++;
+            cur = select_best(model, dims, coll, hi);
+            pos = hi;
+        }
+        pos = s;
+    }
+    ranges[nr].upper = SIZE_MAX;
+    ranges[nr].algo = cur;
+    *nranges_p = nr + 1;
+    return STRATA_OK;
+}
+
+strata_status_t sta_algo_env_read(sta_algo_t *algo_p)
+{
+    const char *text = stu_param_str(STU_PARAM_ALGO);
+
+    if (sta_algo_parse(text, algo_p) != STRATA_OK) {
+        STU_WARN("STRATA_ALGO='%s' is not one of auto, ring, recursive, hierarchical, leader",
+                 text);
+        return STRATA_ERR_INVALID;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dims,
+                                 sta_algo_t forced, sta_select_t *table)
+{
+    static sta_select_t zero;
+    strata_status_t status;
+    sta_select_t tmp = zero;
+
+    if (sta_model_check(model) != STRATA_OK) {
+        STU_WARN("select: invalid model (every alpha must be >= 0, every beta and gamma > 0)");
+        return STRATA_ERR_INVALID;
+    }
+    if (sta_dims_check(dims) != STRATA_OK) {
+        STU_WARN("select: invalid dims P=%d N=%d L=%d rails=%d (need P = N*L, 1 <= rails <= L)",
+                 dims->nranks, dims->nnodes, dims->local_size, dims->nrails);
+        return STRATA_ERR_INVALID;
+    }
+    if (forced != STA_ALGO_AUTO && ((int)forced < 0 || forced >= STA_ALGO_COUNT)) {
+        STU_WARN("select: forced algorithm %d is out of range", (int)forced);
+        return STRATA_ERR_INVALID;
+    }
+    tmp.model = *model;
+    tmp.dims = *dims;
+    tmp.forced = forced;
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced)) {
+            tmp.ranges[c][0].upper = SIZE_MAX;
+            tmp.ranges[c][0].algo = forced;
+            tmp.nranges[c] = 1;
+            continue;
+        }
+        if (forced != STA_ALGO_AUTO)
+            STU_INFO(STU_LOG_TUNING, "select: STRATA_ALGO=%s does not apply to %s with P=%d; "
+                     "using the model's choice", sta_algo_name(forced),
+                     sta_coll_name((sta_coll_t)c), dims->nranks);
+        status = select_sweep(model, dims, (sta_coll_t)c, tmp.ranges[c], &tmp.nranges[c]);
+        if (status != STRATA_OK)
+            return status;
+    }
+    *table = tmp;
+    return STRATA_OK;
+}
+
+sta_algo_t sta_select_lookup(const sta_select_t *table, sta_coll_t coll, size_t bytes)
+{
+    const sta_select_range_t *r = table->ranges[coll];
+    int lo = 0, hi = table->nranges[coll] - 1;
+
+    /* The first range whose upper bound is >= bytes; the last one's is SIZE_MAX. */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (r[mid].upper < bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return r[lo].algo;
+}
+
+void sta_select_log(const sta_select_t *table)
+{
+    const sta_dims_t *d = &table->dims;
+
+    if (stu_log_level < STU_LOG_INFO)
+        return;
+    sta_model_log(&table->model);
+    STU_INFO(STU_LOG_TUNING, "select: P=%d N=%d L=%d rails=%d, STRATA_ALGO=%s", d->nranks,
+             d->nnodes, d->local_size, d->nrails, sta_algo_name(table->forced));
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        size_t first = 0;
+        for (int i = 0; i < table->nranges[c]; i++) {
+            const sta_select_range_t *r = &table->ranges[c][i];
+            double t_first = sta_cost_us(&table->model, d, (sta_coll_t)c, r->algo, first);
+            if (r->upper == SIZE_MAX) {
+                STU_INFO(STU_LOG_TUNING, "select %s: %zu B and up -> %s (%.1f us at %zu B)",
+                         sta_coll_name((sta_coll_t)c), first, sta_algo_name(r->algo), t_first,
+                         first);
+                break;
+            }
+            STU_INFO(STU_LOG_TUNING, "select %s: %zu..%zu B -> %s (%.1f us at %zu B, "
+                     "%.1f us at %zu B)", sta_coll_name((sta_coll_t)c), first, r->upper,
+                     sta_algo_name(r->algo), t_first, first,
+                     sta_cost_us(&table->model, d, (sta_coll_t)c, r->algo, r->upper),
+                     r->upper);
+            first = r->upper + 1;
+        }
+    }
+}

@@ -1,0 +1,340 @@
+/*
+ * Communicator lifecycle: who am I (launch.c), rendezvous (bootstrap.c),
+ * which node am I on, the node's shared memory, the transport and its
+ * connections (connect.c), and the α-β selection tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "algos/node_shm.h"
+#include "algos/profile.h"
+#include "algos/rail.h"
+#include "coll/calibrate.h"
+#include "coll/comm.h"
+#include "coll/launch.h"
+#include "coll/worker.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/time.h"
+
+/* What every rank tells every other at the first all-gather. */
+typedef struct rank_info {
+    char node_id[STC_NODE_ID_LEN];
+    int32_t pid;
+    int32_t ndev;
+    uint64_t token;        /* rank 0's: names the job's shared-memory segments */
+} rank_info_t;
+
+void strata_comm_config_init(strata_comm_config_t *config)
+{
+    memset(config, 0, sizeof(*config));
+    config->rank = -1;
+    config->nranks = -1;
+    config->root_fd = -1;
+}
+
+/* Node index by first appearance in rank order, local rank by order within the node. */
+static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *info)
+{
+    const int P = comm->ctx.nranks;
+    int nnodes = 0, counts[P];
+
+    memset(counts, 0, sizeof(counts));
+
+    comm->node_of = calloc((size_t)P, sizeof(int));
+    comm->local_of = calloc((size_t)P, sizeof(int));
+    comm->flat_ranks = calloc((size_t)P, sizeof(int));
+    comm->byrank_ranks = calloc((size_t)P, sizeof(int));
+    comm->ctx.peers = calloc((size_t)P, sizeof(sta_peer_conn_t));
+    if (!comm->node_of || !comm->local_of || !comm->flat_ranks || !comm->byrank_ranks ||
+        !comm->ctx.peers)
+        return STRATA_ERR_NO_MEMORY;
+    for (int r = 0; r < P; r++) {
+        int n;
+        for (n = 0; n < r; n++)
+            if (strcmp(info[n].node_id, info[r].node_id) == 0)
+                break;
+        if (n == r) {
+            comm->node_of[r] = nnodes;
+            counts[nnodes++] = 0;
+        } else {
+            comm->node_of[r] = comm->node_of[n];
+        }
+        comm->local_of[r] = counts[comm->node_of[r]]++;
+        comm->byrank_ranks[r] = r;
+    }
+    sta_ctx_t *ctx = &comm->ctx;
+    ctx->nnodes = nnodes;
+    ctx->node = comm->node_of[ctx->rank];
+    ctx->local_rank = comm->local_of[ctx->rank];
+    ctx->local_size = counts[ctx->node];
+    ctx->uniform = 1;
+    for (int n = 0; n < nnodes; n++)
+        ctx->uniform &= counts[n] == ctx->local_size;
+    /* flat: node-major, so a ring crosses each node boundary once */
+    int at = 0;
+    for (int n = 0; n < nnodes; n++)
+        for (int r = 0; r < P; r++)
+            if (comm->node_of[r] == n)
+                comm->flat_ranks[at++] = r;
+    if (ctx->uniform) {
+        comm->rank_of = calloc((size_t)P, sizeof(int));
+        if (comm->rank_of == NULL)
+            return STRATA_ERR_NO_MEMORY;
+        for (int r = 0; r < P; r++)
+            comm->rank_of[(size_t)comm->node_of[r] * ctx->local_size + comm->local_of[r]] = r;
+    }
+    comm->flat = (sta_group_t){.ranks = comm->flat_ranks, .size = P};
+    comm->byrank = (sta_group_t){.ranks = comm->byrank_ranks, .size = P, .pos = ctx->rank};
+    for (int i = 0; i < P; i++)
+        if (comm->flat_ranks[i] == ctx->rank)
+            comm->flat.pos = i;
+    ctx->node_of = comm->node_of;
+    ctx->local_of = comm->local_of;
+    ctx->rank_of = comm->rank_of;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+    return STRATA_OK;
+}
+
+/* All-gathers each rank's status: the first failure (or a bootstrap failure) wins everywhere. */
+static strata_status_t comm_agree(strata_comm_t *comm, strata_status_t mine)
+{
+    int32_t s = (int32_t)mine, all[comm->ctx.nranks];
+    strata_status_t status = stc_boot_allgather(&comm->boot, &s, all, sizeof(s));
+    if (status != STRATA_OK)
+        return status;
+    for (int i = 0; i < comm->ctx.nranks; i++)
+        if (all[i] != STRATA_OK)
+            return (strata_status_t)all[i];
+    return STRATA_OK;
+}
+
+/* The node's segment: local rank 0 creates it, the others attach, then the name goes. */
+static strata_status_t comm_shm(strata_comm_t *comm, uint64_t token)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    char name[STU_SHM_NAMELEN];
+    strata_status_t status = STRATA_OK;
+    size_t chunk = (size_t)stu_param_int(STU_PARAM_SHM_CHUNK);
+
+    if (chunk < 4096 * (size_t)ctx->local_size)
+        chunk = 4096 * (size_t)ctx->local_size;   /* room for one page per rank per round */
+    size_t size = sta_node_segment_size(ctx->local_size, chunk);
+    snprintf(name, sizeof(name), "/strata-%016llx-n%d", (unsigned long long)token, ctx->node);
+    if (ctx->local_rank == 0) {
+        status = stu_shm_create(name, size, &comm->shm);
+        if (status == STRATA_OK)
+            sta_node_segment_format(comm->shm.base, ctx->local_size, chunk);
+    }
+    /* Everyone learns whether every node's segment exists before anyone attaches. */
+    status = comm_agree(comm, status);
+    if (status == STRATA_OK && ctx->local_rank != 0)
+        status = stu_shm_attach(name, size, stu_time_ns() + ctx->timeout_ns, &comm->shm);
+    status = comm_agree(comm, status);
+    stu_shm_unlink(&comm->shm);   /* everyone attached or failed: nothing left in /dev/shm */
+    if (status == STRATA_OK)
+        status = sta_node_open(comm->shm.base, comm->shm.size, ctx->local_rank, ctx->local_size,
+                               &ctx->node_tier);
+    return status;
+}
+
+/* Transport, rail device, listen, all-gather of the handles, connections. */
+static strata_status_t comm_transport(strata_comm_t *comm)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    strata_status_t status;
+    sta_rail_map_t map;
+    int ndev = 0;
+    char handle[STT_HANDLE_SIZE];
+
+    status = stt_registry_select(stu_param_str(STU_PARAM_TRANSPORT), &comm->ops, &ndev);
+    if (status != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "no transport (STRATA_TRANSPORT=%s)",
+                            stu_param_str(STU_PARAM_TRANSPORT));
+    status = sta_rail_map_parse(stu_param_str(STU_PARAM_RAIL_MAP), ctx->local_size, ndev, &map);
+    if (status != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "bad STRATA_RAIL_MAP '%s'",
+                            stu_param_str(STU_PARAM_RAIL_MAP));
+    comm->dev = sta_rail_device(ctx->local_rank, ndev, &map);
+    comm->nrails = sta_rail_count(ctx->local_size, ndev, &map);
+    memset(handle, 0, sizeof(handle));
+    if ((status = comm->ops->listen(comm->dev, handle, &comm->listen)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "listening on %s device %d", comm->ops->name,
+                            comm->dev);
+    char *handles = malloc((size_t)ctx->nranks * STT_HANDLE_SIZE);
+    if (handles == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    status = stc_boot_allgather(&comm->boot, handle, handles, STT_HANDLE_SIZE);
+    if (status == STRATA_OK)
+        status = stc_connect_peers(comm, handles);
+    free(handles);
+    if (status == STRATA_OK)
+        status = stc_boot_barrier(&comm->boot);
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_INIT, "rank %d/%d node %d/%d local %d/%d: transport %s device %d, "
+                 "%d rail(s)", ctx->rank, ctx->nranks, ctx->node, ctx->nnodes, ctx->local_rank,
+                 ctx->local_size, comm->ops->name, comm->dev, comm->nrails);
+    return status;
+}
+
+static strata_status_t comm_select(strata_comm_t *comm)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    sta_algo_t forced;
+    strata_status_t status;
+
+    sta_model_default(&comm->model);
+    if ((status = sta_model_load(&comm->model)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "cost model parameters (STRATA_PROFILE / STRATA_*)");
+    if (stu_param_int(STU_PARAM_CALIBRATE) && (status = stc_calibrate(comm)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "calibrating the model (STRATA_CALIBRATE=1)");
+    if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
+    sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
+                       .local_size = ctx->local_size, .nrails = comm->nrails};
+    if (!ctx->uniform) {
+        /* unequal nodes: only flat algorithms; describe the largest node */
+        dims.unequal = 1;
+        for (int r = 0; r < ctx->nranks; r++)
+            if (comm->local_of[r] + 1 > dims.local_size)
+                dims.local_size = comm->local_of[r] + 1;
+        if (dims.nrails > dims.local_size)
+            dims.nrails = dims.local_size;
+    }
+    status = sta_select_build(&comm->model, &dims, forced, &comm->select);
+    if (status != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "building the selection tables");
+    if (ctx->rank == 0)
+        sta_select_log(&comm->select);   /* the model's tiers, n*, and the thresholds */
+    return STRATA_OK;
+}
+
+static void comm_free(strata_comm_t *comm)
+{
+    stc_disconnect_peers(comm);
+    if (comm->listen != NULL)
+        stt_close_listen(comm->listen);
+    if (comm->ops != NULL)
+        comm->ops->fini();
+    if (comm->ctx.node_tier != NULL)
+        sta_node_close(comm->ctx.node_tier);
+    stu_shm_detach(&comm->shm);
+    stc_boot_fini(&comm->boot);
+    free(comm->ctx.scratch);
+    free(comm->ctx.peers);
+    free(comm->node_of);
+    free(comm->local_of);
+    free(comm->rank_of);
+    free(comm->flat_ranks);
+    free(comm->byrank_ranks);
+    free(comm);
+}
+
+strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
+                                        strata_comm_t **comm_p)
+{
+    stc_launch_t launch;
+    strata_status_t status;
+    strata_comm_t *comm;
+
+    if (config == NULL || comm_p == NULL)
+        return STRATA_ERR_INVALID;
+    stu_param_reload();
+    int need_env = config->rank < 0 || config->nranks < 0 ||
+                   (config->root_addr == NULL && config->root_fd < 0) || config->node_id == NULL;
+    memset(&launch, 0, sizeof(launch));
+    if (need_env && (status = stc_launch_detect(stc_env_process, &launch)) != STRATA_OK &&
+        (config->rank < 0 || config->nranks < 0))
+        return status;
+    if (config->rank >= 0)
+        launch.rank = config->rank;
+    if (config->nranks >= 0)
+        launch.nranks = config->nranks;
+    if (config->root_addr != NULL)
+        snprintf(launch.root_addr, sizeof(launch.root_addr), "%s", config->root_addr);
+    if (config->node_id != NULL)
+        snprintf(launch.node_id, sizeof(launch.node_id), "%s", config->node_id);
+    else if (launch.node_id[0] == '\0' && gethostname(launch.node_id, STC_NODE_ID_LEN - 1) != 0)
+        strcpy(launch.node_id, "localhost");
+    if (launch.nranks < 1 || launch.rank < 0 || launch.rank >= launch.nranks) {
+        STU_WARN("comm init: rank %d of %d is out of range", launch.rank, launch.nranks);
+        return STRATA_ERR_INVALID;
+    }
+
+    if ((comm = calloc(1, sizeof(*comm))) == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    sta_ctx_t *ctx = &comm->ctx;
+    ctx->rank = launch.rank;
+    ctx->nranks = launch.nranks;
+    int64_t timeout_ms = config->timeout_ms > 0 ? config->timeout_ms
+                                                : stu_param_int(STU_PARAM_TIMEOUT);
+    ctx->timeout_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
+
+    status = stc_boot_init(&comm->boot, launch.root_addr, config->root_fd, ctx->rank,
+                           ctx->nranks, ctx->timeout_ns);
+    if (status != STRATA_OK) {
+        sta_ctx_fail(ctx, status, "rendezvous at '%s' failed", launch.root_addr);
+        goto err_comm;
+    }
+    rank_info_t mine, *all = calloc((size_t)ctx->nranks, sizeof(rank_info_t));
+    if (all == NULL) {
+        status = STRATA_ERR_NO_MEMORY;
+        goto err_comm;
+    }
+    memset(&mine, 0, sizeof(mine));
+    snprintf(mine.node_id, sizeof(mine.node_id), "%s", launch.node_id);
+    mine.pid = (int32_t)getpid();
+    if (getrandom(&mine.token, sizeof(mine.token), 0) != sizeof(mine.token))
+        mine.token = stu_time_ns() ^ ((uint64_t)getpid() << 32);
+    status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));
+    if (status == STRATA_OK)
+        status = comm_topology(comm, all);
+    uint64_t token = all[0].token;
+    free(all);
+    if (status != STRATA_OK)
+        goto err_comm;
+    if ((status = comm_shm(comm, token)) != STRATA_OK) {
+        sta_ctx_fail(ctx, status, "node shared memory");
+        goto err_comm;
+    }
+    if ((status = comm_transport(comm)) != STRATA_OK)
+        goto err_comm;
+    if ((status = comm_select(comm)) != STRATA_OK)
+        goto err_comm;
+    *comm_p = comm;
+    return STRATA_OK;
+err_comm:
+    comm_free(comm);
+    return status;
+}
+
+strata_status_t strata_comm_init(strata_comm_t **comm_p)
+{
+    strata_comm_config_t config;
+    strata_comm_config_init(&config);
+    return strata_comm_init_config(&config, comm_p);
+}
+
+void strata_comm_destroy(strata_comm_t *comm)
+{
+    if (comm == NULL)
+        return;
+    stc_worker_stop(comm);
+    comm_free(comm);
+}
+
+int strata_comm_rank(const strata_comm_t *comm) { return comm->ctx.rank; }
+int strata_comm_nranks(const strata_comm_t *comm) { return comm->ctx.nranks; }
+int strata_comm_local_rank(const strata_comm_t *comm) { return comm->ctx.local_rank; }
+int strata_comm_local_size(const strata_comm_t *comm) { return comm->ctx.local_size; }
+int strata_comm_node(const strata_comm_t *comm) { return comm->ctx.node; }
+int strata_comm_nnodes(const strata_comm_t *comm) { return comm->ctx.nnodes; }
+
+const char *strata_comm_error(const strata_comm_t *comm)
+{
+    return comm != NULL ? comm->ctx.errmsg : "no communicator";
+}

@@ -1,0 +1,127 @@
+/*
+ * Strata's collective library: allreduce, reduce-scatter, allgather,
+ * broadcast, reduce and barrier over host memory, across processes and nodes.
+ *
+ * Ranks of one node (same host identity, or the same STRATA_NODE_ID) share
+ * memory; ranks of different nodes talk through a Strata transport (TCP
+ * today). Each collective picks ring, recursive doubling, hierarchical
+ * (intra-node reduce-scatter over shared memory, one inter-node ring per rail,
+ * intra-node allgather) or leader per message size from an α-β model; see
+ * docs/algorithms.md. STRATA_ALGO forces one.
+ *
+ * Conventions, for every call:
+ *   - Collective: every rank of the communicator makes the same calls in the
+ *     same order with matching count, type, op and root. A rank whose
+ *     arguments disagree gets STRATA_ERR_MISMATCH where it can be detected.
+ *   - Blocking calls return when this rank's part is done and its buffers
+ *     may be reused. Non-blocking calls (strata_i*) return a request at once;
+ *     the buffers belong to Strata until strata_test reports done or
+ *     strata_wait returns. A communicator runs its collectives one at a time,
+ *     in call order; a blocking call waits for earlier non-blocking ones.
+ *   - In place: allreduce, broadcast, reduce with sendbuf == recvbuf;
+ *     reduce_scatter with sendbuf == recvbuf - ...: pass sendbuf such that
+ *     recvbuf == sendbuf + rank * recvcount elements (NCCL's convention);
+ *     allgather with sendbuf == recvbuf + rank * sendcount elements.
+ *   - Counts of any size, including 0; counts need not divide by the rank count.
+ *   - Errors: a negative strata_status_t; strata_comm_error() describes the
+ *     last one. A rank that dies makes the other ranks' pending collectives
+ *     fail (STRATA_ERR_REMOTE or STRATA_ERR_TIMEOUT) within STRATA_TIMEOUT,
+ *     never hang. After an error the communicator can only be destroyed.
+ *   - Threads: one thread at a time per communicator.
+ */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include <stddef.h>
+
+#include "strata/status.h"
+#include "strata/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct strata_comm strata_comm_t;
+typedef struct strata_request strata_request_t;
+
+/* Explicit arguments for strata_comm_init_config; -1 / NULL mean "from the environment". */
+typedef struct strata_comm_config {
+    int rank;               /* 0 .. nranks-1 */
+    int nranks;
+    const char *node_id;    /* ranks with equal node ids share memory; NULL: hostname */
+    const char *root_addr;  /* "host:port" of rank 0's rendezvous; NULL: environment */
+    int root_fd;            /* rank 0 only: an already listening socket to use, or -1 */
+    int timeout_ms;         /* bound on init and on each collective; 0: STRATA_TIMEOUT */
+} strata_comm_config_t;
+
+/* A config with every field "from the environment". */
+void strata_comm_config_init(strata_comm_config_t *config);
+
+/*
+ * Creates a communicator from the environment: rank and size from STRATA_RANK /
+ * STRATA_NRANKS, or OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE, or Slurm's
+ * SLURM_PROCID / SLURM_NTASKS, or torchrun's RANK / WORLD_SIZE; the rendezvous
+ * at STRATA_ROOT_ADDR or MASTER_ADDR:MASTER_PORT. Blocks until every rank
+ * joined, or fails with STRATA_ERR_TIMEOUT naming the missing ranks.
+ * On success *comm_p owns a communicator to destroy with strata_comm_destroy.
+ */
+strata_status_t strata_comm_init(strata_comm_t **comm_p);
+strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
+                                        strata_comm_t **comm_p);
+
+/* Frees everything (connections, shared memory, threads). NULL is ignored. */
+void strata_comm_destroy(strata_comm_t *comm);
+
+int strata_comm_rank(const strata_comm_t *comm);
+int strata_comm_nranks(const strata_comm_t *comm);
+int strata_comm_local_rank(const strata_comm_t *comm);
+int strata_comm_local_size(const strata_comm_t *comm);
+int strata_comm_node(const strata_comm_t *comm);     /* index of this rank's node */
+int strata_comm_nnodes(const strata_comm_t *comm);
+
+/* The message of the last error on this communicator ("" if none). Valid until the next call. */
+const char *strata_comm_error(const strata_comm_t *comm);
+
+/* The algorithm the selector would use for a collective of this many bytes on this comm. */
+const char *strata_comm_algo_for(const strata_comm_t *comm, const char *coll, size_t bytes);
+
+strata_status_t strata_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                 strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm);
+strata_status_t strata_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                      strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm);
+strata_status_t strata_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                 strata_dtype_t dtype, strata_comm_t *comm);
+strata_status_t strata_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                 strata_dtype_t dtype, int root, strata_comm_t *comm);
+strata_status_t strata_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                              strata_dtype_t dtype, strata_op_t op, int root,
+                              strata_comm_t *comm);
+strata_status_t strata_barrier(strata_comm_t *comm);
+
+/* Non-blocking forms: *req_p is set on success and must be finished with test or wait. */
+strata_status_t strata_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                  strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm,
+                                  strata_request_t **req_p);
+strata_status_t strata_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                       strata_dtype_t dtype, strata_op_t op,
+                                       strata_comm_t *comm, strata_request_t **req_p);
+strata_status_t strata_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                  strata_dtype_t dtype, strata_comm_t *comm,
+                                  strata_request_t **req_p);
+strata_status_t strata_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                  strata_dtype_t dtype, int root, strata_comm_t *comm,
+                                  strata_request_t **req_p);
+strata_status_t strata_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                               strata_dtype_t dtype, strata_op_t op, int root,
+                               strata_comm_t *comm, strata_request_t **req_p);
+
+/* *done = 1 and the request freed when finished; returns the collective's status then. */
+strata_status_t strata_test(strata_request_t *req, int *done);
+/* Waits (spinning briefly, then sleeping) and frees the request. */
+strata_status_t strata_wait(strata_request_t *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_STRATA_H */

@@ -1,0 +1,512 @@
+/*
+ * The other process of the functional tests: loads the built plugin like
+ * NCCL does (dlopen, ncclNetPlugin_v<N>) and plays one scenario of
+ * peer_scenarios.h against the test process, over real plugin connections,
+ * checking every byte it receives. It reports a STS_CTL_RESULT on the control
+ * socket and exits 0 only if all its checks passed (a LeakSanitizer report at
+ * exit makes the status non-zero too).
+ *
+ *     helper_peer <control fd> <ABI version> <scenario> [argument]
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "peer_scenarios.h"
+#include "sts_net.h"
+#include "sts_proc.h"
+#include "sts_util.h"
+
+typedef struct peer {
+    sts_net_t net;
+    int fd;                 /* control socket */
+    int max_recvs;
+    uint64_t deadline;      /* bounds the whole scenario */
+    char err[400];
+} peer_t;
+
+/* Records the first failure; returns -1 so callers can `return peer_fail(...)`. */
+__attribute__((format(printf, 2, 3))) static int peer_fail(peer_t *p, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (p->err[0] != '\0')
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof(p->err), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A host buffer registered on one comm. */
+typedef struct peer_buf {
+    char *data;
+    size_t size;
+    void *comm;
+    void *mh;
+} peer_buf_t;
+
+static int buf_get(peer_t *p, peer_buf_t *b, void *comm, size_t size)
+{
+    memset(b, 0, sizeof(*b));
+    b->data = malloc(size > 0 ? size : 1);
+    if (b->data == NULL)
+        return peer_fail(p, "out of memory for %zu bytes", size);
+    ncclResult_t res = sts_net_reg_mr(&p->net, comm, b->data, size > 0 ? size : 1,
+                                      NCCL_PTR_HOST, &b->mh);
+    if (res != ncclSuccess) {
+        free(b->data);
+        b->data = NULL;
+        return peer_fail(p, "regMr(%zu bytes): %s", size, sts_nccl_str(res));
+    }
+    b->size = size;
+    b->comm = comm;
+    return 0;
+}
+
+static void buf_dereg(peer_t *p, peer_buf_t *b)
+{
+    if (b->comm != NULL)
+        sts_net_dereg_mr(&p->net, b->comm, b->mh);
+    b->comm = NULL;
+}
+
+static void buf_put(peer_t *p, peer_buf_t *b)
+{
+    buf_dereg(p, b);
+    free(b->data);
+    b->data = NULL;
+}
+
+/* Waits for every request; each must succeed. */
+static int wait_ok(peer_t *p, sts_net_req_t *reqs, int n, const char *what)
+{
+    if (sts_net_wait_all(&p->net, reqs, n, p->deadline) != 0)
+        return peer_fail(p, "%s: not done before the deadline", what);
+    for (int i = 0; i < n; i++)
+        if (reqs[i].result != ncclSuccess)
+            return peer_fail(p, "%s: request %d failed: %s", what, i,
+                             sts_nccl_str(reqs[i].result));
+    return 0;
+}
+
+static int send_one(peer_t *p, void *comm, peer_buf_t *b, size_t size, int tag)
+{
+    sts_net_req_t r = {.result = ncclInProgress};
+    ncclResult_t res = sts_net_isend_retry(&p->net, comm, b->data, size, tag, b->mh, NULL, 0,
+                                           p->deadline, &r.req);
+    if (res != ncclSuccess)
+        return peer_fail(p, "isend(%zu bytes): %s", size, sts_nccl_str(res));
+    return wait_ok(p, &r, 1, "isend");
+}
+
+static int link_up(peer_t *p, sts_net_link_t *link)
+{
+    char why[200];
+    if (sts_net_link_open(&p->net, 0, p->fd, p->deadline, link, why, sizeof(why)) != ncclSuccess)
+        return peer_fail(p, "link: %s", why);
+    return 0;
+}
+
+/* Sleeps until killed; reaching the deadline means the test forgot us. */
+static int wait_for_kill(peer_t *p)
+{
+    const struct timespec nap = {0, 20 * 1000 * 1000};
+    sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0);
+    while (!sts_expired(p->deadline))
+        nanosleep(&nap, NULL);
+    return peer_fail(p, "still alive at the deadline: the test was to kill this peer");
+}
+
+static int scenario_echo(peer_t *p, const size_t *sizes, int count)
+{
+    sts_net_link_t link;
+    int rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    for (int i = 0; i < count && rc == 0; i++) {
+        size_t size = sizes[i], rsize = size + peer_echo_slack(i);
+        int tag = peer_echo_tag(i);
+        sts_net_req_t r = {.result = ncclInProgress};
+        peer_buf_t rb, sb;
+        if (buf_get(p, &rb, link.recv, rsize) != 0)
+            break;
+        /* The same memory registered on the send comm too, as NCCL does. */
+        sb = rb;
+        if (sts_net_reg_mr(&p->net, link.send, rb.data, rsize > 0 ? rsize : 1, NCCL_PTR_HOST,
+                           &sb.mh) != ncclSuccess) {
+            buf_put(p, &rb);
+            rc = peer_fail(p, "regMr on the send comm failed");
+            break;
+        }
+        sb.comm = link.send;
+        ncclResult_t res = sts_net_irecv_retry(&p->net, link.recv, 1, (void **)&rb.data, &rsize,
+                                               &tag, &rb.mh, NULL, 0, p->deadline, &r.req);
+        if (res != ncclSuccess)
+            rc = peer_fail(p, "irecv: %s", sts_nccl_str(res));
+        else if ((rc = wait_ok(p, &r, 1, "echo receive")) == 0 && (size_t)r.sizes[0] != size)
+            rc = peer_fail(p, "message %d: test reported %d bytes, sent %zu", i, r.sizes[0], size);
+        if (rc == 0 && sts_pattern_check(rb.data, size, peer_echo_seed(i)) != SIZE_MAX)
+            rc = peer_fail(p, "message %d (%zu bytes): data differs at byte %zu", i, size,
+                           sts_pattern_check(rb.data, size, peer_echo_seed(i)));
+        if (rc == 0)
+            rc = send_one(p, link.send, &sb, size, tag);
+        buf_dereg(p, &sb);
+        buf_put(p, &rb);
+    }
+    sts_net_link_close(&p->net, &link);
+    return rc;
+}
+
+static int scenario_flood(peer_t *p, int rounds)
+{
+    const int n = p->max_recvs, nrecv = 32, total = n * nrecv;
+    sts_net_req_t reqs[32];
+    sts_net_link_t link;
+    int rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    for (int r = 0; r < rounds && rc == 0; r++) {
+        size_t off[32 * STS_NET_MAX_RECVS + 1] = {0};
+        peer_buf_t b;
+        for (int i = 0; i < total; i++)
+            off[i + 1] = off[i] + peer_flood_size(r, i);
+        if (buf_get(p, &b, link.recv, off[total]) != 0)
+            break;
+        for (int j = 0; j < nrecv && rc == 0; j++) {
+            void *data[STS_NET_MAX_RECVS], *mhs[STS_NET_MAX_RECVS];
+            size_t sizes[STS_NET_MAX_RECVS];
+            int tags[STS_NET_MAX_RECVS];
+            for (int k = 0; k < n; k++) {
+                data[k] = b.data + off[j * n + k];
+                sizes[k] = peer_flood_size(r, j * n + k);
+                tags[k] = k;
+                mhs[k] = b.mh;
+            }
+            reqs[j] = (sts_net_req_t){.result = ncclInProgress};
+            ncclResult_t res = sts_net_irecv(&p->net, link.recv, n, data, sizes, tags, mhs,
+                                             &reqs[j].req);
+            if (res != ncclSuccess || reqs[j].req == NULL)
+                rc = peer_fail(p, "round %d: irecv %d of %d: %s%s", r, j, nrecv,
+                               sts_nccl_str(res), reqs[j].req ? "" : " (no request)");
+        }
+        if (rc == 0)
+            rc = wait_ok(p, reqs, nrecv, "flood receives");
+        for (int i = 0; rc == 0 && i < total; i++) {
+            int j = i / n, k = i % n;
+            if ((size_t)reqs[j].sizes[k] != peer_flood_size(r, i))
+                rc = peer_fail(p, "round %d message %d: %d bytes reported, %zu sent", r, i,
+                               reqs[j].sizes[k], peer_flood_size(r, i));
+            else if (sts_pattern_check(b.data + off[i], peer_flood_size(r, i),
+                                       peer_flood_seed(r, i)) != SIZE_MAX)
+                rc = peer_fail(p, "round %d message %d: data differs", r, i);
+        }
+        buf_put(p, &b);
+    }
+    sts_net_link_close(&p->net, &link);
+    return rc;
+}
+
+static int scenario_tagged(peer_t *p)
+{
+    sts_net_link_t link;
+    int rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    for (int n = 1; n <= p->max_recvs && rc == 0; n++) {
+        peer_buf_t b[STS_NET_MAX_RECVS];
+        sts_net_req_t reqs[STS_NET_MAX_RECVS];
+        int perm[STS_NET_MAX_RECVS], got = 0;
+        peer_permute(perm, n, (uint32_t)n);
+        for (; got < n; got++) {
+            if (buf_get(p, &b[got], link.send, peer_tagged_size(n, got)) != 0)
+                break;
+            sts_pattern_fill(b[got].data, b[got].size, peer_tagged_seed(n, got));
+        }
+        for (int k = 0; k < n && got == n && rc == 0; k++) {
+            int i = perm[k];
+            reqs[k] = (sts_net_req_t){.result = ncclInProgress};
+            ncclResult_t res = sts_net_isend_retry(&p->net, link.send, b[i].data, b[i].size,
+                                                   peer_tagged_tag(i), b[i].mh, reqs, k,
+                                                   p->deadline, &reqs[k].req);
+            if (res != ncclSuccess)
+                rc = peer_fail(p, "isend: %s", sts_nccl_str(res));
+        }
+        if (rc == 0 && got == n)
+            rc = wait_ok(p, reqs, n, "tagged sends");
+        for (int i = 0; i < got; i++)
+            buf_put(p, &b[i]);
+        if (got < n)
+            rc = -1;
+    }
+    sts_net_link_close(&p->net, &link);
+    return rc;
+}
+
+static int scenario_trunc(peer_t *p)
+{
+    sts_net_link_t link;
+    peer_buf_t b;
+    int rc;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    rc = buf_get(p, &b, link.send, PEER_TRUNC_SEND);
+    if (rc == 0) {
+        sts_pattern_fill(b.data, PEER_TRUNC_SEND, PEER_TRUNC_SEED1);
+        rc = send_one(p, link.send, &b, PEER_TRUNC_SEND, 0);
+        sts_pattern_fill(b.data, PEER_TRUNC_NEXT, PEER_TRUNC_SEED2);
+        if (rc == 0)
+            rc = send_one(p, link.send, &b, PEER_TRUNC_NEXT, 0);
+        buf_put(p, &b);
+    }
+    /* Stay connected until the test has checked both receives. */
+    if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        rc = peer_fail(p, "no GO from the test");
+    sts_net_link_close(&p->net, &link);
+    return rc;
+}
+
+static int scenario_stall(peer_t *p, int what)
+{
+    const struct timespec nap = {0, 1000 * 1000};
+    sts_net_req_t r = {.result = ncclInProgress};
+    sts_net_link_t link;
+    peer_buf_t b;
+    int tag = 0;
+    size_t size = PEER_BIG;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    if (what == 0)
+        return wait_for_kill(p);
+    if (buf_get(p, &b, what == 1 ? link.send : link.recv, PEER_BIG) != 0)
+        return -1;
+    ncclResult_t res = what == 1
+        ? sts_net_isend(&p->net, link.send, b.data, PEER_BIG, tag, b.mh, &r.req)
+        : sts_net_irecv(&p->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh, &r.req);
+    if (res != ncclSuccess || r.req == NULL)
+        return peer_fail(p, "posting the %s failed: %s", what == 1 ? "send" : "receive",
+                         sts_nccl_str(res));
+    /* A sender pushes what the socket buffers take; a receiver never tests. */
+    for (int i = 0; what == 1 && i < 200 && r.req != NULL; i++) {
+        sts_net_progress(&p->net, &r, 1);
+        nanosleep(&nap, NULL);
+    }
+    return wait_for_kill(p);
+}
+
+static int scenario_many(peer_t *p, int k)
+{
+    char handle[NCCL_NET_HANDLE_MAXSIZE], copies[16][NCCL_NET_HANDLE_MAXSIZE];
+    void *send[16] = {0};
+    sts_net_req_t reqs[32];
+    peer_buf_t b[32];
+    int nb = 0, connected = 0, rc = 0;
+
+    if (k < 1 || k > 16)
+        return peer_fail(p, "many: k=%d out of 1..16", k);
+    if (sts_ctl_expect(p->fd, STS_CTL_HANDLE, handle, sizeof(handle), p->deadline) != 0)
+        return peer_fail(p, "no handle from the test");
+    for (int i = 0; i < k; i++)
+        memcpy(copies[i], handle, sizeof(handle));
+    while (connected < k && rc == 0) {
+        for (int i = 0; i < k && rc == 0; i++) {
+            if (send[i] != NULL)
+                continue;
+            ncclResult_t res = sts_net_connect(&p->net, 0, copies[i], &send[i]);
+            if (res != ncclSuccess)
+                rc = peer_fail(p, "connect %d: %s", i, sts_nccl_str(res));
+            connected += send[i] != NULL;
+        }
+        if (connected < k && sts_expired(p->deadline))
+            rc = peer_fail(p, "%d of %d connected at the deadline", connected, k);
+        sts_relax();
+    }
+    for (int i = 0; i < k && rc == 0; i++) {
+        uint32_t who = (uint32_t)i;
+        if (buf_get(p, &b[nb], send[i], sizeof(who)) != 0 ||
+            buf_get(p, &b[nb + 1], send[i], PEER_MANY_BIG) != 0) {
+            rc = -1;
+            nb += b[nb].data != NULL;
+            break;
+        }
+        memcpy(b[nb].data, &who, sizeof(who));
+        sts_pattern_fill(b[nb + 1].data, PEER_MANY_BIG, peer_many_seed(i));
+        for (int m = 0; m < 2 && rc == 0; m++) {
+            reqs[nb + m] = (sts_net_req_t){.result = ncclInProgress};
+            if (sts_net_isend_retry(&p->net, send[i], b[nb + m].data, b[nb + m].size, 0,
+                                    b[nb + m].mh, reqs, nb + m, p->deadline,
+                                    &reqs[nb + m].req) != ncclSuccess)
+                rc = peer_fail(p, "isend on connection %d failed", i);
+        }
+        nb += 2;
+    }
+    if (rc == 0)
+        rc = wait_ok(p, reqs, nb, "sends");
+    if (rc == 0 && sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0) != 0)
+        rc = peer_fail(p, "control socket lost");
+    if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        rc = peer_fail(p, "no GO from the test");
+    for (int i = 0; i < nb; i++)
+        buf_dereg(p, &b[i]);
+    for (int i = 0; i < k; i++)
+        if (send[i] != NULL)
+            sts_net_close_send(&p->net, send[i]);
+    for (int i = 0; i < nb; i++)
+        buf_put(p, &b[i]);
+    return rc;
+}
+
+static int scenario_cycles(peer_t *p, int n)
+{
+    char handle[NCCL_NET_HANDLE_MAXSIZE], copy[NCCL_NET_HANDLE_MAXSIZE];
+    int fds_before, fds_after;
+
+    if (sts_ctl_expect(p->fd, STS_CTL_HANDLE, handle, sizeof(handle), p->deadline) != 0)
+        return peer_fail(p, "no handle from the test");
+    fds_before = sts_fd_count();
+    for (int i = 0; i < n; i++) {
+        void *send = NULL;
+        peer_buf_t b;
+        memcpy(copy, handle, sizeof(copy));
+        ncclResult_t res = sts_net_connect_wait(&p->net, 0, copy, p->deadline, &send);
+        if (res != ncclSuccess)
+            return peer_fail(p, "cycle %d: connect: %s", i, sts_nccl_str(res));
+        int rc = buf_get(p, &b, send, sizeof(uint32_t));
+        if (rc == 0) {
+            uint32_t v = (uint32_t)i;
+            memcpy(b.data, &v, sizeof(v));
+            rc = send_one(p, send, &b, sizeof(v), 0);
+            buf_put(p, &b);
+        }
+        sts_net_close_send(&p->net, send);
+        if (rc != 0)
+            return rc;
+    }
+    fds_after = sts_fd_count();
+    if (fds_after != fds_before)
+        return peer_fail(p, "%d descriptors before %d connect/close cycles, %d after",
+                         fds_before, n, fds_after);
+    return 0;
+}
+
+static int scenario_inflight(peer_t *p)
+{
+    enum { NR = PEER_INFLIGHT_NSMALL_RECV + 1, NS = PEER_INFLIGHT_NSMALL_SEND + 1 };
+    sts_net_req_t reqs[NR + NS];
+    peer_buf_t b[NR + NS];
+    sts_net_link_t link;
+    int nb = 0, rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    /* Receives: 3 small, the big one, then small ones nobody sends. Sends: 3 small, big. */
+    for (int i = 0; i < NR + NS && rc == 0; i++) {
+        int is_recv = i < NR;
+        int big = i == PEER_INFLIGHT_NSMALL_SEND || i == NR + PEER_INFLIGHT_NSMALL_SEND;
+        size_t size = big ? PEER_BIG : PEER_INFLIGHT_SMALL;
+        int tag = 0;
+        if (buf_get(p, &b[i], is_recv ? link.recv : link.send, size) != 0)
+            break;
+        nb++;
+        reqs[i] = (sts_net_req_t){.result = ncclInProgress};
+        ncclResult_t res = is_recv
+            ? sts_net_irecv(&p->net, link.recv, 1, (void **)&b[i].data, &size, &tag, &b[i].mh,
+                            &reqs[i].req)
+            : sts_net_isend(&p->net, link.send, b[i].data, size, tag, b[i].mh, &reqs[i].req);
+        if (res != ncclSuccess || reqs[i].req == NULL)
+            rc = peer_fail(p, "posting request %d: %s", i, sts_nccl_str(res));
+    }
+    for (int pass = 0; pass < 50 && rc == 0; pass++)
+        sts_net_progress(&p->net, reqs, nb);
+    if (rc == 0 && sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0) != 0)
+        rc = peer_fail(p, "control socket lost");
+    while (rc == 0 && !sts_ctl_pending(p->fd)) {
+        sts_net_progress(&p->net, reqs, nb);
+        if (sts_expired(p->deadline))
+            rc = peer_fail(p, "no GO from the test");
+    }
+    if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        rc = peer_fail(p, "expected GO");
+    for (int i = 0; i < nb; i++)
+        buf_dereg(p, &b[i]);
+    sts_net_link_close(&p->net, &link);
+    for (int i = 0; i < nb; i++)
+        buf_put(p, &b[i]);
+    return rc;
+}
+
+static int run(peer_t *p, const char *scenario, int arg)
+{
+    if (strcmp(scenario, "echo-matrix") == 0)
+        return scenario_echo(p, peer_matrix, PEER_COUNT(peer_matrix));
+    if (strcmp(scenario, "echo-smoke") == 0)
+        return scenario_echo(p, peer_smoke, PEER_COUNT(peer_smoke));
+    if (strcmp(scenario, "flood") == 0)
+        return scenario_flood(p, arg > 0 ? arg : 1);
+    if (strcmp(scenario, "tagged") == 0)
+        return scenario_tagged(p);
+    if (strcmp(scenario, "trunc") == 0)
+        return scenario_trunc(p);
+    if (strcmp(scenario, "stall-idle") == 0)
+        return scenario_stall(p, 0);
+    if (strcmp(scenario, "stall-send") == 0)
+        return scenario_stall(p, 1);
+    if (strcmp(scenario, "stall-recv") == 0)
+        return scenario_stall(p, 2);
+    if (strcmp(scenario, "many") == 0)
+        return scenario_many(p, arg);
+    if (strcmp(scenario, "cycles") == 0)
+        return scenario_cycles(p, arg);
+    if (strcmp(scenario, "inflight") == 0)
+        return scenario_inflight(p);
+    return peer_fail(p, "unknown scenario '%s'", scenario);
+}
+
+int main(int argc, char **argv)
+{
+    static peer_t peer;
+    peer_t *p = &peer;
+    sts_net_props_t props;
+    char why[200];
+    int ndev = 0, rc, inherited;
+
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s <control fd> <version> <scenario> [argument]\n", argv[0]);
+        return 2;
+    }
+    p->fd = atoi(argv[1]);
+    p->deadline = sts_deadline(PEER_TIMEOUT_S);
+    /* The test's plugin sockets are close-on-exec: none may have leaked into us. */
+    inherited = sts_socket_count(p->fd);
+    if (sts_net_open(&p->net, atoi(argv[2]), NULL, why, sizeof(why)) != 0) {
+        sts_ctl_result(p->fd, 1, "%s", why);
+        return 1;
+    }
+    ncclResult_t res = sts_net_init(&p->net, (uint64_t)getpid());
+    if (res != ncclSuccess || sts_net_devices(&p->net, &ndev) != ncclSuccess || ndev < 1 ||
+        sts_net_props(&p->net, 0, &props) != ncclSuccess) {
+        sts_ctl_result(p->fd, 1, "plugin v%s: init %s, %d devices", argv[2], sts_nccl_str(res),
+                       ndev);
+        return 1;
+    }
+    p->max_recvs = props.max_recvs < 1 ? 1
+                   : props.max_recvs > STS_NET_MAX_RECVS ? STS_NET_MAX_RECVS : props.max_recvs;
+    if (inherited != 0)
+        rc = peer_fail(p, "inherited %d socket(s) from the test process", inherited);
+    else
+        rc = run(p, argv[3], argc > 4 ? atoi(argv[4]) : 0);
+    sts_net_finalize(&p->net);
+    if (p->net.version == 11)
+        sts_net_close(&p->net);   /* older versions have no finalize: stay loaded */
+    sts_ctl_result(p->fd, rc == 0 ? 0 : 1, "%s", rc == 0 ? "ok" : p->err);
+    return rc == 0 ? 0 : 1;
+}

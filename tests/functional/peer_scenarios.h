@@ -1,0 +1,116 @@
+/*
+ * What the functional tests and their peer program (helper_peer.c) agree on:
+ * the scenarios the peer can play, and the sizes, tags and seeds of every
+ * message, so each side checks the other's data without shipping it.
+ *
+ * The peer is started as
+ *     helper_peer <control fd> <ABI version> <scenario> [argument]
+ * and ends with a STS_CTL_RESULT message (status 0 = all its checks passed)
+ * and exit status 0. It bounds every wait and exits on its own if the test
+ * process disappears.
+ */
+#ifndef PEER_SCENARIOS_H
+#define PEER_SCENARIOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PEER_PROG STRATA_BUILD_DIR "/tests/functional/helper_peer"
+
+#define PEER_KiB ((size_t)1 << 10)
+#define PEER_MiB ((size_t)1 << 20)
+
+/* Bounds on the peer's own waits, and on the tests' waits for the peer. */
+#define PEER_TIMEOUT_S 60.0
+
+/*
+ * Scenarios (the peer's side):
+ *   echo-matrix, echo-smoke  both sides link (listen, swap handles, connect,
+ *                            accept); the test sends each message of the list,
+ *                            the peer checks it and sends it back
+ *   flood <rounds>           link; per round the peer posts STT_MAX_REQUESTS
+ *                            grouped receives of maxRecvs buffers at once
+ *   tagged                   link; for n = 1..maxRecvs the peer sends n tagged
+ *                            messages in a permuted order
+ *   trunc                    link; the peer sends PEER_TRUNC_SEND bytes, then a
+ *                            small message
+ *   stall-send               link; the peer starts a PEER_BIG send, pushes part
+ *                            of it, says READY and waits to be killed
+ *   stall-recv               link; the peer posts a PEER_BIG receive and never
+ *                            tests it, says READY and waits to be killed
+ *   stall-idle               link; the peer says READY and waits to be killed
+ *   many <k>                 the peer takes the test's handle and connects k
+ *                            times, then sends its index and a larger message
+ *                            on each; closes after GO
+ *   cycles <n>               the peer takes the test's handle and n times
+ *                            connects, sends one message, closes; its RESULT
+ *                            says whether its descriptor count came back
+ *   inflight                 link; both sides post requests that cannot all
+ *                            complete, swap READY, then close everything
+ *                            while requests are in flight
+ */
+
+static const size_t peer_matrix[] = {
+    0, 1, 3, 4 * PEER_KiB - 1, 4 * PEER_KiB, 4 * PEER_KiB + 1, 64 * PEER_KiB + 1,
+    256 * PEER_KiB - 1, 256 * PEER_KiB, 256 * PEER_KiB + 1, 512 * PEER_KiB + 3, PEER_MiB,
+    PEER_MiB + 7, 64 * PEER_MiB,
+};
+static const size_t peer_smoke[] = {0, 1, 4 * PEER_KiB, PEER_MiB + 3};
+
+#define PEER_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* echo: message i of a list uses this seed and tag; the peer's receive has slack. */
+static inline uint32_t peer_echo_seed(int i) { return 0xec00u + (uint32_t)i; }
+static inline int peer_echo_tag(int i) { return i % 4; }
+static inline size_t peer_echo_slack(int i) { return (i % 2) ? 100 : 0; }
+
+/* flood: message j*n+k of round r (receive j, buffer k, tag k). */
+static inline size_t peer_flood_size(int r, int idx)
+{
+    return 1 + ((size_t)idx * 7919u + (size_t)r * 13u) % (8 * PEER_KiB);
+}
+static inline uint32_t peer_flood_seed(int r, int idx) { return (uint32_t)(r * 100000 + idx); }
+
+/* tagged: buffer i of a group of n. */
+static inline int peer_tagged_tag(int i) { return 100 + 3 * i; }
+static inline size_t peer_tagged_size(int n, int i) { return 1000 * (size_t)(i + 1) + (size_t)n; }
+static inline uint32_t peer_tagged_seed(int n, int i) { return (uint32_t)(n * 100 + i); }
+
+/* A permutation of 0..n-1 that is not the identity when n > 1 (same on both sides). */
+static inline void peer_permute(int *perm, int n, uint32_t seed)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        seed = seed * 1103515245u + 12345u;
+        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    if (n > 1 && perm[0] == 0) {
+        perm[0] = perm[1];
+        perm[1] = 0;
+    }
+}
+
+/* trunc: the first message is larger than the receive the test posts. */
+#define PEER_TRUNC_SEND 4096
+#define PEER_TRUNC_RECV 1024
+#define PEER_TRUNC_NEXT 100
+#define PEER_TRUNC_SEED1 0x7701u
+#define PEER_TRUNC_SEED2 0x7702u
+
+/* A message large enough that socket buffers cannot hold it. */
+#define PEER_BIG (64 * PEER_MiB)
+
+/* many: message sizes and seeds. */
+#define PEER_MANY_BIG 100000
+static inline uint32_t peer_many_seed(int k) { return 500u + (uint32_t)k; }
+
+/* inflight: what each side posts. */
+#define PEER_INFLIGHT_SMALL PEER_MiB
+#define PEER_INFLIGHT_NSMALL_RECV 7
+#define PEER_INFLIGHT_NSMALL_SEND 3
+
+#endif /* PEER_SCENARIOS_H */

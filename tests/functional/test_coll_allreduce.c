@@ -1,0 +1,113 @@
+/*
+ * Allreduce across processes: every algorithm forced and auto-selected, 1 to 8
+ * ranks in 1 to 4 emulated nodes (contiguous and interleaved), every type and
+ * op, sizes 0, 1, odd and not divisible by the rank count, in place and out of
+ * place, checked element by element against the reference (coll_check.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdlib.h>
+
+#include "coll_check.h"
+#include "sts_ranks.h"
+
+static const size_t sizes[] = {0, 1, 5, 1031, 65536 + 3};
+
+/* Every type x op x size x placement on one communicator. */
+static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
+{
+    const int P = strata_comm_nranks(comm);
+    size_t wrong = 0;
+    for (int t = 0; t < STRATA_DTYPE_COUNT; t++) {
+        for (int op = 0; op < STRATA_OP_COUNT; op++) {
+            for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+                size_t n = sizes[s], esz = strata_dtype_size((strata_dtype_t)t);
+                char *send = malloc(n * esz + 1), *recv = malloc(n * esz + 1);
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    cc_fill(send, n, (strata_dtype_t)t, (strata_op_t)op, rank, 0);
+                    void *out = inplace ? send : recv;
+                    strata_status_t st = strata_allreduce(send, out, n, (strata_dtype_t)t,
+                                                          (strata_op_t)op, comm);
+                    if (st != STRATA_OK) {
+                        fprintf(stderr, "rank %d: allreduce %s/%s n=%zu: %s (%s)\n", rank,
+                                strata_dtype_name((strata_dtype_t)t),
+                                strata_op_name((strata_op_t)op), n, strata_status_str(st),
+                                strata_comm_error(comm));
+                        return 1;
+                    }
+                    wrong += cc_check(out, n, (strata_dtype_t)t, (strata_op_t)op, P, 0,
+                                      inplace ? "allreduce in place" : "allreduce");
+                }
+                free(send);
+                free(recv);
+            }
+        }
+    }
+    return wrong != 0;
+}
+
+typedef struct config {
+    int nranks, nodes, interleave;
+    const char *algo;
+} config_t;
+
+static void run_config(const config_t *c)
+{
+    char algo[64];
+    snprintf(algo, sizeof(algo), "STRATA_ALGO=%s", c->algo);
+    sts_ranks_opts_t o = {.nranks = c->nranks, .nodes = c->nodes, .interleave = c->interleave,
+                          .timeout_ms = 60000, .wall_s = 240,
+                          .env = {algo, "STRATA_SOCKET_IFNAME==lo"}};
+    int failed = sts_ranks_run(&o, rank_matrix, NULL, NULL);
+    if (failed)
+        fprintf(stderr, "config: %d ranks, %d nodes%s, algo %s: %d ranks failed\n", c->nranks,
+                c->nodes, c->interleave ? " (interleaved)" : "", c->algo, failed);
+    assert_int_equal(failed, 0);
+}
+
+#define CONFIG_TEST(name, P, N, I, A)                                                     \
+    static void name(void **state)                                                        \
+    {                                                                                     \
+        config_t c = {P, N, I, A};                                                        \
+        run_config(&c);                                                                   \
+    }
+
+CONFIG_TEST(test_p1_auto, 1, 1, 0, "auto")
+CONFIG_TEST(test_p2_n1_ring, 2, 1, 0, "ring")
+CONFIG_TEST(test_p2_n2_recursive, 2, 2, 0, "recursive")
+CONFIG_TEST(test_p3_n1_auto, 3, 1, 0, "auto")
+CONFIG_TEST(test_p3_n3_recursive, 3, 3, 0, "recursive")
+CONFIG_TEST(test_p4_n2_hier, 4, 2, 0, "hierarchical")
+CONFIG_TEST(test_p4_n2_leader, 4, 2, 0, "leader")
+CONFIG_TEST(test_p4_n2_interleaved_hier, 4, 2, 1, "hierarchical")
+CONFIG_TEST(test_p4_n1_hier, 4, 1, 0, "hierarchical")
+CONFIG_TEST(test_p4_n4_ring, 4, 4, 0, "ring")
+CONFIG_TEST(test_p5_n1_recursive, 5, 1, 0, "recursive")
+CONFIG_TEST(test_p6_n2_auto, 6, 2, 0, "auto")
+CONFIG_TEST(test_p6_n3_leader, 6, 3, 1, "leader")
+CONFIG_TEST(test_p8_n4_hier, 8, 4, 0, "hierarchical")
+CONFIG_TEST(test_p8_n2_ring, 8, 2, 1, "ring")
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_p1_auto),
+        cmocka_unit_test(test_p2_n1_ring),
+        cmocka_unit_test(test_p2_n2_recursive),
+        cmocka_unit_test(test_p3_n1_auto),
+        cmocka_unit_test(test_p3_n3_recursive),
+        cmocka_unit_test(test_p4_n2_hier),
+        cmocka_unit_test(test_p4_n2_leader),
+        cmocka_unit_test(test_p4_n2_interleaved_hier),
+        cmocka_unit_test(test_p4_n1_hier),
+        cmocka_unit_test(test_p4_n4_ring),
+        cmocka_unit_test(test_p5_n1_recursive),
+        cmocka_unit_test(test_p6_n2_auto),
+        cmocka_unit_test(test_p6_n3_leader),
+        cmocka_unit_test(test_p8_n4_hier),
+        cmocka_unit_test(test_p8_n2_ring),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,63 @@
+/*
+ * Scaffolding of the transport conformance suite (tests/transport/
+ * test_conformance*.c): one context per transport, a per-case setup that
+ * initialises the transport (or records why it cannot run here) and a
+ * teardown that checks the last fini closed every descriptor, and the runner
+ * that repeats a table of cases for every transport of the registry plus the
+ * fault-injecting fake with no fault armed.
+ *
+ * Include after <cmocka.h>.
+ */
+#ifndef STS_CONF_H
+#define STS_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/transport.h"
+#include "sts_xport.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+typedef struct sts_conf_ctx {
+    const stt_ops_t *ops;
+    int ready;          /* this case's init succeeded and a device exists */
+    int ndev;
+    int fds_before;     /* descriptors open before this case's init */
+    stt_props_t props;  /* device 0 */
+    char why[160];      /* why the transport cannot run here */
+} sts_conf_ctx_t;
+
+/* cmocka setup/teardown of every case; the state is the transport's context. */
+int sts_conf_setup(void **state);
+int sts_conf_teardown(void **state);
+
+#define STS_CONF_CASE(f) \
+    cmocka_unit_test_prestate_setup_teardown(f, sts_conf_setup, sts_conf_teardown, NULL)
+
+/*
+ * Runs the cases once per transport, as the group "<suite>/<transport>".
+ * Returns the process exit status (0 when every group passed).
+ */
+int sts_conf_run(const char *suite, struct CMUnitTest *cases, size_t ncases);
+
+/* The context of the running case; skips the case when the transport cannot run here. */
+sts_conf_ctx_t *sts_conf_begin(void **state);
+
+/* Grouped-receive width to use: the device's max_recvs, within 1..STT_MAX_RECVS. */
+int sts_conf_max_recvs(const sts_conf_ctx_t *ctx);
+
+/* Opens a connected pair on dev, failing the case if it cannot. */
+void sts_conf_open(sts_conf_ctx_t *ctx, int dev, sts_pair_t *pair);
+
+/*
+ * One message of ssize bytes into a receive buffer of rsize bytes (tag from
+ * seed), posting the send first or the receive first. When the receive
+ * succeeded, checks the data and the guard after the buffer. Returns the
+ * receive's status; *got_p gets the size test reported.
+ */
+strata_status_t sts_conf_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int send_first,
+                              uint32_t seed, size_t *got_p);
+
+#endif /* STS_CONF_H */

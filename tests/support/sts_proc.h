@@ -1,0 +1,88 @@
+/*
+ * Peer processes for cross-process tests: spawn a helper program joined to
+ * this process by a control socketpair, exchange small framed messages over
+ * it (connection handles, "ready", results), and reap it with a bound.
+ *
+ * Every spawned peer is tracked until reaped; sts_peer_kill_all() (call it
+ * from every teardown) kills and reaps whatever is left, so a failed
+ * assertion never leaves a process behind. A peer also dies with its parent
+ * (PR_SET_PDEATHSIG), so a test binary killed by the runner's timeout leaves
+ * nothing either.
+ *
+ * Thread safety: none; one test thread owns its peers.
+ */
+#ifndef STS_PROC_H
+#define STS_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STS_PEER_MAX 16
+
+typedef struct sts_peer {
+    pid_t pid;       /* 0 once reaped */
+    int fd;          /* this end of the control socket; -1 once closed */
+    int status;      /* after reaping: exit code, or 128 + signal number */
+} sts_peer_t;
+
+/*
+ * Starts `prog` with argv: prog, <control fd>, args... (args NULL-terminated).
+ * Returns 0, or -1 with errno set (nothing left running).
+ */
+int sts_peer_spawn(sts_peer_t *peer, const char *prog, const char *const *args);
+
+/*
+ * Waits for the peer to exit until the deadline (sts_deadline). Returns its
+ * exit code (128 + signal if it was killed), or -1 if the deadline passed, in
+ * which case it has been killed and reaped. Closes the control socket.
+ */
+int sts_peer_wait(sts_peer_t *peer, uint64_t deadline);
+
+/* SIGKILL and reap now; closes the control socket. Harmless on a reaped peer. */
+void sts_peer_kill(sts_peer_t *peer);
+
+/* Kills and reaps every peer still tracked. Returns how many there were. */
+int sts_peer_kill_all(void);
+
+/* Has the peer exited (reaps it if so, without waiting)? */
+int sts_peer_exited(sts_peer_t *peer);
+
+/* Control messages: a kind, a length, up to STS_CTL_MAX bytes. */
+#define STS_CTL_MAX 512
+
+enum {
+    STS_CTL_HANDLE = 1,   /* a 128-byte connection handle */
+    STS_CTL_READY,        /* "I reached the agreed point" */
+    STS_CTL_GO,           /* "carry on" */
+    STS_CTL_RESULT,       /* int32 status (0 = success) then a NUL-terminated message */
+    STS_CTL_INFO,         /* free-form values a scenario reports */
+};
+
+/* Sends one message (blocking; the socket buffer holds many). 0 or -1. */
+int sts_ctl_send(int fd, uint32_t kind, const void *data, uint32_t len);
+
+/*
+ * Receives one message until the deadline. Returns 0 (*kind_p, *len_p set,
+ * data up to cap bytes), -1 on EOF or error, -2 when the deadline passed.
+ */
+int sts_ctl_recv(int fd, uint32_t *kind_p, void *data, uint32_t cap, uint32_t *len_p,
+                 uint64_t deadline);
+
+/* Receives one message that must be of `kind` and exactly len bytes. 0, or -1 otherwise. */
+int sts_ctl_expect(int fd, uint32_t kind, void *data, uint32_t len, uint64_t deadline);
+
+/* Is a message (or EOF) waiting? Does not block. */
+int sts_ctl_pending(int fd);
+
+/* Sends a RESULT: status and a printf-style message. */
+int sts_ctl_result(int fd, int32_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Waits for a RESULT until the deadline, skipping other kinds. Returns its
+ * status, with the message copied into msg (cap bytes); -1000 on EOF or
+ * timeout (msg says which).
+ */
+int32_t sts_ctl_wait_result(int fd, char *msg, size_t cap, uint64_t deadline);
+
+#endif /* STS_PROC_H */

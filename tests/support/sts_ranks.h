@@ -1,0 +1,39 @@
+/*
+ * A tiny launcher for multi-process collective tests: forks nranks children,
+ * gives each a communicator (rank 0 inherits an already listening socket on
+ * 127.0.0.1:0, so no port is fixed), runs a function in each, and reaps them
+ * all within a wall-clock bound, killing stragglers. Ranks are placed into
+ * emulated nodes through the node id ("node<k>"), contiguously or round-robin.
+ */
+#ifndef STS_RANKS_H
+#define STS_RANKS_H
+
+#include "strata/strata.h"
+
+#define STS_RANKS_MAX_ENV 8
+
+typedef struct sts_ranks_opts {
+    int nranks;
+    int nodes;               /* emulated nodes (>= 1) */
+    int interleave;          /* 1: node = rank % nodes; 0: contiguous blocks */
+    int timeout_ms;          /* the communicator's STRATA_TIMEOUT */
+    int wall_s;              /* every child is killed after this */
+    int expect_init_fail;    /* 1: the children skip init failure reporting */
+    int absent_rank;         /* this rank exits at once without joining (0: none; use rank+1) */
+    const char *env[STS_RANKS_MAX_ENV];   /* "NAME=value" set in every child */
+} sts_ranks_opts_t;
+
+/* Runs in each child; returns 0 on success, anything else is a failure. */
+typedef int (*sts_rank_fn)(strata_comm_t *comm, int rank, void *arg);
+
+/*
+ * Returns the number of ranks that failed (exit code != 0, killed, or timed
+ * out); each failure is printed. exit_codes (may be NULL) gets each rank's
+ * exit code (128 + signal when killed, 124 when it ran past wall_s).
+ */
+int sts_ranks_run(const sts_ranks_opts_t *opts, sts_rank_fn fn, void *arg, int *exit_codes);
+
+/* A child's exit code when strata_comm_init failed. */
+#define STS_RANKS_INIT_FAILED 99
+
+#endif /* STS_RANKS_H */

@@ -1,0 +1,152 @@
+/* Test helpers: deadlines, patterns, resource counters. */
+#define _GNU_SOURCE
+#include "sts_util.h"
+
+#include <dirent.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STS_SANITIZED 1
+#else
+#define STS_SANITIZED 0
+#endif
+
+uint64_t sts_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double sts_timeout_scale(void)
+{
+    const char *env = getenv("STS_TIMEOUT_SCALE");
+    double scale = STS_SANITIZED ? 3.0 : 1.0;
+    if (env != NULL && atof(env) > 0)
+        scale = atof(env);
+    return scale;
+}
+
+uint64_t sts_deadline(double seconds)
+{
+    return sts_now_ns() + (uint64_t)(seconds * sts_timeout_scale() * 1e9);
+}
+
+int sts_expired(uint64_t deadline)
+{
+    return sts_now_ns() > deadline;
+}
+
+void sts_relax(void)
+{
+    sched_yield();
+}
+
+/* splitmix64 finaliser: a cheap, well-mixed function of (seed, word index). */
+static inline uint64_t pattern_word(uint32_t seed, uint64_t index)
+{
+    uint64_t z = index * 0x9e3779b97f4a7c15ull + ((uint64_t)seed << 32 | seed) + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void sts_pattern_fill(void *buf, size_t size, uint32_t seed)
+{
+    unsigned char *p = buf;
+    size_t words = size / 8;
+    for (size_t k = 0; k < words; k++) {
+        uint64_t w = pattern_word(seed, k);
+        memcpy(p + 8 * k, &w, 8);
+    }
+    if (size % 8) {
+        uint64_t w = pattern_word(seed, words);
+        memcpy(p + 8 * words, &w, size % 8);
+    }
+}
+
+size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed)
+{
+    const unsigned char *p = buf;
+    size_t words = size / 8;
+    for (size_t k = 0; k <= words; k++) {
+        size_t n = k < words ? 8 : size % 8;
+        if (n == 0)
+            break;
+        uint64_t w = pattern_word(seed, k);
+        if (memcmp(p + 8 * k, &w, n) != 0) {
+            const unsigned char *e = (const unsigned char *)&w;
+            for (size_t i = 0; i < n; i++)
+                if (p[8 * k + i] != e[i])
+                    return 8 * k + i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+void sts_guard_set(void *buf, size_t size)
+{
+    memset((char *)buf + size, STS_GUARD_BYTE, STS_GUARD_SIZE);
+}
+
+int sts_guard_ok(const void *buf, size_t size)
+{
+    const unsigned char *g = (const unsigned char *)buf + size;
+    for (size_t i = 0; i < STS_GUARD_SIZE; i++)
+        if (g[i] != STS_GUARD_BYTE)
+            return 0;
+    return 1;
+}
+
+int sts_fd_count(void)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *de;
+    int n = 0;
+
+    if (dir == NULL)
+        return -1;
+    while ((de = readdir(dir)) != NULL)
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(dir);
+    return n - 1; /* the directory stream's own descriptor */
+}
+
+int sts_socket_count(int except)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *de;
+    int n = 0, self = dir != NULL ? dirfd(dir) : -1;
+
+    if (dir == NULL)
+        return -1;
+    while ((de = readdir(dir)) != NULL) {
+        char path[64], target[64];
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] == '.' || fd == self || fd == except)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && strncmp(target, "socket:", 7) == 0)
+            n++;
+    }
+    closedir(dir);
+    return n;
+}
+
+long long sts_heap_in_use(void)
+{
+#if STS_SANITIZED
+    return -1;
+#else
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)mi.uordblks + (long long)mi.hblkhd;
+#endif
+}

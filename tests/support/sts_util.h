@@ -1,0 +1,54 @@
+/*
+ * Small helpers shared by every test tier: deadlines, data patterns, resource
+ * counters. No transport or plugin knowledge here.
+ *
+ * Deadlines are generous on purpose: the test machines are loaded 2-core VMs,
+ * so a bound exists to turn a hang into a failure, never to measure speed.
+ */
+#ifndef STS_UTIL_H
+#define STS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic "now" in ns, and a deadline that many seconds from now. */
+uint64_t sts_now_ns(void);
+uint64_t sts_deadline(double seconds);
+int sts_expired(uint64_t deadline);
+
+/* Gives the other core a chance (two busy processes share 2 cores). */
+void sts_relax(void);
+
+/*
+ * A deterministic pattern: byte i of a buffer filled with seed s depends on
+ * (s, i) only, so a receiver can check data it never saw sent, and a buffer
+ * that landed in the wrong place (another seed) or shifted is caught.
+ */
+void sts_pattern_fill(void *buf, size_t size, uint32_t seed);
+
+/* Offset of the first byte that differs from the pattern, or SIZE_MAX if none. */
+size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed);
+
+/* Guard bytes placed after a receive buffer to catch overruns. */
+#define STS_GUARD_SIZE 64
+#define STS_GUARD_BYTE 0xa5
+void sts_guard_set(void *buf, size_t size);
+int sts_guard_ok(const void *buf, size_t size);
+
+/* Open descriptors of this process (entries of /proc/self/fd), -1 on error. */
+int sts_fd_count(void);
+
+/* Sockets among this process's descriptors, not counting `except` (-1: none excepted). */
+int sts_socket_count(int except);
+
+/*
+ * Bytes of heap in use (glibc mallinfo2), or -1 when the number is not
+ * meaningful (under AddressSanitizer, which replaces malloc; LeakSanitizer
+ * does the leak check there instead).
+ */
+long long sts_heap_in_use(void);
+
+/* Timeout multiplier from STS_TIMEOUT_SCALE (default 1; sanitizer builds set more). */
+double sts_timeout_scale(void);
+
+#endif /* STS_UTIL_H */

@@ -1,0 +1,332 @@
+/*
+ * The TCP transport in one process over loopback, when things go wrong:
+ * truncation, a tag that matches nothing, dead or departed peers, bad hellos,
+ * handshake timeouts, garbage on the stream, a bad handle.
+ */
+#include "tcp_pair.h"
+
+static void test_truncation_keeps_connection(void **state)
+{
+    pair_t p = {0};
+    static const char *nsocks[] = {"1", "4"};
+
+    for (int k = 0; k < 2; k++) {
+        env_set(nsocks[k], "64K");
+        pair_open(&p);
+        size_t big = (3 << 20) + 5;
+        uint8_t *src = malloc(big), dst[100];
+        stt_req_t *sreq = NULL, *rreq = NULL;
+        void *data[1] = {dst};
+        size_t cap[1] = {sizeof(dst)}, got[1];
+        int tag[1] = {3};
+        strata_status_t ss;
+
+        assert_non_null(src);
+        fill(src, big, 1);
+        assert_int_equal(ops->isend(p.send, src, big, 3, NULL, &sreq), STRATA_OK);
+        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+        assert_int_equal(pair_wait(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
+        assert_int_equal(ss, STRATA_OK);
+        /* The stream is still in sync: the next messages arrive intact. */
+        xfer_one(&p, 100, 100, 3, 2);
+        xfer_one(&p, 1 << 20, 1 << 20, 4, 3);
+        free(src);
+        pair_close(&p);
+    }
+    env_set("1", "256K");
+}
+
+static void test_tag_mismatch_fails_comm(void **state)
+{
+    pair_t p = {0};
+    uint8_t src[10] = {0}, dst[10];
+    stt_req_t *sreq = NULL, *rreq = NULL;
+    void *data[1] = {dst};
+    size_t cap[1] = {10}, got[1];
+    int tag[1] = {1};
+
+    pair_open(&p);
+    assert_int_equal(ops->isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(sreq, rreq, got, NULL), STRATA_ERR_REMOTE);
+    /* A failed comm keeps failing. */
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_ERR_REMOTE);
+    pair_close(&p);
+}
+
+/* The sender dies in the middle of a large message: the receive fails, it does not hang. */
+static void test_peer_closed_mid_transfer(void **state)
+{
+    static const char *nsocks[] = {"1", "4"};
+
+    for (int k = 0; k < 2; k++) {
+        pair_t p = {0};
+        size_t big = 32 << 20;
+        uint8_t *src = malloc(big), *dst = malloc(big);
+        stt_req_t *sreq = NULL, *rreq = NULL;
+        void *data[1] = {dst};
+        size_t cap[1] = {big}, got[1];
+        int tag[1] = {0}, done = 0;
+
+        env_set(nsocks[k], "64K");
+        /* Small socket buffers, so the kernel cannot swallow the whole message. */
+        setenv("STRATA_SOCKET_BUFSIZE", "64K", 1);
+        stu_param_reload();
+        assert_non_null(src);
+        assert_non_null(dst);
+        pair_open(&p);
+        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+        assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+        /* Move some bytes, but not all: the socket buffers hold far less than 32 MiB. */
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);
+            assert_int_equal(done, 0);
+            assert_int_equal(ops->test(rreq, &done, got), STRATA_OK);
+            assert_int_equal(done, 0);
+        }
+        ops->close_send(p.send);          /* with the send in flight */
+        p.send = NULL;
+        assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+        pair_close(&p);
+        free(src);
+        free(dst);
+    }
+    unsetenv("STRATA_SOCKET_BUFSIZE");
+    env_set("1", "256K");
+}
+
+/*
+ * The sender finishes (its data is in the kernel) and closes before the receiver
+ * even posts: the receive still gets every striped piece, and only a receive
+ * for a message that was never sent fails.
+ */
+static void test_sender_closes_after_send(void **state)
+{
+    pair_t p = {0};
+    size_t size = 512 << 10;
+    uint8_t *src = malloc(size), *dst = malloc(size);
+    stt_req_t *sreq = NULL, *rreq = NULL;
+    void *data[1] = {dst};
+    size_t cap[1] = {size}, got[1] = {0};
+    int tag[1] = {0};
+    uint64_t start = stu_time_ns();
+
+    env_set("4", "64K");
+    setenv("STRATA_SOCKET_BUFSIZE", "1M", 1);   /* room in the kernel for the whole message */
+    stu_param_reload();
+    assert_non_null(src);
+    assert_non_null(dst);
+    fill(src, size, 21);
+    pair_open(&p);
+    assert_int_equal(ops->isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
+    while (sreq != NULL) {
+        assert_int_equal(poke(&sreq, got), STRATA_OK);
+        assert_false(past(start));
+        poll(NULL, 0, 1);
+    }
+    ops->close_send(p.send);
+    p.send = NULL;
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
+    assert_int_equal(got[0], size);
+    assert_true(check(dst, size, 21));
+    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    pair_close(&p);
+    free(src);
+    free(dst);
+    unsetenv("STRATA_SOCKET_BUFSIZE");
+    env_set("1", "256K");
+}
+
+/* The receiver goes away: a large pending send fails instead of hanging. */
+static void test_receiver_closed(void **state)
+{
+    pair_t p = {0};
+    size_t big = 64 << 20;
+    uint8_t *src = calloc(1, big);
+    stt_req_t *sreq = NULL;
+
+    assert_non_null(src);
+    pair_open(&p);
+    ops->close_recv(p.recv);
+    p.recv = NULL;
+    assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+    strata_status_t ss;
+    pair_wait(sreq, NULL, NULL, &ss);
+    assert_int_equal(ss, STRATA_ERR_REMOTE);
+    pair_close(&p);
+    free(src);
+}
+
+static void test_bad_hellos_keep_listener(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE], buf[STT_TCP_HELLO_BYTES];
+    stt_listen_t *l = NULL;
+    const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
+    stt_tcp_hello_t good = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 2,
+                            .conn_id = 42};
+
+    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    good.listener_id = h->listener_id;
+
+    /* garbage */
+    int fd = raw_connect(handle);
+    memset(buf, 0x5a, sizeof(buf));
+    raw_send(fd, buf, sizeof(buf));
+    accept_until_closed(l, fd);
+    close(fd);
+
+    /* wrong listener id */
+    stt_tcp_hello_t bad = good;
+    bad.listener_id ^= 1;
+    stt_tcp_hello_encode(&bad, buf);
+    fd = raw_connect(handle);
+    raw_send(fd, buf, sizeof(buf));
+    accept_until_closed(l, fd);
+    close(fd);
+
+    /* duplicate index: the first socket is kept, the second rejected */
+    stt_tcp_hello_encode(&good, buf);
+    int fd1 = raw_connect(handle);
+    raw_send(fd1, buf, sizeof(buf));
+    fd = raw_connect(handle);
+    raw_send(fd, buf, sizeof(buf));
+    accept_until_closed(l, fd);
+    close(fd);
+    close(fd1);
+
+    /* The listener still accepts a real connection, twice. */
+    for (int i = 0; i < 2; i++) {
+        pair_t p = {0};
+        pair_connect_via(l, handle, &p);
+        xfer_one(&p, 1000, 1000, 0, 4);
+        p.listen = NULL;
+        pair_close(&p);
+    }
+    ops->close_listen(l);
+}
+
+static void test_handshake_timeouts(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE], copy[STT_HANDLE_SIZE], buf[STT_TCP_HELLO_BYTES];
+    stt_listen_t *l = NULL;
+    stt_comm_t *c = NULL;
+    strata_status_t status;
+    uint64_t start = stu_time_ns();
+
+    setenv("STRATA_CONNECT_TIMEOUT", "300", 1);
+    stu_param_reload();
+    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+
+    /* Nobody calls accept: connect gives up with a timeout and resets the handle. */
+    memcpy(copy, handle, sizeof(copy));
+    do {
+        status = ops->connect(0, copy, NULL, &c);
+        assert_null(c);
+        assert_false(past(start));
+        poll(NULL, 0, 5);
+    } while (status == STRATA_OK);
+    assert_int_equal(status, STRATA_ERR_TIMEOUT);
+    assert_null(((stt_tcp_handle_t *)copy)->connect);
+
+    /* A connection that sends only one of its two sockets is dropped by accept. */
+    const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
+    stt_tcp_hello_t half = {.version = STT_TCP_PROTO_VERSION, .index = 1, .nsocks = 2,
+                            .listener_id = h->listener_id, .conn_id = 77};
+    stt_tcp_hello_encode(&half, buf);
+    int fd = raw_connect(handle);
+    raw_send(fd, buf, sizeof(buf));
+    accept_until_closed(l, fd);      /* the earlier timed-out sockets get dropped too */
+    close(fd);
+
+    /* A socket that never completes its hello is dropped as well. */
+    fd = raw_connect(handle);
+    raw_send(fd, buf, 5);
+    accept_until_closed(l, fd);
+    close(fd);
+
+    ops->close_listen(l);
+    unsetenv("STRATA_CONNECT_TIMEOUT");
+    stu_param_reload();
+}
+
+/* A peer that passes the handshake and then sends garbage fails the receive comm. */
+static void test_garbage_stream(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE], buf[64];
+    stt_listen_t *l = NULL;
+    stt_comm_t *rc = NULL;
+    const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
+    uint64_t start = stu_time_ns();
+
+    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
+                             .listener_id = h->listener_id, .conn_id = 5};
+    stt_tcp_hello_encode(&hello, buf);
+    int fd = raw_connect(handle);
+    raw_send(fd, buf, STT_TCP_HELLO_BYTES);
+    while (rc == NULL) {
+        assert_int_equal(ops->accept(l, &rc), STRATA_OK);
+        assert_false(past(start));
+    }
+    /* A valid header for 1000 bytes, then only 10 bytes and EOF: a truncated stream. */
+    stt_tcp_hdr_t hdr = {.flags = 0, .tag = 0, .seq = 0, .size = 1000};
+    stt_tcp_hdr_encode(&hdr, buf);
+    raw_send(fd, buf, STT_TCP_HDR_BYTES + 10);
+    close(fd);
+    uint8_t dst[1000];
+    void *data[1] = {dst};
+    size_t cap[1] = {sizeof(dst)}, got[1];
+    int tag[1] = {0};
+    stt_req_t *rreq = NULL;
+    assert_int_equal(ops->irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    ops->close_recv(rc);
+
+    /* Again with a header whose magic is wrong. */
+    rc = NULL;
+    hello.conn_id = 6;
+    stt_tcp_hello_encode(&hello, buf);
+    fd = raw_connect(handle);
+    raw_send(fd, buf, STT_TCP_HELLO_BYTES);
+    while (rc == NULL) {
+        assert_int_equal(ops->accept(l, &rc), STRATA_OK);
+        assert_false(past(start));
+    }
+    memset(buf, 0xee, sizeof(buf));
+    raw_send(fd, buf, sizeof(buf));
+    assert_int_equal(ops->irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    close(fd);
+    ops->close_recv(rc);
+    ops->close_listen(l);
+}
+
+static void test_bad_handle(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE];
+    stt_comm_t *c = NULL;
+
+    memset(handle, 0, sizeof(handle));
+    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
+    memset(handle, 0xff, sizeof(handle));
+    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_null(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_truncation_keeps_connection),
+        cmocka_unit_test(test_tag_mismatch_fails_comm),
+        cmocka_unit_test(test_peer_closed_mid_transfer),
+        cmocka_unit_test(test_sender_closes_after_send),
+        cmocka_unit_test(test_receiver_closed),
+        cmocka_unit_test(test_bad_hellos_keep_listener),
+        cmocka_unit_test(test_handshake_timeouts),
+        cmocka_unit_test(test_garbage_stream),
+        cmocka_unit_test(test_bad_handle),
+    };
+    return cmocka_run_group_tests(tests, tcp_pair_setup, tcp_pair_teardown);
+}

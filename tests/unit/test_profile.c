@@ -1,0 +1,290 @@
+/*
+ * Unit tests of the model's parameter sources: the profile file parser (good
+ * file, comments, bad key, bad number, duplicate, missing file), the STRATA_*
+ * variables, their precedence with the profile and calibration, the source
+ * record, and the α-β fit.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "algos/profile.h"
+#include "util/log.h"
+#include "util/param.h"
+
+static const char *const model_vars[] = {
+    "STRATA_PROFILE", "STRATA_SHM_ALPHA_US", "STRATA_SHM_BETA_GBPS", "STRATA_NET_ALPHA_US",
+    "STRATA_NET_BETA_GBPS", "STRATA_GAMMA_GBPS",
+};
+
+static char last_warn[1024];
+
+static void warn_sink(int level, unsigned long flags, const char *file, int line,
+                      const char *msg)
+{
+    if (level == STU_LOG_WARN)
+        snprintf(last_warn, sizeof(last_warn), "%s", msg);
+}
+
+static int setup(void **state)
+{
+    for (size_t i = 0; i < sizeof(model_vars) / sizeof(model_vars[0]); i++)
+        unsetenv(model_vars[i]);
+    stu_param_reload();
+    last_warn[0] = '\0';
+    stu_log_set_sink(warn_sink, STU_LOG_WARN);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    stu_log_set_sink(NULL, STU_LOG_WARN);
+    return setup(state);
+}
+
+/* Writes text to a fresh temporary file; returns its path (static buffer). */
+static const char *profile_write(const char *text)
+{
+    static char path[64];
+    int fd;
+
+    snprintf(path, sizeof(path), "/tmp/strata-profile-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_defaults(void **state)
+{
+    sta_model_t m;
+
+    sta_model_default(&m);
+    assert_true(m.shm.alpha_us == STA_DEFAULT_SHM_ALPHA_US);
+    assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);
+    assert_true(m.net.alpha_us == STA_DEFAULT_NET_ALPHA_US);
+    assert_true(m.net.beta_gbps == STA_DEFAULT_NET_BETA_GBPS);
+    assert_true(m.gamma_gbps == STA_DEFAULT_GAMMA_GBPS);
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        assert_int_equal(m.source[f], STA_SRC_DEFAULT);
+    assert_int_equal(sta_model_check(&m), STRATA_OK);
+    assert_string_equal(sta_field_name(STA_FIELD_NET_BETA), "net.beta_gbps");
+    assert_string_equal(sta_source_name(STA_SRC_CALIBRATED), "calibrated");
+    assert_string_equal(sta_source_name(STA_SRC_COUNT), "?");
+}
+
+static void test_profile_good(void **state)
+{
+    const char *path = profile_write(
+        "# fabric: two hosts over 25 GbE\n"
+        "\n"
+        "net.alpha_us = 12.5\n"
+        "   net.beta_gbps=2.9   # measured with strata-netperf\r\n"
+        "\tshm.alpha_us\t=\t0\n"            /* α = 0 is allowed */
+        "gamma_gbps = 1.5e1\n"
+        "   # indented comment\n");
+    sta_model_t m;
+
+    sta_model_default(&m);
+    assert_int_equal(sta_profile_read(path, &m), STRATA_OK);
+    unlink(path);
+    assert_true(m.net.alpha_us == 12.5);
+    assert_true(m.net.beta_gbps == 2.9);
+    assert_true(m.shm.alpha_us == 0.0);
+    assert_true(m.gamma_gbps == 15.0);
+    assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);   /* not in the file */
+    assert_int_equal(m.source[STA_FIELD_NET_ALPHA], STA_SRC_PROFILE);
+    assert_int_equal(m.source[STA_FIELD_SHM_ALPHA], STA_SRC_PROFILE);
+    assert_int_equal(m.source[STA_FIELD_SHM_BETA], STA_SRC_DEFAULT);
+}
+
+/* A bad profile fails, names path:line in the warning, and leaves the model untouched. */
+static void expect_bad(const char *text, const char *where, strata_status_t want)
+{
+    const char *path = profile_write(text);
+    char needle[96];
+    sta_model_t m, before;
+
+    sta_model_default(&m);
+    before = m;
+    last_warn[0] = '\0';
+    assert_int_equal(sta_profile_read(path, &m), want);
+    assert_memory_equal(&m, &before, sizeof(m));
+    snprintf(needle, sizeof(needle), "%s:%s", path, where);
+    if (strstr(last_warn, needle) == NULL)
+        fail_msg("warning '%s' does not name '%s'", last_warn, needle);
+    unlink(path);
+}
+
+static void test_profile_bad(void **state)
+{
+    expect_bad("net.alpha_us = 3\n# ok\nnet.latency_us = 3\n", "3:", STRATA_ERR_INVALID);
+    expect_bad("net.beta_gbps = fast\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("\nnet.beta_gbps = 2.5x\n", "2:", STRATA_ERR_INVALID);
+    expect_bad("net.beta_gbps = 0\n", "1:", STRATA_ERR_INVALID);      /* β must be > 0 */
+    expect_bad("shm.alpha_us = -1\n", "1:", STRATA_ERR_INVALID);      /* α must be >= 0 */
+    expect_bad("gamma_gbps = inf\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("gamma_gbps = nan\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("gamma_gbps =\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("gamma_gbps = 1 2\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("= 3\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("net.alpha_us 3\n", "1:", STRATA_ERR_INVALID);          /* no '=' */
+    expect_bad("net.alpha_us = 3\nnet.alpha_us = 4\n", "2:", STRATA_ERR_INVALID);
+    expect_bad("NET.ALPHA_US = 3\n", "1:", STRATA_ERR_INVALID);        /* keys are exact */
+}
+
+static void test_profile_missing(void **state)
+{
+    sta_model_t m, before;
+
+    sta_model_default(&m);
+    before = m;
+    assert_int_equal(sta_profile_read("/nonexistent/strata.profile", &m), STRATA_ERR_IO);
+    assert_memory_equal(&m, &before, sizeof(m));
+    assert_non_null(strstr(last_warn, "/nonexistent/strata.profile"));
+}
+
+static void test_env_and_precedence(void **state)
+{
+    const char *path = profile_write("net.beta_gbps = 7\nshm.alpha_us = 0.5\n");
+    sta_model_t m;
+
+    /* Env alone overrides the defaults. */
+    setenv("STRATA_NET_BETA_GBPS", "2.5", 1);
+    setenv("STRATA_GAMMA_GBPS", "9", 1);
+    setenv("STRATA_SHM_BETA_GBPS", "lots", 1);         /* malformed: warned and ignored */
+    stu_param_reload();
+    assert_int_equal(sta_model_load(&m), STRATA_OK);
+    assert_true(m.net.beta_gbps == 2.5);
+    assert_int_equal(m.source[STA_FIELD_NET_BETA], STA_SRC_ENV);
+    assert_true(m.gamma_gbps == 9.0);
+    assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);
+    assert_int_equal(m.source[STA_FIELD_SHM_BETA], STA_SRC_DEFAULT);
+    assert_non_null(strstr(last_warn, "STRATA_SHM_BETA_GBPS"));
+
+    /* The profile wins over env; env still fills what the profile leaves out. */
+    setenv("STRATA_PROFILE", path, 1);
+    stu_param_reload();
+    assert_int_equal(sta_model_load(&m), STRATA_OK);
+    assert_true(m.net.beta_gbps == 7.0);
+    assert_int_equal(m.source[STA_FIELD_NET_BETA], STA_SRC_PROFILE);
+    assert_true(m.shm.alpha_us == 0.5);
+    assert_true(m.gamma_gbps == 9.0);
+    assert_int_equal(m.source[STA_FIELD_GAMMA], STA_SRC_ENV);
+    assert_int_equal(m.source[STA_FIELD_NET_ALPHA], STA_SRC_DEFAULT);
+
+    /* Calibration replaces defaults only: shm β and net α; shm α (profile) and net β
+     * (profile) stay. */
+    sta_tier_t shm = {.alpha_us = 0.2, .beta_gbps = 11.0};
+    sta_tier_t net = {.alpha_us = 6.0, .beta_gbps = 3.9};
+    sta_model_apply_calibration(&m, &shm, &net);
+    assert_true(m.shm.alpha_us == 0.5);
+    assert_int_equal(m.source[STA_FIELD_SHM_ALPHA], STA_SRC_PROFILE);
+    assert_true(m.shm.beta_gbps == 11.0);
+    assert_int_equal(m.source[STA_FIELD_SHM_BETA], STA_SRC_CALIBRATED);
+    assert_true(m.net.alpha_us == 6.0);
+    assert_int_equal(m.source[STA_FIELD_NET_ALPHA], STA_SRC_CALIBRATED);
+    assert_true(m.net.beta_gbps == 7.0);
+    assert_true(m.gamma_gbps == 9.0);
+
+    /* A later measurement replaces an earlier one; unmeasured (NULL, NaN, <= 0) is skipped. */
+    sta_tier_t bad = {.alpha_us = NAN, .beta_gbps = 0.0};
+    net.alpha_us = 5.0;
+    sta_model_apply_calibration(&m, NULL, &net);
+    assert_true(m.net.alpha_us == 5.0);
+    sta_model_apply_calibration(&m, &bad, &bad);
+    assert_true(m.shm.beta_gbps == 11.0);
+    assert_true(m.net.alpha_us == 5.0);
+    sta_model_log(&m);
+
+    /* A broken profile fails the load and leaves the output alone. */
+    unlink(path);
+    path = profile_write("net.beta_gbps = 7\nbogus = 1\n");
+    setenv("STRATA_PROFILE", path, 1);
+    stu_param_reload();
+    sta_model_t before = m;
+    assert_int_equal(sta_model_load(&m), STRATA_ERR_INVALID);
+    assert_memory_equal(&m, &before, sizeof(m));
+    unlink(path);
+}
+
+/* Relative closeness for fitted values. */
+static void assert_close(double got, double want, double rel)
+{
+    if (fabs(got - want) > rel * fabs(want))
+        fail_msg("got %.9g, expected %.9g (within %g)", got, want, rel);
+}
+
+static void test_fit(void **state)
+{
+    /* Exact data from α = 5 µs, β = 2 GB/s: t = 5 + n/2000. */
+    size_t b[] = {8, 1024, 65536, 1 << 20, 16 << 20};
+    double t[5];
+    sta_tier_t out;
+
+    for (int i = 0; i < 5; i++)
+        t[i] = 5.0 + (double)b[i] / 2000.0;
+    assert_int_equal(sta_fit_alpha_beta(b, t, 5, &out), STRATA_OK);
+    assert_close(out.alpha_us, 5.0, 1e-9);
+    assert_close(out.beta_gbps, 2.0, 1e-9);
+
+    /* ±3 % alternating noise: relative weighting keeps the small sizes' α honest. */
+    for (int i = 0; i < 5; i++)
+        t[i] = (5.0 + (double)b[i] / 2000.0) * (i % 2 ? 1.03 : 0.97);
+    assert_int_equal(sta_fit_alpha_beta(b, t, 5, &out), STRATA_OK);
+    assert_close(out.alpha_us, 5.0, 0.1);
+    assert_close(out.beta_gbps, 2.0, 0.1);
+
+    /*
+     * A negative intercept is refitted through the origin. (1000, 0.9), (2000, 2.0),
+     * (4000, 4.3) give α ≈ -0.226 unconstrained; with α = 0 and r = b/t = 1111.1, 1000,
+     * 930.23: x = Σr/Σr² = 3041.34/3099900.5 = 9.8111e-4 µs/B, β = 1/(x·1e3) = 1.01925.
+     */
+    size_t b3[] = {1000, 2000, 4000};
+    double t3[] = {0.9, 2.0, 4.3};
+    assert_int_equal(sta_fit_alpha_beta(b3, t3, 3, &out), STRATA_OK);
+    assert_true(out.alpha_us == 0.0);
+    assert_close(out.beta_gbps, 1.01925, 1e-4);
+}
+
+static void test_fit_rejects(void **state)
+{
+    size_t b[] = {100, 100, 100};
+    size_t b2[] = {100, 200, 400};
+    double t[] = {3.0, 3.1, 2.9};
+    double down[] = {5.0, 4.0, 3.0};
+    double zero[] = {1.0, 0.0, 2.0};
+    double nan_t[] = {1.0, NAN, 2.0};
+    sta_tier_t out = {.alpha_us = -7, .beta_gbps = -7};
+
+    assert_int_equal(sta_fit_alpha_beta(b, t, 3, &out), STRATA_ERR_INVALID);   /* one size */
+    assert_int_equal(sta_fit_alpha_beta(b2, t, 1, &out), STRATA_ERR_INVALID);  /* n < 2 */
+    assert_int_equal(sta_fit_alpha_beta(b2, down, 3, &out), STRATA_ERR_INVALID);
+    assert_int_equal(sta_fit_alpha_beta(b2, zero, 3, &out), STRATA_ERR_INVALID);
+    assert_int_equal(sta_fit_alpha_beta(b2, nan_t, 3, &out), STRATA_ERR_INVALID);
+    assert_int_equal(sta_fit_alpha_beta(NULL, t, 3, &out), STRATA_ERR_INVALID);
+    assert_true(out.alpha_us == -7 && out.beta_gbps == -7);                     /* untouched */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_good, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_bad, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_and_precedence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fit_rejects, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

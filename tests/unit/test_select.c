@@ -1,0 +1,263 @@
+/*
+ * Unit tests of the selection tables: the exact crossover of the issue's
+ * example, lookups at 0, at and around boundaries and at SIZE_MAX, forced
+ * algorithms and their fallback, and the property that every boundary is a
+ * real crossing and every lookup the cheapest algorithm.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "algos/profile.h"
+#include "algos/select.h"
+#include "util/log.h"
+#include "util/param.h"
+
+/* net α = 20 µs, β = 1 GB/s; shm α = 1 µs, β = 10 GB/s; γ = 10 GB/s. */
+static const sta_model_t model_m = {
+    .shm = {.alpha_us = 1.0, .beta_gbps = 10.0},
+    .net = {.alpha_us = 20.0, .beta_gbps = 1.0},
+    .gamma_gbps = 10.0,
+};
+static const sta_dims_t dims_4x1 = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1};
+
+static double cost(const sta_select_t *t, sta_coll_t c, sta_algo_t a, size_t n)
+{
+    return sta_cost_us(&t->model, &t->dims, c, a, n);
+}
+
+/* The cheapest prediction of any selectable (applicable and implemented) algorithm at n. */
+static double cost_min(const sta_select_t *t, sta_coll_t c, size_t n)
+{
+    double best = INFINITY;
+    for (int a = 0; a < STA_ALGO_COUNT; a++) {
+        if (!sta_algo_selectable(&t->dims, c, (sta_algo_t)a))
+            continue;
+        double us = cost(t, c, (sta_algo_t)a, n);
+        if (us >= 0 && us < best)
+            best = us;
+    }
+    return best;
+}
+
+/* The algorithm the table picks at n is the cheapest there, up to the tie tolerance. */
+static void assert_optimal(const sta_select_t *t, sta_coll_t c, size_t n)
+{
+    sta_algo_t a = sta_select_lookup(t, c, n);
+    double us = cost(t, c, a, n), best = cost_min(t, c, n);
+    if (!(us >= 0 && us <= best * (1 + 2 * STA_SELECT_TIE_REL)))
+        fail_msg("%s at %zu B: table says %s (%.9g us), best is %.9g us", sta_coll_name(c), n,
+                 sta_algo_name(a), us, best);
+}
+
+static void test_example_crossover(void **state)
+{
+    sta_select_t t;
+
+    assert_int_equal(sta_select_build(&model_m, &dims_4x1, STA_ALGO_AUTO, &t), STRATA_OK);
+    /*
+     * allreduce, with x = n/(1 GB/s) = n/1000 µs and y = n/γ = n/10^4 µs:
+     *   recursive     2·(20 + x + y)                         = 40 + 0.0022·n
+     *   hierarchical  [1 + n/10^4 + 1/2·y] + [40 + x + 1/2·y/2] + [1 + n/10^4]
+     *                                                        = 42 + 0.001275·n
+     *   ring          120 + 1.5·x + 0.75·y = 120 + 0.001575·n  (never cheapest)
+     *   leader        42 + 1.2·x + 1.5·y   = 42 + 0.00135·n    (never cheapest)
+     * recursive = hierarchical at n = 2 / 0.000925 = 2162.16 B.
+     */
+    double cross = 2.0 / (0.0022 - 0.001275);
+    assert_int_equal(t.nranges[STA_COLL_ALLREDUCE], 2);
+    assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][0].algo, STA_ALGO_RECURSIVE);
+    assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][1].algo, STA_ALGO_HIERARCHICAL);
+    size_t upper = t.ranges[STA_COLL_ALLREDUCE][0].upper;
+    assert_int_equal(upper, 2162);
+    assert_true(fabs((double)upper - cross) <= 1.0);
+    assert_true(cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, upper) <
+                cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, upper));
+    assert_true(cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, upper + 1) <
+                cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, upper + 1));
+    assert_true(t.ranges[STA_COLL_ALLREDUCE][1].upper == SIZE_MAX);
+
+    /* Lookups at 0, on both sides of the boundary, and at the far end. */
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 0), STA_ALGO_RECURSIVE);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 2162), STA_ALGO_RECURSIVE);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 2163), STA_ALGO_HIERARCHICAL);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, (size_t)1 << 40),
+                     STA_ALGO_HIERARCHICAL);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, SIZE_MAX),
+                     STA_ALGO_HIERARCHICAL);
+
+    /*
+     * allgather: recursive 2·20 + 3/4·x = 40 + 0.00075·n; ring 60 + 0.00075·n; hierarchical
+     * [20 + 1/2·(n/2)/1000·(2/1)] + [1 + n/10^4] = 21 + 0.0006·n would be cheapest from 0
+     * on, but two-tier allgather is not implemented (sta_algo_selectable), so recursive,
+     * below ring everywhere, takes the one range.
+     */
+    assert_int_equal(t.nranges[STA_COLL_ALLGATHER], 1);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLGATHER, 0), STA_ALGO_RECURSIVE);
+    assert_false(sta_algo_selectable(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
+    assert_true(sta_algo_applies(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
+}
+
+/* Every boundary of every table is a crossing, and lookups are optimal where formulas are
+ * linear (all but the chunked chains above one chunk). */
+static void check_table(const sta_select_t *t)
+{
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        int nr = t->nranges[c];
+        assert_true(nr >= 1 && nr <= STA_SELECT_MAX_RANGES);
+        assert_true(t->ranges[c][nr - 1].upper == SIZE_MAX);
+        for (int i = 0; i + 1 < nr; i++) {
+            size_t b = t->ranges[c][i].upper;
+            assert_true(b < t->ranges[c][i + 1].upper);
+            assert_int_not_equal(t->ranges[c][i].algo, t->ranges[c][i + 1].algo);
+            assert_optimal(t, (sta_coll_t)c, b);
+            assert_optimal(t, (sta_coll_t)c, b + 1);
+        }
+        assert_optimal(t, (sta_coll_t)c, 0);
+        for (int e = 0; e <= STA_SELECT_MAX_LOG2; e++)
+            assert_optimal(t, (sta_coll_t)c, (size_t)1 << e);
+        if (c == STA_COLL_BROADCAST || c == STA_COLL_REDUCE)
+            continue;
+        for (int i = 0; i < 2000; i++) {
+            size_t n = (size_t)rand() % ((size_t)1 << (rand() % 36));
+            assert_optimal(t, (sta_coll_t)c, n);
+        }
+    }
+}
+
+static void test_property_many_shapes(void **state)
+{
+    static const sta_dims_t shapes[] = {
+        {1, 1, 1, 1, 0}, {2, 1, 2, 1, 0}, {2, 2, 1, 1, 0}, {4, 2, 2, 1, 0}, {4, 2, 2, 2, 0},
+        {6, 3, 2, 1, 0}, {8, 2, 4, 2, 0}, {16, 4, 4, 4, 0}, {12, 3, 4, 1, 0}, {64, 8, 8, 2, 0},
+        {5, 5, 1, 1, 0}, {5, 2, 3, 1, 1},
+    };
+    sta_model_t models[3];
+    sta_select_t t;
+
+    models[0] = model_m;
+    sta_model_default(&models[1]);
+    models[2] = model_m;
+    models[2].net.alpha_us = 2.0;                  /* a fast fabric: RDMA-like α and β */
+    models[2].net.beta_gbps = 25.0;
+    srand(7);
+    for (size_t m = 0; m < 3; m++) {
+        for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+            assert_int_equal(sta_select_build(&models[m], &shapes[s], STA_ALGO_AUTO, &t),
+                             STRATA_OK);
+            check_table(&t);
+        }
+    }
+}
+
+static void test_single_rank_table(void **state)
+{
+    sta_dims_t one = {.nranks = 1, .nnodes = 1, .local_size = 1, .nrails = 1};
+    sta_select_t t;
+
+    /* Every algorithm costs 0: the tie goes to the lowest-numbered, ring. */
+    assert_int_equal(sta_select_build(&model_m, &one, STA_ALGO_AUTO, &t), STRATA_OK);
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        assert_int_equal(t.nranges[c], 1);
+        assert_int_equal(sta_select_lookup(&t, (sta_coll_t)c, 12345), STA_ALGO_RING);
+    }
+}
+
+static int fallback_lines;
+
+static void count_sink(int level, unsigned long flags, const char *file, int line,
+                       const char *msg)
+{
+    if (strstr(msg, "does not apply") != NULL)
+        fallback_lines++;
+}
+
+static void test_forced_and_fallback(void **state)
+{
+    sta_dims_t p6 = {.nranks = 6, .nnodes = 3, .local_size = 2, .nrails = 1};
+    sta_select_t t, autot;
+    int saved_level = stu_log_level;
+
+    assert_int_equal(sta_select_build(&model_m, &p6, STA_ALGO_AUTO, &autot), STRATA_OK);
+
+    stu_log_set_sink(count_sink, STU_LOG_INFO);
+    fallback_lines = 0;
+    /* recursive: applies to allreduce, broadcast, reduce; not to reduce_scatter (none) nor
+     * allgather (P = 6 is not a power of two): two fallbacks, one line each. */
+    assert_int_equal(sta_select_build(&model_m, &p6, STA_ALGO_RECURSIVE, &t), STRATA_OK);
+    assert_int_equal(fallback_lines, 2);
+    assert_int_equal(t.nranges[STA_COLL_ALLREDUCE], 1);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1 << 30), STA_ALGO_RECURSIVE);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_BROADCAST, 0), STA_ALGO_RECURSIVE);
+    for (int c = STA_COLL_REDUCE_SCATTER; c <= STA_COLL_ALLGATHER; c++) {
+        assert_int_equal(t.nranges[c], autot.nranges[c]);
+        assert_memory_equal(t.ranges[c], autot.ranges[c],
+                            sizeof(t.ranges[c][0]) * (size_t)t.nranges[c]);
+    }
+
+    /* leader: allreduce only; the other four fall back. */
+    fallback_lines = 0;
+    assert_int_equal(sta_select_build(&model_m, &p6, STA_ALGO_LEADER, &t), STRATA_OK);
+    assert_int_equal(fallback_lines, 4);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 0), STA_ALGO_LEADER);
+    assert_int_not_equal(sta_select_lookup(&t, STA_COLL_BROADCAST, 0), STA_ALGO_LEADER);
+
+    /* sta_select_log prints without crashing through every range (sink counts nothing). */
+    sta_select_log(&t);
+    stu_log_set_sink(NULL, STU_LOG_NONE);
+    stu_log_level = saved_level;
+}
+
+static void test_build_rejects(void **state)
+{
+    sta_dims_t bad = {.nranks = 4, .nnodes = 2, .local_size = 3, .nrails = 1};
+    sta_model_t m = model_m;
+    sta_select_t t;
+
+    memset(&t, 0x5a, sizeof(t));
+    assert_int_equal(sta_select_build(&model_m, &bad, STA_ALGO_AUTO, &t), STRATA_ERR_INVALID);
+    m.net.beta_gbps = -1;
+    assert_int_equal(sta_select_build(&m, &dims_4x1, STA_ALGO_AUTO, &t), STRATA_ERR_INVALID);
+    assert_int_equal(sta_select_build(&model_m, &dims_4x1, STA_ALGO_COUNT, &t),
+                     STRATA_ERR_INVALID);
+    assert_int_equal(t.nranges[0], 0x5a5a5a5a);    /* untouched on error */
+}
+
+static void test_algo_env(void **state)
+{
+    sta_algo_t a = STA_ALGO_RING;
+
+    unsetenv("STRATA_ALGO");
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_OK);          /* default "auto" */
+    assert_int_equal(a, STA_ALGO_AUTO);
+    setenv("STRATA_ALGO", "Hierarchical", 1);
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_OK);
+    assert_int_equal(a, STA_ALGO_HIERARCHICAL);
+    setenv("STRATA_ALGO", "hierachical", 1);                     /* a typo is an error */
+    stu_param_reload();
+    assert_int_equal(sta_algo_env_read(&a), STRATA_ERR_INVALID);
+    assert_int_equal(a, STA_ALGO_HIERARCHICAL);
+    unsetenv("STRATA_ALGO");
+    stu_param_reload();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_crossover),
+        cmocka_unit_test(test_property_many_shapes),
+        cmocka_unit_test(test_single_rank_table),
+        cmocka_unit_test(test_forced_and_fallback),
+        cmocka_unit_test(test_build_rejects),
+        cmocka_unit_test(test_algo_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
