@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 RATE=${MODEL_RATE:-2gbit}
 COLLS=${MODEL_COLLS:-allreduce}
-read -r -a ARGS <<<"${MODEL_ARGS:--b 8 -e 16M -f 4 -n 10 -w 1 -c 1 --rounds 3}"
+read -r -a ARGS <<<"${MODEL_ARGS:--b 8 -e 16M -f 4 -n 20 -w 1 -c 1 --rounds 5}"
 OUT=$BUILD/model
 mkdir -p "$OUT"
 [ -x "$BUILD/bin/strata-run" ] && [ -x "$BUILD/bin/strata-perf" ] ||

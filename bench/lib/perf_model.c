@@ -41,20 +41,24 @@ static strata_status_t model_size(stb_exec_t *x, const sta_dims_t *dims, size_t 
 
     row->bytes = g.bytes;
     row->chosen = stb_comm_algo(x->comm, o->coll, g.bytes);
+    /* only what the selector may pick: a modelled but unimplemented algorithm would run the
+     * fallback when forced, and time that under the wrong name */
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
-        row->pred_us[a] = stb_comm_predict_us(x->comm, o->coll, (sta_algo_t)a, g.bytes);
+        row->pred_us[a] = sta_algo_selectable(dims, o->coll, (sta_algo_t)a)
+                              ? stb_comm_predict_us(x->comm, o->coll, (sta_algo_t)a, g.bytes)
+                              : -1;
         row->meas_us[a] = -1;
     }
     for (int r = 0; r < rounds && status == STRATA_OK; r++)
         for (int a = 0; a < STA_ALGO_COUNT && status == STRATA_OK; a++) {
-            if (!sta_algo_applies(dims, o->coll, (sta_algo_t)a))
+            if (!sta_algo_selectable(dims, o->coll, (sta_algo_t)a))
                 continue;
             status = stb_comm_force(x->comm, (sta_algo_t)a);
             if (status == STRATA_OK)
                 status = stb_exec_time(x, &g, 0, o->warmup, o->iters, &t[a][r]);
         }
     for (int a = 0; a < STA_ALGO_COUNT && status == STRATA_OK; a++)
-        if (sta_algo_applies(dims, o->coll, (sta_algo_t)a))
+        if (sta_algo_selectable(dims, o->coll, (sta_algo_t)a))
             row->meas_us[a] = stb_model_median(t[a], (size_t)rounds);
     return status;
 }
@@ -147,8 +151,8 @@ void stb_model_print(FILE *out, const stb_model_row_t *rows, size_t n, const cha
     fprintf(out, "#\n# Model vs measurement: %s\n", what);
     at = snprintf(line, sizeof(line), "# %10s  %12s", "size", "auto");
     for (int a = 0; a < STA_ALGO_COUNT; a++)
-        at += snprintf(line + at, sizeof(line) - (size_t)at, "  %9.9s %9s",
-                       sta_algo_name((sta_algo_t)a), "");
+        at += snprintf(line + at, sizeof(line) - (size_t)at, "  %19s",
+                       sta_algo_name((sta_algo_t)a));
     fprintf(out, "%s  %12s  %7s\n", line, "fastest", "regret");
     at = snprintf(line, sizeof(line), "# %10s  %12s", "(B)", "");
     for (int a = 0; a < STA_ALGO_COUNT; a++)

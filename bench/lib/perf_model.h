@@ -1,5 +1,6 @@
 /*
- * strata-perf --model: for every size, every applicable algorithm is forced
+ * strata-perf --model: for every size, every algorithm the selector may pick
+ * (sta_algo_selectable: it applies and is implemented) is forced
  * in turn (stb_comm_force) and timed out of place; the rounds are interleaved
  * (round 1 of every algorithm, then round 2, ...) so that a slow phase of the
  * shared machine hits them alike, and each algorithm's time is the median of
@@ -25,8 +26,8 @@
 typedef struct stb_model_row {
     size_t bytes;                          /* the size column */
     sta_algo_t chosen;                     /* the selector's choice at init */
-    double pred_us[STA_ALGO_COUNT];        /* < 0: does not apply */
-    double meas_us[STA_ALGO_COUNT];        /* < 0: not measured (does not apply) */
+    double pred_us[STA_ALGO_COUNT];        /* < 0: not selectable here */
+    double meas_us[STA_ALGO_COUNT];        /* < 0: not measured (not selectable) */
 } stb_model_row_t;
 
 typedef struct stb_model_summary {
@@ -41,7 +42,7 @@ typedef struct stb_model_summary {
 } stb_model_summary_t;
 
 /*
- * Times every applicable algorithm at each size (rounds, warmup and iters from opts), fills
+ * Times every selectable algorithm at each size (rounds, warmup and iters from opts), fills
  * rows[0..n), and leaves the selection as it was at init. Collective.
  */
 strata_status_t stb_model_sweep(stb_exec_t *x, const size_t *sizes, size_t n,
