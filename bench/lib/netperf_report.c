@@ -56,8 +56,9 @@ static void np_header_plugin(const stb_np_ctx_t *ctx)
 
     np_ptr_support_format(p->ptr_support, ptrs, sizeof(ptrs));
     stb_size_format(p->max_p2p_bytes, maxp2p, sizeof(maxp2p));
-    printf("# plugin    : %s (\"%s\", %s)\n", ctx->plugin_path, stb_plugin_name(ctx->plugin),
-           STB_PLUGIN_SYMBOL);
+    printf("# plugin    : %s (\"%s\", %s, commId 0x%016llx)\n", ctx->plugin_path,
+           stb_plugin_name(ctx->plugin), STB_PLUGIN_SYMBOL,
+           (unsigned long long)ctx->cfg.comm_id);
     printf("# device    : %d of %d, \"%s\": speed %d Mbps, latency %.2f us, maxRecvs %d, "
            "maxComms %d, ptrSupport %s, regIsGlobal %d, maxP2pBytes %s, pci %s\n",
            ctx->dev, ctx->ndev, p->name, p->speed_mbps, (double)p->latency_us, p->max_recvs,
