@@ -306,6 +306,60 @@ AVX2_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t i
         scalar(dst, srcs, nsrc, i, end, 0);
 }
 
+/* ---------------------------------------------------------------- average */
+
+/*
+ * buf /= n on one 32-byte vector: floats divide (IEEE, as the portable code), int32 divides in
+ * fp64 and truncates, which is exact (see reduce_avx512.c). AVX2 has no unsigned or 8-bit
+ * conversions to lean on, so uint32, the 8-bit and the 64-bit types use the portable division.
+ */
+typedef __m256i (*vdiv_t)(__m256i, int);
+
+AVX2_INLINE __m256i div_f32(__m256i v, int n)
+{
+    return SPS(_mm256_div_ps(PS(v), _mm256_set1_ps((float)n)));
+}
+
+AVX2_INLINE __m256i div_f64(__m256i v, int n)
+{
+    return SPD(_mm256_div_pd(PD(v), _mm256_set1_pd((double)n)));
+}
+
+AVX2_INLINE __m256i div_i32(__m256i v, int n)
+{
+    __m256d d = _mm256_set1_pd((double)n);
+    __m256d lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v));
+    __m256d hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
+    return _mm256_set_m128i(_mm256_cvttpd_epi32(_mm256_div_pd(hi, d)),
+                            _mm256_cvttpd_epi32(_mm256_div_pd(lo, d)));
+}
+
+/* 16 fp16/bf16: two groups of 8, each decoded, divided in fp32 and rounded once. */
+AVX2_INLINE __m256i div_half(__m256i v, int n, hdec_t dec, henc_t enc)
+{
+    __m256 d = _mm256_set1_ps((float)n);
+    __m128i lo = enc(_mm256_div_ps(dec(_mm256_castsi256_si128(v)), d));
+    __m128i hi = enc(_mm256_div_ps(dec(_mm256_extracti128_si256(v, 1)), d));
+    return _mm256_set_m128i(hi, lo);
+}
+
+AVX2_INLINE __m256i div_fp16(__m256i v, int n) { return div_half(v, n, fp16_dec, fp16_enc); }
+AVX2_INLINE __m256i div_bf16(__m256i v, int n) { return div_half(v, n, bf16_dec, bf16_enc); }
+
+/* Whole vectors; the tail goes to the portable step of the same type. */
+AVX2_INLINE void fin_run(void *buf, size_t i, size_t end, size_t esize, int n, vdiv_t op,
+                         sta_reduce_fin_t scalar)
+{
+    char *p = buf;
+    size_t per = VEC_BYTES / esize;
+
+    for (; end - i >= per; i += per)
+        _mm256_storeu_si256((__m256i_u *)(void *)(p + i * esize),
+                            op(VLOAD(p + i * esize), n));
+    if (i < end)
+        scalar(buf, i, end, n);
+}
+
 /* ---------------------------------------------------------------- kernels and table */
 
 #define SCALAR(dt, op) (sta_reduce_family_scalar.kern[dt][op])
@@ -322,6 +376,12 @@ AVX2_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t i
                           size_t end, unsigned flags)                                         \
     {                                                                                         \
         half_run(dst, srcs, nsrc, begin, end, flags, dec, enc, fop, SCALAR(dt, op));          \
+    }
+
+#define FIN_KERNEL(name, esize, op, scalar)                                                   \
+    AVX2_KERNEL void name(void *buf, size_t begin, size_t end, int nranks)                    \
+    {                                                                                         \
+        fin_run(buf, begin, end, esize, nranks, op, scalar);                                  \
     }
 
 WIDE_KERNEL(k_u8_sum, 1, add8, STRATA_UINT8, STRATA_SUM)
@@ -358,6 +418,11 @@ HALF_KERNEL(k_bf16_sum, bf16_dec, bf16_enc, fadd32, STRATA_BF16, STRATA_SUM)
 HALF_KERNEL(k_bf16_prod, bf16_dec, bf16_enc, fmul32, STRATA_BF16, STRATA_PROD)
 HALF_KERNEL(k_bf16_min, bf16_dec, bf16_enc, fmin32, STRATA_BF16, STRATA_MIN)
 HALF_KERNEL(k_bf16_max, bf16_dec, bf16_enc, fmax32, STRATA_BF16, STRATA_MAX)
+FIN_KERNEL(f_i32, 4, div_i32, sta_reduce_scalar_fin_i32)
+FIN_KERNEL(f_fp16, 2, div_fp16, sta_reduce_scalar_fin_fp16)
+FIN_KERNEL(f_bf16, 2, div_bf16, sta_reduce_scalar_fin_bf16)
+FIN_KERNEL(f_f32, 4, div_f32, sta_reduce_scalar_fin_f32)
+FIN_KERNEL(f_f64, 8, div_f64, sta_reduce_scalar_fin_f64)
 
 /* __builtin_cpu_supports also checks with XGETBV that the OS saves the YMM state. */
 static int avx2_supported(void)
@@ -379,6 +444,13 @@ const sta_reduce_family_t sta_reduce_family_avx2 = {
         [STRATA_BF16] = STA_REDUCE_ROW(k_bf16_sum, k_bf16_prod, k_bf16_min, k_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(k_f32_sum, k_f32_prod, k_f32_min, k_f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(k_f64_sum, k_f64_prod, k_f64_min, k_f64_max),
+    },
+    .finish = {
+        [STRATA_INT8] = sta_reduce_scalar_fin_i8, [STRATA_UINT8] = sta_reduce_scalar_fin_u8,
+        [STRATA_INT32] = f_i32, [STRATA_UINT32] = sta_reduce_scalar_fin_u32,
+        [STRATA_INT64] = sta_reduce_scalar_fin_i64, [STRATA_UINT64] = sta_reduce_scalar_fin_u64,
+        [STRATA_FP16] = f_fp16, [STRATA_BF16] = f_bf16, [STRATA_FP32] = f_f32,
+        [STRATA_FP64] = f_f64,
     },
 };
 

@@ -163,3 +163,19 @@ HALF_KERNEL(sta_reduce_scalar_bf16_sum, sta_bf16_decode, sta_bf16_encode, OP_ADD
 HALF_KERNEL(sta_reduce_scalar_bf16_prod, sta_bf16_decode, sta_bf16_encode, OP_MUL)
 HALF_KERNEL(sta_reduce_scalar_bf16_min, sta_bf16_decode, sta_bf16_encode, sta_reduce_minf)
 HALF_KERNEL(sta_reduce_scalar_bf16_max, sta_bf16_decode, sta_bf16_encode, sta_reduce_maxf)
+
+/* The average's last step: decode, divide in fp32, round once. */
+#define HALF_FINISH(name, DECODE, ENCODE)                                                     \
+    void name(void *buf, size_t begin, size_t end, int nranks)                                \
+    {                                                                                         \
+        char *p = (char *)buf + 2 * begin;                                                    \
+        for (size_t i = begin; i < end; i++, p += 2) {                                        \
+            uint16_t h;                                                                       \
+            memcpy(&h, p, 2);                                                                 \
+            h = ENCODE(DECODE(h) / (float)nranks);                                            \
+            memcpy(p, &h, 2);                                                                 \
+        }                                                                                     \
+    }
+
+HALF_FINISH(sta_reduce_scalar_fin_fp16, sta_fp16_decode, sta_fp16_encode)
+HALF_FINISH(sta_reduce_scalar_fin_bf16, sta_bf16_decode, sta_bf16_encode)

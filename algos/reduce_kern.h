@@ -35,10 +35,17 @@
 typedef void (*sta_reduce_kern_t)(void *dst, const void *const *srcs, int nsrc, size_t begin,
                                   size_t end, unsigned flags);
 
+/*
+ * The average's last step on elements [begin, end) of buf: buf[i] /= nranks, nranks >= 2, as
+ * sta_reduce_avg_finish. Any alignment. Reentrant.
+ */
+typedef void (*sta_reduce_fin_t)(void *buf, size_t begin, size_t end, int nranks);
+
 typedef struct sta_reduce_family {
     const char *name;
     int (*supported)(void);    /* 1 if this CPU and OS can run the family; pure */
     sta_reduce_kern_t kern[STRATA_DTYPE_COUNT][STRATA_OP_COUNT];
+    sta_reduce_fin_t finish[STRATA_DTYPE_COUNT];
 } sta_reduce_family_t;
 
 /* One row of a family table: STRATA_AVG reduces as STRATA_SUM. */
@@ -59,6 +66,19 @@ void sta_reduce_scalar_bf16_sum(void *, const void *const *, int, size_t, size_t
 void sta_reduce_scalar_bf16_prod(void *, const void *const *, int, size_t, size_t, unsigned);
 void sta_reduce_scalar_bf16_min(void *, const void *const *, int, size_t, size_t, unsigned);
 void sta_reduce_scalar_bf16_max(void *, const void *const *, int, size_t, size_t, unsigned);
+
+/* The portable average steps (reduce_scalar.c, reduce_half.c); vector families use them for
+ * the types they do not vectorise and for their tails. */
+void sta_reduce_scalar_fin_i8(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_u8(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_i32(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_u32(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_i64(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_u64(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_fp16(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_bf16(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_f32(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_f64(void *buf, size_t begin, size_t end, int nranks);
 
 /* Elements per block of the scalar kernels' accumulator (reduce_scalar.c, reduce_half.c):
  * 256 x 8 B = 2 KiB of stack, a fraction of L1 (32 KiB), long enough to amortise the loop

@@ -12,8 +12,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_DEBUG] = {"STRATA_DEBUG", STU_PARAM_TYPE_STR, "WARN",
         "log level: NONE, VERSION, WARN, INFO or TRACE (NCCL's logger is used when NCCL loaded us)"},
     [STU_PARAM_TRANSPORT] = {"STRATA_TRANSPORT", STU_PARAM_TYPE_STR, "auto",
-        "transport: auto (the first built-in one that probes and has a device; today tcp),"
-        " tcp, or loop (in-process, for tests)"},
+        "transport: auto (the first built-in one that probes and has a device; ib, then tcp),"
+        " ib, tcp, or loop (in-process, for tests)"},
     [STU_PARAM_ABORT_ON_ERROR] = {"STRATA_ABORT_ON_ERROR", STU_PARAM_TYPE_INT, "0",
         "1: abort() at the first error returned to NCCL, for a core dump at the cause"},
     [STU_PARAM_SOCKET_IFNAME] = {"STRATA_SOCKET_IFNAME", STU_PARAM_TYPE_STR, "",
@@ -23,9 +23,12 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "address family of TCP devices: AF_INET, AF_INET6, or empty for either (IPv4 first)"},
     [STU_PARAM_SOCKET_NSOCKS] = {"STRATA_SOCKET_NSOCKS", STU_PARAM_TYPE_INT, "4",
         "TCP sockets per connection (1..8); large messages are striped across them."
-        " Default 4: 4 MiB messages over loopback on a shared 2-core VM gave a median of"
-        " 2.2 GB/s with 4 sockets, 1.4 with 2 and 1.0 with 1 (22 interleaved rounds; 4 beat 2"
-        " in 17), since more sockets buffer more and ride out the peer's scheduling stalls"},
+        " Default 4, kept after re-measuring 4 MiB messages (helper_tcp_stream, 10 interleaved"
+        " rounds on the shared 2-core VM, load 7-13): 4 beat 2 and 1 in 10 of 10 rounds on"
+        " loopback and on a veth between namespaces; medians 1 : 2 : 4 = 1 : 1.8 : 3.2 (lo)"
+        " and 1 : 1.7 : 2.8 (veth). More sockets keep more data in flight in the kernel and"
+        " ride out the peer's scheduling stalls (1 socket with 4 MiB buffers closes less than"
+        " half the gap); 8 gave nothing over 4. See docs/tcp-protocol.md"},
     [STU_PARAM_SOCKET_STRIPE_MIN] = {"STRATA_SOCKET_STRIPE_MIN", STU_PARAM_TYPE_INT, "256K",
         "messages below this many bytes travel on one socket, larger ones are striped"},
     [STU_PARAM_SOCKET_BUFSIZE] = {"STRATA_SOCKET_BUFSIZE", STU_PARAM_TYPE_INT, "0",
@@ -40,6 +43,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "number of ranks (else OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)"},
     [STU_PARAM_ROOT_ADDR] = {"STRATA_ROOT_ADDR", STU_PARAM_TYPE_STR, "",
         "host:port of rank 0's rendezvous (else MASTER_ADDR:MASTER_PORT)"},
+    [STU_PARAM_ROOT_FD] = {"STRATA_ROOT_FD", STU_PARAM_TYPE_INT, "-1",
+        "rank 0 only: an inherited descriptor already listening at STRATA_ROOT_ADDR, used for"
+        " the rendezvous instead of binding (set by strata-run); -1: none"},
     [STU_PARAM_NODE_ID] = {"STRATA_NODE_ID", STU_PARAM_TYPE_STR, "",
         "ranks with the same id share memory as one node; empty: the host name"},
     [STU_PARAM_TIMEOUT] = {"STRATA_TIMEOUT", STU_PARAM_TYPE_INT, "120000",
@@ -72,6 +78,38 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_RAIL_MAP] = {"STRATA_RAIL_MAP", STU_PARAM_TYPE_STR, "",
         "NIC index per local rank, comma-separated ('0,1,0,1'); empty: local rank mod the"
         " number of devices"},
+    [STU_PARAM_IB_HCA] = {"STRATA_IB_HCA", STU_PARAM_TYPE_STR, "",
+        "verbs devices and ports for the ib transport, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1'"
+        " prefixes, '^' excludes, '=' exact names; empty: every ACTIVE IB or RoCE port"},
+    [STU_PARAM_IB_GID_INDEX] = {"STRATA_IB_GID_INDEX", STU_PARAM_TYPE_INT, "-1",
+        "RoCE GID index; -1 chooses automatically (RoCE v2, STRATA_IB_ADDR_FAMILY,"
+        " STRATA_IB_ADDR_RANGE, then non-link-local; see docs/ib-protocol.md)"},
+    [STU_PARAM_IB_ADDR_FAMILY] = {"STRATA_IB_ADDR_FAMILY", STU_PARAM_TYPE_STR, "AF_INET",
+        "address family the automatic RoCE GID choice prefers: AF_INET or AF_INET6"},
+    [STU_PARAM_IB_ADDR_RANGE] = {"STRATA_IB_ADDR_RANGE", STU_PARAM_TYPE_STR, "",
+        "subnet the automatic RoCE GID choice prefers, as 'addr/prefixlen'; empty: any"},
+    [STU_PARAM_IB_TIMEOUT] = {"STRATA_IB_TIMEOUT", STU_PARAM_TYPE_INT, "20",
+        "QP local ack timeout exponent: 4.096 us * 2^value per try (NCCL_IB_TIMEOUT's default)"},
+    [STU_PARAM_IB_RETRY_CNT] = {"STRATA_IB_RETRY_CNT", STU_PARAM_TYPE_INT, "7",
+        "QP transport retries before a work request fails (0..7)"},
+    [STU_PARAM_IB_SL] = {"STRATA_IB_SL", STU_PARAM_TYPE_INT, "-1",
+        "InfiniBand service level of the QPs; -1: 0"},
+    [STU_PARAM_IB_TC] = {"STRATA_IB_TC", STU_PARAM_TYPE_INT, "-1",
+        "traffic class of the QPs; -1: the comm's traffic class if the caller set one, else 0"},
+    [STU_PARAM_IB_QPS_PER_CONNECTION] = {"STRATA_IB_QPS_PER_CONNECTION", STU_PARAM_TYPE_INT, "1",
+        "RC QPs per connection (1..8); messages of STRATA_IB_SPLIT_MIN bytes or more are split"
+        " across all of them"},
+    [STU_PARAM_IB_SPLIT_MIN] = {"STRATA_IB_SPLIT_MIN", STU_PARAM_TYPE_INT, "64K",
+        "with several QPs per connection, smaller messages travel whole on one QP (round robin)"},
+    [STU_PARAM_IB_ADAPTIVE_ROUTING] = {"STRATA_IB_ADAPTIVE_ROUTING", STU_PARAM_TYPE_INT, "-1",
+        "1: adaptive-routing-safe completions (payload, then a separate 0-byte write with"
+        " immediate) above STRATA_IB_AR_THRESHOLD; 0: off; -1: on for IB link layer only"},
+    [STU_PARAM_IB_AR_THRESHOLD] = {"STRATA_IB_AR_THRESHOLD", STU_PARAM_TYPE_INT, "8192",
+        "message size above which adaptive-routing-safe completions are used"},
+    [STU_PARAM_IB_MR_KEEP] = {"STRATA_IB_MR_KEEP", STU_PARAM_TYPE_INT, "0",
+        "1: keep registrations made on the fly for buffers passed without a handle after their"
+        " last use (faster, but only safe when such buffers are never freed and reused while"
+        " the library runs); 0: deregister them when their last request completes"},
 };
 
 typedef struct param_value {

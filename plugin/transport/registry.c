@@ -7,6 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#ifdef STRATA_HAVE_IBVERBS
+#include "plugin/transport/ib/ib.h"
+#endif
 #include "plugin/transport/loop/loop.h"
 #include "plugin/transport/tcp/tcp.h"
 #include "strata/transport.h"
@@ -18,6 +21,9 @@ typedef struct registry_entry {
 } registry_entry_t;
 
 static const registry_entry_t registry[] = {
+#ifdef STRATA_HAVE_IBVERBS
+    {&stt_ib_ops, 0},
+#endif
     {&stt_tcp_ops, 0},
     {&stt_loop_ops, 1},
 };

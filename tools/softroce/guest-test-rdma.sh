@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# guest-test-rdma.sh -- runs INSIDE the Soft-RoCE guest (make test-rdma calls it
+# through run-in-softroce.sh): Strata's RDMA tests and figures on rxe0/rxe1.
+#
+#   1. the ib transport's own tests, rxe0 <-> rxe1 (link-local GIDs), then on
+#      one device (rxe0 <-> rxe0, IPv4 GIDs)
+#   2. the transport conformance suite (every registered transport, ib first)
+#   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0
+#   4. perftest's ib_write_bw / ib_write_lat next to helper_ib_perf (the same
+#      sizes through the ib transport), on rxe0 and rxe1 -> rxe0
+#
+#   guest-test-rdma.sh [BUILD-DIR]      (default build)
+#
+# Prints "== rdma: N groups passed, N failed" last; exits non-zero on a failure.
+# Figures under TCG emulation are for comparison with perftest in the same
+# guest only; they say nothing about hardware.
+set -u
+BUILD=${1:-build}
+TESTS=$BUILD/tests
+export STRATA_TEST_TIMEOUT=${STRATA_TEST_TIMEOUT:-300}
+ok=0 bad=0
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+
+group() {      # group NAME CMD... : runs one group of tests, counts it
+    local name=$1; shift
+    echo; echo "== $name"
+    local t0=$(date +%s)
+    if "$@"; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "!! group failed: $name"; fi
+    echo "   ($(( $(date +%s) - t0 )) s)"
+}
+
+echo "== devices"
+ibv_devices
+for d in /sys/class/infiniband/*; do
+    for g in 0 1; do
+        echo "   ${d##*/} gid[$g] $(cat "$d/ports/1/gids/$g") $(cat "$d/ports/1/gid_attrs/types/$g")"
+    done
+done
+
+ib_tests=$(ls "$TESTS"/transport/test_ib_* 2>/dev/null)
+group "ib transport tests, rxe0 <-> rxe1" \
+    env STRATA_TRANSPORT=ib tests/run.sh $ib_tests
+group "ib transport tests, one device (rxe0 <-> rxe0)" \
+    env STRATA_TRANSPORT=ib STRATA_TEST_IB_PEER_DEV=0 tests/run.sh $ib_tests
+conf=$(ls "$TESTS"/transport/test_conformance* "$TESTS"/transport/test_fault_paths 2>/dev/null)
+if [ -n "$conf" ]; then
+    group "conformance suite (every transport; ib on rxe0)" \
+        env STRATA_IB_HCA==rxe0 tests/run.sh $conf
+fi
+func=$(ls "$TESTS"/functional/test_* 2>/dev/null)
+if [ -n "$func" ]; then
+    group "functional plugin tests, STRATA_TRANSPORT=ib on rxe0" \
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 tests/run.sh $func
+fi
+
+# perftest: server in the background, client against it; prints the figure line.
+A=192.0.2.1
+perftest() {   # perftest LABEL TOOL SERVER-DEV CLIENT-DEV GID ARGS...
+    local label=$1 tool=$2 sdev=$3 cdev=$4 gid=$5; shift 5
+    "$tool" -d "$sdev" -x "$gid" "$@" >"$LOG/srv" 2>&1 & local sp=$!
+    local i; for i in $(seq 1 100); do ss -ltnH | grep -q ':18515 ' && break; sleep 0.1; done
+    timeout 120 "$tool" -d "$cdev" -x "$gid" "$@" "$A" >"$LOG/cli" 2>&1; local rc=$?
+    wait $sp
+    if [ $rc != 0 ]; then echo "   $label: $tool failed (rc $rc)"; tail -5 "$LOG/cli"; return 1; fi
+    case $tool in
+        ib_write_bw) awk -v l="$label" '/^ *[0-9]+ +[0-9]+ /{print "   " l ": " $1 " B: " $4 " MB/s average (" $2 " iterations)"}' "$LOG/cli" ;;
+        ib_write_lat) awk -v l="$label" '/^ *[0-9]+ +[0-9]+ /{print "   " l ": " $1 " B: typical " $5 " us, median of " $2 " (t_min " $3 ")"}' "$LOG/cli" ;;
+    esac
+}
+figures() {
+    local rc=0
+    perftest "perftest rxe0->rxe0" ib_write_bw rxe0 rxe0 1 -s 65536 -n 1000 || rc=1
+    STRATA_IB_HCA==rxe0 "$TESTS"/transport/helper_ib_perf 0 0 65536 1000 16 | sed 's/^/   /' || rc=1
+    perftest "perftest rxe0->rxe0" ib_write_lat rxe0 rxe0 1 -s 8 -n 1000 || rc=1
+    perftest "perftest rxe1->rxe0" ib_write_bw rxe0 rxe1 0 -s 65536 -n 1000 || rc=1
+    "$TESTS"/transport/helper_ib_perf 0 1 65536 1000 16 | sed 's/^/   /' || rc=1
+    perftest "perftest rxe1->rxe0" ib_write_lat rxe0 rxe1 0 -s 8 -n 1000 || rc=1
+    perftest "perftest rxe0->rxe0" ib_write_bw rxe0 rxe0 1 -s 1048576 -n 200 || rc=1
+    STRATA_IB_HCA==rxe0 "$TESTS"/transport/helper_ib_perf 0 0 1048576 200 8 | sed 's/^/   /' \
+        || rc=1
+    return $rc
+}
+group "figures: perftest next to the ib transport (TCG guest: compare, do not quote)" figures
+
+echo
+echo "== rdma: $ok groups passed, $bad failed"
+[ $bad = 0 ]
