@@ -122,6 +122,32 @@ static void conf_connect_accept(void **state)
 }
 
 /*
+ * Handles are plain bytes (NCCL keeps them in char arrays inside its own
+ * structs): listen and connect must work on a handle at an address with no
+ * particular alignment. Sanitized builds catch a transport that casts it.
+ */
+static void conf_unaligned_handle(void **state)
+{
+    sts_conf_ctx_t *ctx = sts_conf_begin(state);
+    uint64_t storage[2 * STT_HANDLE_SIZE / sizeof(uint64_t)];
+    char *handle = (char *)storage + 4;
+    stt_comm_t *send = NULL, *recv = NULL;
+    stt_listen_t *listen = NULL;
+    sts_pair_t pair = {.ops = ctx->ops};
+    size_t got = 0;
+
+    assert_ok(ctx->ops->listen(0, handle, &listen));
+    assert_ok(sts_connect_accept(ctx->ops, 0, listen, handle, STS_CONNECT_TIMEOUT_S, &send,
+                                 &recv));
+    pair.listen = listen;
+    pair.send = send;
+    pair.recv = recv;
+    assert_ok(sts_conf_xfer(&pair, 5000, 5000, 0, 11, &got));
+    assert_int_equal(got, 5000);
+    sts_pair_close(&pair);
+}
+
+/*
  * Connecting to a listener that is gone fails within the connect timeout
  * (shortened here), whether it closed before the first connect call or while
  * the connection was in progress; a transport that hands out the comm anyway
@@ -554,6 +580,7 @@ int main(void)
         STS_CONF_CASE(conf_props),
         STS_CONF_CASE(conf_init_refcount),
         STS_CONF_CASE(conf_connect_accept),
+        STS_CONF_CASE(conf_unaligned_handle),
         STS_CONF_CASE(conf_connect_closed_listener),
         STS_CONF_CASE(conf_accept_many),
         STS_CONF_CASE(conf_close_in_flight),

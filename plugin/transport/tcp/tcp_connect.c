@@ -220,10 +220,8 @@ static strata_status_t connect_ack_read(stt_tcp_connect_t *cs, bool *ready)
     return STRATA_OK;
 }
 
-strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
-                                stt_comm_t **send_p)
+static strata_status_t connect_step(int dev, stt_tcp_handle_t *h, stt_comm_t **send_p)
 {
-    stt_tcp_handle_t *h = handle;
     stt_tcp_connect_t *cs;
     stt_tcp_dev_t d;
     strata_status_t status;
@@ -285,5 +283,24 @@ err_reset:
     connect_state_free(cs);
     h->connect = NULL;
     h->connect_check = 0;
+    return status;
+}
+
+/*
+ * The caller's handle memory may have any alignment (NCCL keeps handles in
+ * char arrays): the state machine runs on an aligned copy, written back after
+ * every step, since it keeps its in-progress state in the handle.
+ */
+strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p)
+{
+    stt_tcp_handle_t h;
+    strata_status_t status;
+
+    if (handle == NULL)
+        return connect_step(dev, NULL, send_p);
+    memcpy(&h, handle, sizeof(h));
+    status = connect_step(dev, &h, send_p);
+    memcpy(handle, &h, sizeof(h));
     return status;
 }
