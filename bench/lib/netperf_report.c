@@ -56,8 +56,9 @@ static void np_header_plugin(const stb_np_ctx_t *ctx)
 
     np_ptr_support_format(p->ptr_support, ptrs, sizeof(ptrs));
     stb_size_format(p->max_p2p_bytes, maxp2p, sizeof(maxp2p));
-    printf("# plugin    : %s (\"%s\", %s)\n", ctx->plugin_path, stb_plugin_name(ctx->plugin),
-           STB_PLUGIN_SYMBOL);
+    printf("# plugin    : %s (\"%s\", %s, commId 0x%016llx)\n", ctx->plugin_path,
+           stb_plugin_name(ctx->plugin), STB_PLUGIN_SYMBOL,
+           (unsigned long long)ctx->cfg.comm_id);
     printf("# device    : %d of %d, \"%s\": speed %d Mbps, latency %.2f us, maxRecvs %d, "
            "maxComms %d, ptrSupport %s, regIsGlobal %d, maxP2pBytes %s, pci %s\n",
            ctx->dev, ctx->ndev, p->name, p->speed_mbps, (double)p->latency_us, p->max_recvs,
@@ -228,9 +229,14 @@ static void np_footer_fit(const stb_np_ctx_t *ctx, const char *what, int raw)
                fit.alpha_us, fit.beta_gbs, fit.nstar_bytes, fit.rms_rel_err);
         return;
     }
-    printf("#   %-6s : alpha %9.3f us   beta %8.4f GB/s   n* = alpha*beta = %10.0f B   "
-           "(rms residual %.1f %%)\n", what, fit.alpha_us, fit.beta_gbs, fit.nstar_bytes,
-           fit.rms_rel_err * 100.0);
+    char nstar[32] = "n/a";
+    if (fit.nstar_bytes > 0.0)
+        snprintf(nstar, sizeof(nstar), "%.0f B", fit.nstar_bytes);
+    printf("#   %-6s : alpha %9.3f us   beta %8.4f GB/s   n* = alpha*beta = %12s   "
+           "(rms residual %.1f %%)%s\n", what, fit.alpha_us, fit.beta_gbs, nstar,
+           fit.rms_rel_err * 100.0,
+           fit.alpha_us > 0.0 && fit.beta_gbs > 0.0 ? ""
+                                                     : "  [unphysical: sweep small sizes too]");
 }
 
 /* Median plugin/raw ratio over the rows in [lo, hi] bytes; 0 when none. */
