@@ -20,7 +20,8 @@ AB_CXXFLAGS := -std=c++17 -O2 -g -pthread -Wall -Wextra -Wshadow -Wno-unused-par
 	$(if $(filter 1,$(WERROR)),-Werror)
 AB_LDFLAGS := $(filter-out $(SAN_FLAGS),$(LDFLAGS_BASE))
 
-AB_TARGETS := $(if $(filter 1,$(AB_HAVE_MPI)),$(AB_MPI)) $(if $(filter 1,$(AB_HAVE_GLOO)),$(AB_GLOO))
+AB_TARGETS := $(if $(filter 1,$(AB_HAVE_MPI)),$(AB_MPI)) \
+	$(if $(filter 1,$(AB_HAVE_GLOO)),$(AB_GLOO))
 
 .PHONY: ab
 all: ab

@@ -30,8 +30,9 @@ function fmt3(v,    d) {
     return sprintf("%." d "f", v)
 }
 
-# Ratios: two decimals where they matter, fewer where they are large.
+# Ratios: two decimals where they matter, fewer where they are large, three digits when tiny.
 function fmtr(r) {
+    if (r < 0.1) return fmt3(r)
     if (r >= 100) return sprintf("%.0f", r)
     if (r >= 10) return sprintf("%.1f", r)
     return sprintf("%.2f", r)
@@ -110,7 +111,10 @@ END {
         line = "| " human(s) " |"
         for (k = 1; k <= nl; k++) {
             key = L[k] SUBSEP s
-            line = line " " ((key in mb) ? fmt3(mb[key]) ((key in bad) ? " (wrong!)" : "") : "–") " |"
+            cell = (key in mb) ? fmt3(mb[key]) : "–"
+            if (key in bad)
+                cell = cell " (wrong!)"
+            line = line " " cell " |"
         }
         if (haveref)
             for (k = 1; k <= nl; k++) {

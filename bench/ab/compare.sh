@@ -73,7 +73,10 @@ large=$(to_bytes "$large")
 goal_list=""
 for g in "${goals[@]+"${goals[@]}"}"; do
     IFS=: read -r gg gs gr <<<"$g"
-    [[ -n $gg && -n $gs && $gr =~ ^[0-9.]+$ ]] || { echo "compare.sh: bad --goal '$g'" >&2; exit 2; }
+    if ! [[ -n $gg && -n $gs && $gr =~ ^[0-9.]+$ ]]; then
+        echo "compare.sh: bad --goal '$g'" >&2
+        exit 2
+    fi
     goal_list+="${goal_list:+;}$gg:$(to_bytes "$gs"):$gr"
 done
 
@@ -143,13 +146,23 @@ if [ -n "$png" ]; then
         echo "compare.sh: no positive busbw to plot: no plot" >&2
         exit 0
     fi
-    # Tic labels in binary units at the sweep's sizes (every other one past 14 sizes).
+    # Tic labels in binary units at the sweep's sizes (every other one past 14 sizes), none
+    # closer than a factor 3 to the previous so they do not overlap; the last size wins.
     tics=$(awk 'NR > 1 { n++; v[n] = $1 }
         END {
             step = n > 14 ? 2 : 1
+            k = 0
+            for (i = 1; i <= n; i++) {
+                if ((i - 1) % step != 0 && i != n) continue
+                if (k > 0 && v[i] < at[k] * 3) {
+                    if (i != n) continue
+                    k--
+                }
+                at[++k] = v[i]
+            }
             s = ""
-            for (i = 1; i <= n; i += step) {
-                x = v[i]
+            for (j = 1; j <= k; j++) {
+                x = at[j]
                 if (x >= 1073741824 && x % 1073741824 == 0) t = (x / 1073741824) "G"
                 else if (x >= 1048576 && x % 1048576 == 0) t = (x / 1048576) "M"
                 else if (x >= 1024 && x % 1024 == 0) t = (x / 1024) "K"

@@ -39,7 +39,8 @@ function bus_factor(name, n) {
     sub(/^[ \t]*[0-9]+:[ \t]+/, "", line)
     if (line ~ /^#  *Rank  *[0-9]+ /)
         ranks++
-    if (coll == "" && line ~ /^#/ && match(line, /(all_?reduce|all_?gather|reduce_?scatter|alltoall|broadcast|bcast|sendrecv|reduce)/))
+    if (coll == "" && line ~ /^#/ &&
+        match(line, /(all_?reduce|all_?gather|reduce_?scatter|alltoall|broadcast|bcast|reduce)/))
         coll = substr(line, RSTART, RLENGTH)
     if (line ~ /^[ \t]*#/)
         next

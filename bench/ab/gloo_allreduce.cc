@@ -6,9 +6,9 @@
  *   build/bench/ab/gloo_allreduce --np 4 -A ring -b 8 -e 256M -f 4
  *
  * The program starts its ranks itself: the parent makes a temporary directory
- * for Gloo's FileStore (under $TMPDIR, else /tmp), forks --np children (rank = child index), waits for
- * them within -T seconds (killing them if it passes), and removes the
- * directory. Ranks connect over Gloo's TCP transport on the loopback device;
+ * for Gloo's FileStore (under $TMPDIR, else /tmp), forks --np children (rank =
+ * child index), waits for them within -T seconds (killing them if it passes),
+ * and removes the directory. Ranks connect over Gloo's TCP transport on the loopback device;
  * every port is chosen by the kernel.
  *
  * Gloo's AllreduceRing and AllreduceHalvingDoubling reduce in place, so the

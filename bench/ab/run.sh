@@ -26,6 +26,8 @@
 #                      appended (default "DIR/bin/strata-run -n {n} -- DIR/bin/strata-perf")
 #   --mpirun PATH      OpenMPI's launcher (default: mpirun from PATH)
 #   --timeout S        bound on each benchmark invocation (default 900)
+#   --tables-only      run nothing: rebuild the tables and plots in --out DIR from its raw/
+#                      outputs (same --ranks, --systems, --runs as the run that made them)
 # A system whose program or launcher is missing is skipped with the reason in the table.
 # Exit: 0 when every run that was not skipped succeeded, 1 otherwise, 2 on bad usage.
 set -uo pipefail
@@ -47,6 +49,8 @@ build=""
 strata_cmd=""
 mpirun=""
 timeout_s=900
+tables_only=0
+orig_args=("$@")
 
 usage() {
     sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//' >&2
@@ -67,7 +71,11 @@ to_bytes() {
 }
 
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "$1 needs a value" ;; esac
+    case $1 in
+    --tables-only) tables_only=1; shift; continue ;;
+    -h|--help) usage ;;
+    esac
+    [ $# -ge 2 ] || die "$1 needs a value"
     case $1 in
     --ranks) ranks=$2 ;;
     -b) minb=$2 ;;
@@ -84,7 +92,6 @@ while [ $# -gt 0 ]; do
     --strata-cmd) strata_cmd=$2 ;;
     --mpirun) mpirun=$2 ;;
     --timeout) timeout_s=$2 ;;
-    -h|--help) usage ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
     shift 2
@@ -109,6 +116,7 @@ if [ "$split" != none ]; then
 fi
 build=${build:-$root/build}
 build=$(cd "$build" 2>/dev/null && pwd) || die "no build directory $build (run make first)"
+[ "$tables_only" = 0 ] || [ -n "$out" ] || die "--tables-only needs --out DIR"
 out=${out:-$build/ab/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/raw" || die "cannot create $out"
 out=$(cd "$out" && pwd)
@@ -185,7 +193,10 @@ IFS=, read -r -a sys_list <<<"$systems"
 IFS=, read -r -a rank_list <<<"$ranks"
 declare -A skip_reason=()
 for sys in "${sys_list[@]}"; do
-    case $sys in strata|mpi-vader|mpi-tcp|gloo-ring|gloo-hd) ;; *) die "unknown system '$sys'" ;; esac
+    case $sys in
+    strata|mpi-vader|mpi-tcp|gloo-ring|gloo-hd) ;;
+    *) die "unknown system '$sys'" ;;
+    esac
     reason=$(why_skipped "$sys")
     if [ -n "$reason" ]; then
         skip_reason[$sys]=$reason
@@ -211,35 +222,55 @@ run_one() {
     return "$rc"
 }
 
-{
-    echo "# bench/ab/run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    printf '# %q ' "$0" "$@"
-    echo
-} >"$out/commands.txt"
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# Each finished run leaves "ranks system run ok|failed" in status.txt and the load
+# average in load.txt, so --tables-only can rebuild the tables later.
 failures=0
 declare -A failed_runs=()
-for ((r = 1; r <= runs; r++)); do
-    for n in "${rank_list[@]}"; do
-        mkdir -p "$out/raw/n$n"
-        for sys in "${sys_list[@]}"; do
-            [ -z "${skip_reason[$sys]:-}" ] || continue
-            file=$out/raw/n$n/$sys.r$r.txt
-            start=$(date +%s)
-            if run_one "$sys" "$n" "$file"; then
-                echo "run.sh: run $r/$runs, $n ranks, $sys: ok ($(($(date +%s) - start)) s)"
-            else
-                rc=$?
-                echo "run.sh: run $r/$runs, $n ranks, $sys: FAILED (exit $rc after" \
-                    "$(($(date +%s) - start)) s); output: $file" >&2
-                tail -n 5 "$file" | sed 's/^/    | /' >&2
+if [ "$tables_only" = 0 ]; then
+    {
+        echo "# bench/ab/run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        printf '# %q ' "$0" "${orig_args[@]+"${orig_args[@]}"}"
+        echo
+    } >"$out/commands.txt"
+    : >"$out/status.txt"
+    echo "start $(cut -d' ' -f1-3 /proc/loadavg)" >"$out/load.txt"
+    for ((r = 1; r <= runs; r++)); do
+        for n in "${rank_list[@]}"; do
+            mkdir -p "$out/raw/n$n"
+            for sys in "${sys_list[@]}"; do
+                [ -z "${skip_reason[$sys]:-}" ] || continue
+                file=$out/raw/n$n/$sys.r$r.txt
+                start=$(date +%s)
+                if run_one "$sys" "$n" "$file"; then
+                    echo "run.sh: run $r/$runs, $n ranks, $sys: ok ($(($(date +%s) - start)) s)"
+                    echo "$n $sys $r ok" >>"$out/status.txt"
+                else
+                    rc=$?
+                    echo "run.sh: run $r/$runs, $n ranks, $sys: FAILED (exit $rc after" \
+                        "$(($(date +%s) - start)) s); output: $file" >&2
+                    tail -n 5 "$file" | sed 's/^/    | /' >&2
+                    echo "$n $sys $r failed" >>"$out/status.txt"
+                fi
+            done
+        done
+    done
+    echo "end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/load.txt"
+fi
+# A run counts when its output exists and status.txt (if any) does not say it failed.
+for n in "${rank_list[@]}"; do
+    for sys in "${sys_list[@]}"; do
+        [ -z "${skip_reason[$sys]:-}" ] || continue
+        for ((r = 1; r <= runs; r++)); do
+            if [ ! -s "$out/raw/n$n/$sys.r$r.txt" ] ||
+                grep -qx "$n $sys $r failed" "$out/status.txt" 2>/dev/null; then
                 failures=$((failures + 1))
                 failed_runs[$n/$sys]+="$r "
             fi
         done
     done
 done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_start=$(sed -n 's/^start //p' "$out/load.txt" 2>/dev/null)
+load_end=$(sed -n 's/^end //p' "$out/load.txt" 2>/dev/null)
 
 # The tables, one per rank count, and a summary that strings them together.
 machine="$(nproc) CPUs ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1))"
@@ -250,7 +281,7 @@ summary=$out/summary.md
     echo "# A/B allreduce: $systems"
     echo
     echo "- machine: $machine"
-    echo "- load average (1, 5, 15 min) at start: $load_start; at end: $load_end"
+    echo "- load average (1, 5, 15 min) at start: ${load_start:-?}; at end: ${load_end:-?}"
     echo "- sweep: $(to_bytes "$minb") B to $maxb B, factor $factor, $warmup warmup calls," \
         "$iters timed calls per size$([ "$split_at" -gt 0 ] && echo \
         " ($split_iters below $split_at B)"), $runs runs, medians"
