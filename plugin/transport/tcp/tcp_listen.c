@@ -64,7 +64,7 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
         l->socks[i].fd = -1;
     stt_tcp_addr_format(&addr, l->local, sizeof(l->local));
 
-    /* The caller's handle memory may have any alignment: fill it by copy. */
+    /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
     stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
                           .listener_id = l->listener_id, .addr = addr};
     memset(handle, 0, STT_HANDLE_SIZE);
