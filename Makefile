@@ -147,5 +147,8 @@ demo: all
 clean:
 	rm -rf build
 
+# A/B programs against OpenMPI and Gloo, when those are installed.
+include bench/ab/ab.mk
+
 -include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
 	$(TOOLS:=.d)

@@ -139,10 +139,10 @@ AVX512_INLINE __m256i bf16_enc(__m512 f)
     __m512i u = _mm512_castps_si512(f);
     __m512i hi = _mm512_srli_epi32(u, 16);
     __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)),
-                                    _mm512_set1_epi32(0x7fff));
+                                    _mm512_set1_epi32(STA_BF16_ROUND_BIAS));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
     __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x0040));
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(STA_BF16_QUIET));
     return _mm512_cvtepi32_epi16(r);
 }
 

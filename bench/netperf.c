@@ -61,9 +61,7 @@ static strata_status_t np_plugin_setup(stb_np_ctx_t *np)
     int ndev = 0;
     strata_status_t status;
 
-    /* A distinct comm id per process, as NCCL's commHash differs per communicator. */
-    status = stb_plugin_open(np->plugin_path, ((uint64_t)getpid() << 32) ^ stu_time_ns(),
-                             stb_log_verbose, &np->plugin);
+    status = stb_plugin_open(np->plugin_path, np->cfg.comm_id, stb_log_verbose, &np->plugin);
     if (status != STRATA_OK)
         return status;
     status = stb_plugin_devices(np->plugin, &ndev);

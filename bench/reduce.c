@@ -2,13 +2,16 @@
  * strata-reduce: throughput of the reduction kernels, fp32 sum, per kernel family, in GB/s of
  * output (10^9 bytes of dst written per second; memory traffic is (nsrc + 1) times that).
  *
- *   strata-reduce [--reps N] [--sizes 256K,64M] [--nsrc 2,4] [--clock wall|cpu] [--nt-sweep]
+ *   strata-reduce [--reps N] [--sizes 256K,64M] [--nsrc 2,4] [--clock wall|cpu]
+ *                 [--nt-sweep | --avg]
  *
  * Every (size, nsrc, family) cell is measured once per repetition, the families interleaved in
  * time (the machines are shared and noisy, MACHINE-NOTES.md), and the table prints the median
  * of the repetitions with the lowest and highest. Buffers are allocated and written once before
  * timing, so page faults stay out of the numbers. --nt-sweep instead compares cache-allocating
- * with non-temporal stores over a range of sizes (how STA_REDUCE_NT_MIN_BYTES was chosen).
+ * with non-temporal stores over a range of sizes (how STA_REDUCE_NT_MIN_BYTES was chosen);
+ * --avg measures the average's final division (sta_reduce_avg_finish) per dtype, in place,
+ * on the first size.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -222,10 +225,62 @@ static int run_nt_sweep(const size_t *nsrcs, int nnsrc, int reps)
     return 0;
 }
 
+/* sta_reduce_avg_finish, GB/s of buffer, per dtype and family (nranks 3; the buffer holds
+ * small values of every type, so no float is subnormal). */
+static int run_avg(size_t bytes, int reps)
+{
+    static const strata_dtype_t dts[] = {STRATA_INT8, STRATA_UINT8, STRATA_INT32, STRATA_UINT32,
+                                         STRATA_INT64, STRATA_UINT64, STRATA_FP16, STRATA_BF16,
+                                         STRATA_FP32, STRATA_FP64};
+    char name[32];
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (buf == NULL)
+        return 1;
+    size_name(bytes, name, sizeof(name));
+    printf("sta_reduce_avg_finish, %s in place, nranks 3, GB/s (%s clock), median of %d\n\n",
+           name, bench_clock == CLOCK_MONOTONIC ? "wall" : "cpu", reps);
+    printf("| dtype | scalar | avx2 | avx512 |\n|---|---|---|---|\n");
+    for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+        size_t es = strata_dtype_size(dts[d]), count = bytes / es;
+        double v[NFAM][BENCH_MAX_REPS];
+        for (int rep = 0; rep < reps; rep++) {
+            for (size_t f = 0; f < NFAM; f++) {
+                v[f][rep] = -1;
+                if (!sta_reduce_force_isa(families[f]))
+                    continue;
+                /* Fresh data for every call (dividing the same buffer again and again would
+                 * soon time divisions of zeros); only the call is timed. */
+                uint64_t iters = 0, spent = 0;
+                do {
+                    memset(buf, 0x3c, bytes);   /* 1.06 (fp16), 0.0115 (bf16, fp32), ... */
+                    uint64_t t0 = bench_now();
+                    sta_reduce_avg_finish(buf, count, dts[d], 3);
+                    spent += bench_now() - t0;
+                    iters++;
+                } while (spent < BENCH_MIN_NS / 2);
+                v[f][rep] = (double)iters * (double)(count * es) / (double)spent;
+            }
+        }
+        printf("| %s |", strata_dtype_name(dts[d]));
+        for (size_t f = 0; f < NFAM; f++) {
+            double m = median(v[f], reps);
+            if (m < 0)
+                printf(" n/a |");
+            else
+                printf(" %.1f |", m);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    free(buf);
+    sta_reduce_force_isa(NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     size_t sizes[BENCH_MAX_LIST] = {256u << 10, 64u << 20}, nsrcs[BENCH_MAX_LIST] = {2, 4};
-    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0;
+    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -242,9 +297,11 @@ int main(int argc, char **argv)
                 nsizes = -1;
         } else if (strcmp(argv[i], "--nt-sweep") == 0) {
             sweep = 1;
+        } else if (strcmp(argv[i], "--avg") == 0) {
+            avg = 1;
         } else {
             fprintf(stderr, "usage: %s [--reps N] [--sizes 256K,64M] [--nsrc 2,4] "
-                    "[--clock wall|cpu] [--nt-sweep]\n", argv[0]);
+                    "[--clock wall|cpu] [--nt-sweep | --avg]\n", argv[0]);
             return 2;
         }
     }
@@ -259,5 +316,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    return sweep ? run_nt_sweep(nsrcs, nnsrc, reps) : run_table(sizes, nsizes, nsrcs, nnsrc, reps);
+    if (avg)
+        return run_avg(sizes[0], reps);
+    if (sweep)
+        return run_nt_sweep(nsrcs, nnsrc, reps);
+    return run_table(sizes, nsizes, nsrcs, nnsrc, reps);
 }

@@ -23,6 +23,7 @@
 /* What every rank tells every other at the first all-gather. */
 typedef struct rank_info {
     char node_id[STC_NODE_ID_LEN];
+    char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
     uint64_t token;        /* rank 0's: names the job's shared-memory segments */
@@ -95,8 +96,12 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     ctx->node_of = comm->node_of;
     ctx->local_of = comm->local_of;
     ctx->rank_of = comm->rank_of;
+    /* Ranks that share this host's cores, emulated nodes (STRATA_NODE_ID) included. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+    int on_host = 0;
+    for (int r = 0; r < P; r++)
+        on_host += strcmp(info[r].host, info[ctx->rank].host) == 0;
+    ctx->oversubscribed = ncpu > 0 && on_host > ncpu;
     return STRATA_OK;
 }
 
@@ -288,6 +293,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     memset(&mine, 0, sizeof(mine));
     snprintf(mine.node_id, sizeof(mine.node_id), "%s", launch.node_id);
     mine.pid = (int32_t)getpid();
+    if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
+        strcpy(mine.host, "localhost");
     if (getrandom(&mine.token, sizeof(mine.token), 0) != sizeof(mine.token))
         mine.token = stu_time_ns() ^ ((uint64_t)getpid() << 32);
     status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));

@@ -21,7 +21,7 @@
 #define STB_NP_MAX_RUNS 15
 /* The acks at the end of streaming phases need a few bytes even with -e 1. */
 #define STB_NP_MIN_BUFFER 64
-#define STB_NP_CONFIG_WORDS 15
+#define STB_NP_CONFIG_WORDS 16
 #define STB_NP_HOW_LEN 128
 
 /* Run parameters: the client's, sent to the server at start. */
@@ -41,6 +41,7 @@ typedef struct stb_np_config {
     int timeout_ms;     /* --timeout */
     int csv;            /* --csv (client side only) */
     int runs;           /* --runs: whole sweeps, reported as per-size medians */
+    uint64_t comm_id;   /* init's commId: one value for both ends, like NCCL's commHash */
 } stb_np_config_t;
 
 /* One row of the table: one message size. */

@@ -56,8 +56,9 @@ static void np_header_plugin(const stb_np_ctx_t *ctx)
 
     np_ptr_support_format(p->ptr_support, ptrs, sizeof(ptrs));
     stb_size_format(p->max_p2p_bytes, maxp2p, sizeof(maxp2p));
-    printf("# plugin    : %s (\"%s\", %s)\n", ctx->plugin_path, stb_plugin_name(ctx->plugin),
-           STB_PLUGIN_SYMBOL);
+    printf("# plugin    : %s (\"%s\", %s, commId 0x%016llx)\n", ctx->plugin_path,
+           stb_plugin_name(ctx->plugin), STB_PLUGIN_SYMBOL,
+           (unsigned long long)ctx->cfg.comm_id);
     printf("# device    : %d of %d, \"%s\": speed %d Mbps, latency %.2f us, maxRecvs %d, "
            "maxComms %d, ptrSupport %s, regIsGlobal %d, maxP2pBytes %s, pci %s\n",
            ctx->dev, ctx->ndev, p->name, p->speed_mbps, (double)p->latency_us, p->max_recvs,
@@ -228,9 +229,14 @@ static void np_footer_fit(const stb_np_ctx_t *ctx, const char *what, int raw)
                fit.alpha_us, fit.beta_gbs, fit.nstar_bytes, fit.rms_rel_err);
         return;
     }
-    printf("#   %-6s : alpha %9.3f us   beta %8.4f GB/s   n* = alpha*beta = %10.0f B   "
-           "(rms residual %.1f %%)\n", what, fit.alpha_us, fit.beta_gbs, fit.nstar_bytes,
-           fit.rms_rel_err * 100.0);
+    char nstar[32] = "n/a";
+    if (fit.nstar_bytes > 0.0)
+        snprintf(nstar, sizeof(nstar), "%.0f B", fit.nstar_bytes);
+    printf("#   %-6s : alpha %9.3f us   beta %8.4f GB/s   n* = alpha*beta = %12s   "
+           "(rms residual %.1f %%)%s\n", what, fit.alpha_us, fit.beta_gbs, nstar,
+           fit.rms_rel_err * 100.0,
+           fit.alpha_us > 0.0 && fit.beta_gbs > 0.0 ? ""
+                                                     : "  [unphysical: sweep small sizes too]");
 }
 
 /* Median plugin/raw ratio over the rows in [lo, hi] bytes; 0 when none. */
@@ -265,8 +271,13 @@ void stb_np_report_footer(const stb_np_ctx_t *ctx)
     if (cfg->raw && !cfg->raw_only) {
         double lat_x = np_ratio_median(ctx, 0, 0, NP_SMALL_BYTES, &nlat);
         double bw_x = np_ratio_median(ctx, 1, NP_LARGE_BYTES, SIZE_MAX, &nbw);
-        printf("# plugin/raw: latency x %.2f (median over %zu sizes <= 1K), bandwidth x %.2f "
-               "(median over %zu sizes >= 4M)\n", lat_x, nlat, bw_x, nbw);
+        char lat_s[16] = "n/a", bw_s[16] = "n/a";
+        if (nlat > 0)
+            snprintf(lat_s, sizeof(lat_s), "%.2f", lat_x);
+        if (nbw > 0)
+            snprintf(bw_s, sizeof(bw_s), "%.2f", bw_x);
+        printf("# plugin/raw: latency x %s (median over %zu sizes <= 1K), bandwidth x %s "
+               "(median over %zu sizes >= 4M)\n", lat_s, nlat, bw_s, nbw);
     }
     for (size_t i = 0; i < ctx->nrows; i++)
         wrong += ctx->rows[i].wrong + ctx->rows[i].raw_wrong;

@@ -64,12 +64,11 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
         l->socks[i].fd = -1;
     stt_tcp_addr_format(&addr, l->local, sizeof(l->local));
 
-    stt_tcp_handle_t *h = handle;
+    /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
+    stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
+                          .listener_id = l->listener_id, .addr = addr};
     memset(handle, 0, STT_HANDLE_SIZE);
-    h->magic = STT_TCP_HANDLE_MAGIC;
-    h->version = STT_TCP_PROTO_VERSION;
-    h->listener_id = l->listener_id;
-    h->addr = addr;
+    memcpy(handle, &h, sizeof(h));
     STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
