@@ -44,13 +44,17 @@ HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
 PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
+# The tools' helpers (bench/lib) as an archive, so unit tests can link the pure parts.
+BENCH_LIB := $(BUILD)/lib/libstrata_bench.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
+	-DSTRATA_SOURCE_DIR='"$(CURDIR)"' \
 	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
 
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
-TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
+TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support -Ibench/lib
 
-.PHONY: all lib tools tests test check lint clean install demo bench test-rdma
+.PHONY: all lib tools tests test check lint clean install demo bench
+.SECONDARY:   # keep every intermediate object (bench/lib, tests/support) test-rdma
 all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
 lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
 tools: $(TOOLS)
@@ -62,6 +66,11 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -MMD -MP -c $< -o $@
 
 $(INTERNAL_LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BENCH_LIB): $(BENCHLIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -78,15 +87,17 @@ $(PLUGIN_LINK): $(PLUGIN_SO)
 $(BUILD)/bin/strata-%: bench/%.c $(BENCHLIB_OBJ) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -Ibench/lib -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
+	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -DSTRATA_VERSION='"$(VERSION)"' -Ibench/lib \
+		-MMD -MP -MF $@.d -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) $(LDLIBS_BASE)
 
 ifeq ($(HAVE_CMOCKA),1)
-tests: $(TESTS) $(HELPERS) $(PLUGIN_SO)
-$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(INTERNAL_LIB)
+tests: $(TESTS) $(HELPERS) $(PLUGIN_SO) $(TOOLS)
+$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(BENCH_LIB) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(INTERNAL_LIB) $(LDFLAGS_BASE) \
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(BENCH_LIB) $(INTERNAL_LIB) \
+		$(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
@@ -128,7 +139,16 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' strata.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
+# The demo, the README's first command: build, then tools/demo.sh (a 4-rank allreduce over two
+# emulated nodes, the nccl-tests table, plots in $(BUILD)/demo/).
+demo: all
+	@BUILD=$(BUILD) tools/demo.sh
+
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d)
+# A/B programs against OpenMPI and Gloo, when those are installed.
+include bench/ab/ab.mk
+
+-include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
+	$(TOOLS:=.d)

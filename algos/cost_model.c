@@ -94,7 +94,8 @@ strata_status_t sta_dims_check(const sta_dims_t *dims)
 {
     if (dims == NULL || dims->nranks < 1 || dims->nnodes < 1 || dims->local_size < 1)
         return STRATA_ERR_INVALID;
-    if ((long long)dims->nnodes * dims->local_size != dims->nranks)
+    if (dims->unequal ? (long long)dims->nnodes * dims->local_size < dims->nranks
+                      : (long long)dims->nnodes * dims->local_size != dims->nranks)
         return STRATA_ERR_INVALID;
     if (dims->nrails < 1 || dims->nrails > dims->local_size)
         return STRATA_ERR_INVALID;
@@ -162,6 +163,20 @@ int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
     default:
         return 0;
     }
+}
+
+int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
+{
+    if (!sta_algo_applies(dims, coll, algo))
+        return 0;
+    if (algo == STA_ALGO_HIERARCHICAL || algo == STA_ALGO_LEADER) {
+        if (dims->unequal)
+            return 0;   /* two-tier algorithms need the same L on every node */
+        /* two-tier reduce-scatter and allgather are modelled but not implemented */
+        if (coll == STA_COLL_REDUCE_SCATTER || coll == STA_COLL_ALLGATHER)
+            return 0;
+    }
+    return 1;
 }
 
 /* The model's operands as doubles, so each formula reads like its comment. */

@@ -82,6 +82,8 @@ typedef struct sta_dims {
     int nnodes;                 /* N >= 1, N·L == P */
     int local_size;             /* L >= 1, ranks per node (the model assumes equal L) */
     int nrails;                 /* distinct NICs a node's ranks use, 1..L (algos/rail.h) */
+    int unequal;                /* 1: nodes hold different numbers of ranks (L = the largest,
+                                   N·L >= P): no two-tier algorithm applies */
 } sta_dims_t;
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */
@@ -108,6 +110,13 @@ strata_status_t sta_model_check(const sta_model_t *model);
  * Returns 0 for invalid dims.
  */
 int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
+
+/*
+ * Applies, and the collective library implements it for these dims: what the
+ * selector may pick. Two-tier reduce-scatter and allgather are modelled but
+ * not implemented, and no two-tier algorithm runs on nodes of unequal size.
+ */
+int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
 
 /*
  * Predicted time in µs of one collective of `bytes` bytes, or a negative value (STA_COST_NA)

@@ -1,5 +1,8 @@
 /* Context helpers: sticky errors, scratch memory, backoff. */
+#define _GNU_SOURCE   /* ppoll */
 #include "algos/ctx.h"
+
+#include <poll.h>
 
 #include <sched.h>
 #include <stdarg.h>
@@ -21,6 +24,7 @@
 #define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
 #define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
+#define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
 
 strata_status_t sta_ctx_fail(sta_ctx_t *ctx, strata_status_t status, const char *fmt, ...)
 {
@@ -60,6 +64,11 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
 
 strata_status_t sta_backoff_step(sta_backoff_t *b)
 {
+    return sta_backoff_step_fds(b, NULL, 0);
+}
+
+strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int nfds)
+{
     /* Reading the clock every poll is cheap (vDSO) next to a transport test. */
     uint64_t now = stu_time_ns();
     uint64_t spent = now - b->start_ns;
@@ -75,8 +84,11 @@ strata_status_t sta_backoff_step(sta_backoff_t *b)
         return STRATA_OK;
     }
     struct timespec ts = {0, (long)b->nap_ns};
-    nanosleep(&ts, NULL);
-    if (b->nap_ns < BACKOFF_NAP_MAX_NS)
+    if (nfds > 0)
+        ppoll(fds, (nfds_t)nfds, &ts, NULL);   /* readiness or the nap, whichever is first */
+    else
+        nanosleep(&ts, NULL);
+    if (b->nap_ns < (nfds > 0 ? BACKOFF_POLL_MAX_NS : BACKOFF_NAP_MAX_NS))
         b->nap_ns *= 2;
     return STRATA_OK;
 }

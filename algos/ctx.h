@@ -70,6 +70,14 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
 /*
+ * As sta_backoff_step, but the sleep phase blocks in poll() on the given
+ * descriptors (from the transport's poll_fds), so a message wakes the waiter
+ * at once instead of at the end of a nap. nfds 0 behaves as sta_backoff_step.
+ */
+struct pollfd;
+strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int nfds);
+
+/*
  * Point to point over the transport: sends sbytes to rank `to` and receives
  * exactly rbytes from rank `from` concurrently (either may be -1 to skip), and
  * waits for both. A size other than rbytes is STRATA_ERR_MISMATCH.

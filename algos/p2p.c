@@ -1,6 +1,10 @@
 /* Point-to-point exchange over the transport, with bounded waits. */
+#include <poll.h>
+
 #include "algos/ctx.h"
 #include "util/log.h"
+
+#define STA_POLL_FDS_MAX 16   /* two comms of up to 8 sockets each */
 
 /* Posts while the transport says "no slot now", within the backoff's deadline. */
 static strata_status_t post_send(sta_ctx_t *ctx, stt_comm_t *c, const void *buf, size_t bytes,
@@ -86,7 +90,19 @@ strata_status_t sta_sendrecv(sta_ctx_t *ctx, int to, const void *sbuf, size_t sb
                                         "ranks pass the same count?", from, got, rbytes);
             }
         }
-        if (!progressed && sta_backoff_step(&b) != STRATA_OK)
+        if (progressed)
+            continue;
+        /*
+         * Descriptors to sleep on once the backoff stops spinning, asked afresh each
+         * time (a send comm wants POLLOUT only while it holds unsent data).
+         */
+        struct pollfd fds[STA_POLL_FDS_MAX];
+        int nfds = 0;
+        if (sreq != NULL)
+            nfds += sreq->comm->ops->poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
+        if (rreq != NULL)
+            nfds += rreq->comm->ops->poll_fds(rreq->comm, fds + nfds, STA_POLL_FDS_MAX - nfds);
+        if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "no progress exchanging with ranks %d/%d within the timeout", to,
                                 from);

@@ -1,7 +1,7 @@
 /*
  * Reduction dispatch: picks a kernel family once (best the CPU and OS can run), then every call
  * is one table lookup [dtype][op] and one indirect call; the kernels hold no per-element branch
- * on the type. Also the average's final division, which runs once per collective.
+ * on the type. The average's final division goes through the family's table the same way.
  *
  * Families in order of preference, each with a probe (STYLE.md: ordered const table):
  * avx512 (F+BW+VL+DQ), avx2 (+F16C), scalar (always). sta_reduce_force_isa overrides.
@@ -112,51 +112,10 @@ size_t sta_reduce_nt_min_bytes_set(size_t bytes)
     return atomic_exchange_explicit(&reduce_nt_min, bytes, memory_order_relaxed);
 }
 
-/* ---------------------------------------------------------------- average */
-
-/*
- * buf[i] = buf[i] / n for element type T, computing in type W (the type C divides in, which
- * for 8-bit types is int/unsigned, truncating toward zero). memcpy keeps any alignment legal.
- */
-#define AVG_LOOP(T, W, n)                                                                     \
-    do {                                                                                      \
-        char *p = buf;                                                                        \
-        for (size_t i = 0; i < count; i++, p += sizeof(T)) {                                  \
-            T v;                                                                              \
-            memcpy(&v, p, sizeof(T));                                                         \
-            v = (T)((W)v / (W)(n));                                                           \
-            memcpy(p, &v, sizeof(T));                                                         \
-        }                                                                                     \
-    } while (0)
-
-#define AVG_HALF_LOOP(DECODE, ENCODE, n)                                                      \
-    do {                                                                                      \
-        char *p = buf;                                                                        \
-        for (size_t i = 0; i < count; i++, p += 2) {                                          \
-            uint16_t h;                                                                       \
-            memcpy(&h, p, 2);                                                                 \
-            h = ENCODE(DECODE(h) / (float)(n));                                               \
-            memcpy(p, &h, 2);                                                                 \
-        }                                                                                     \
-    } while (0)
-
 void sta_reduce_avg_finish(void *buf, size_t count, strata_dtype_t dtype, int nranks)
 {
     assert((unsigned)dtype < STRATA_DTYPE_COUNT && nranks >= 1);
-    if ((unsigned)dtype >= STRATA_DTYPE_COUNT || nranks <= 1)
+    if ((unsigned)dtype >= STRATA_DTYPE_COUNT || nranks <= 1 || count == 0)
         return;
-
-    switch (dtype) {
-    case STRATA_INT8: AVG_LOOP(int8_t, int, nranks); break;
-    case STRATA_UINT8: AVG_LOOP(uint8_t, unsigned, nranks); break;
-    case STRATA_INT32: AVG_LOOP(int32_t, int32_t, nranks); break;
-    case STRATA_UINT32: AVG_LOOP(uint32_t, uint32_t, nranks); break;
-    case STRATA_INT64: AVG_LOOP(int64_t, int64_t, nranks); break;
-    case STRATA_UINT64: AVG_LOOP(uint64_t, uint64_t, nranks); break;
-    case STRATA_FP16: AVG_HALF_LOOP(sta_fp16_decode, sta_fp16_encode, nranks); break;
-    case STRATA_BF16: AVG_HALF_LOOP(sta_bf16_decode, sta_bf16_encode, nranks); break;
-    case STRATA_FP32: AVG_LOOP(float, float, nranks); break;
-    case STRATA_FP64: AVG_LOOP(double, double, nranks); break;
-    default: break;
-    }
+    reduce_family()->finish[dtype](buf, 0, count, nranks);
 }

@@ -156,9 +156,9 @@ AVX2_INLINE __m128i bf16_enc(__m256 f)
     __m256i u = _mm256_castps_si256(f);
     __m256i hi = _mm256_srli_epi32(u, 16);
     __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)),
-                                    _mm256_set1_epi32(0x7fff));
+                                    _mm256_set1_epi32(STA_BF16_ROUND_BIAS));
     __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x0040));
+    __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(STA_BF16_QUIET));
     r = _mm256_blendv_epi8(r, quiet, _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
@@ -306,6 +306,103 @@ AVX2_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t i
         scalar(dst, srcs, nsrc, i, end, 0);
 }
 
+/* ---------------------------------------------------------------- average */
+
+/*
+ * buf /= n on one 32-byte vector: floats divide (IEEE, as the portable code); 8-bit integers
+ * divide in fp32 and 32-bit ones in fp64, then truncate, which is exact (see reduce_avx512.c).
+ * 64-bit integers use the portable division.
+ */
+typedef __m256i (*vdiv_t)(__m256i, int);
+
+AVX2_INLINE __m256i div_f32(__m256i v, int n)
+{
+    return SPS(_mm256_div_ps(PS(v), _mm256_set1_ps((float)n)));
+}
+
+AVX2_INLINE __m256i div_f64(__m256i v, int n)
+{
+    return SPD(_mm256_div_pd(PD(v), _mm256_set1_pd((double)n)));
+}
+
+AVX2_INLINE __m256i div_i32(__m256i v, int n)
+{
+    __m256d d = _mm256_set1_pd((double)n);
+    __m256d lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v));
+    __m256d hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
+    return _mm256_set_m128i(_mm256_cvttpd_epi32(_mm256_div_pd(hi, d)),
+                            _mm256_cvttpd_epi32(_mm256_div_pd(lo, d)));
+}
+
+/* uint32 has no AVX2 conversion: flip the sign bit, convert as int32, add 2^31 back (exact
+ * in fp64). The quotient is below 2^31 for n >= 2, so the signed truncation is right. */
+AVX2_INLINE __m256d u32_to_pd(__m128i v)
+{
+    __m128i flipped = _mm_xor_si128(v, _mm_set1_epi32((int)0x80000000u));
+    return _mm256_add_pd(_mm256_cvtepi32_pd(flipped), _mm256_set1_pd(2147483648.0));
+}
+
+AVX2_INLINE __m256i div_u32(__m256i v, int n)
+{
+    __m256d d = _mm256_set1_pd((double)n);
+    __m256d lo = u32_to_pd(_mm256_castsi256_si128(v));
+    __m256d hi = u32_to_pd(_mm256_extracti128_si256(v, 1));
+    return _mm256_set_m128i(_mm256_cvttpd_epi32(_mm256_div_pd(hi, d)),
+                            _mm256_cvttpd_epi32(_mm256_div_pd(lo, d)));
+}
+
+/* The low 8 bytes of q divided in fp32 (int32 lanes), narrowed back into the low 8 bytes; the
+ * quotients fit, so the saturating packs are exact. */
+AVX2_INLINE __m128i div8x8(__m128i q, __m256 d, int is_signed)
+{
+    __m256i w = is_signed ? _mm256_cvtepi8_epi32(q) : _mm256_cvtepu8_epi32(q);
+    __m256i r = _mm256_cvttps_epi32(_mm256_div_ps(_mm256_cvtepi32_ps(w), d));
+    __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+    if (is_signed)
+        return _mm_packs_epi16(_mm_packs_epi32(lo, hi), _mm_setzero_si128());
+    return _mm_packus_epi16(_mm_packus_epi32(lo, hi), _mm_setzero_si128());
+}
+
+AVX2_INLINE __m256i div8(__m256i v, int n, int is_signed)
+{
+    __m256 d = _mm256_set1_ps((float)n);
+    __m128i a = _mm256_castsi256_si128(v), b = _mm256_extracti128_si256(v, 1);
+    __m128i lo = _mm_unpacklo_epi64(div8x8(a, d, is_signed),
+                                    div8x8(_mm_srli_si128(a, 8), d, is_signed));
+    __m128i hi = _mm_unpacklo_epi64(div8x8(b, d, is_signed),
+                                    div8x8(_mm_srli_si128(b, 8), d, is_signed));
+    return _mm256_set_m128i(hi, lo);
+}
+
+AVX2_INLINE __m256i div_i8(__m256i v, int n) { return div8(v, n, 1); }
+AVX2_INLINE __m256i div_u8(__m256i v, int n) { return div8(v, n, 0); }
+
+/* 16 fp16/bf16: two groups of 8, each decoded, divided in fp32 and rounded once. */
+AVX2_INLINE __m256i div_half(__m256i v, int n, hdec_t dec, henc_t enc)
+{
+    __m256 d = _mm256_set1_ps((float)n);
+    __m128i lo = enc(_mm256_div_ps(dec(_mm256_castsi256_si128(v)), d));
+    __m128i hi = enc(_mm256_div_ps(dec(_mm256_extracti128_si256(v, 1)), d));
+    return _mm256_set_m128i(hi, lo);
+}
+
+AVX2_INLINE __m256i div_fp16(__m256i v, int n) { return div_half(v, n, fp16_dec, fp16_enc); }
+AVX2_INLINE __m256i div_bf16(__m256i v, int n) { return div_half(v, n, bf16_dec, bf16_enc); }
+
+/* Whole vectors; the tail goes to the portable step of the same type. */
+AVX2_INLINE void fin_run(void *buf, size_t i, size_t end, size_t esize, int n, vdiv_t op,
+                         sta_reduce_fin_t scalar)
+{
+    char *p = buf;
+    size_t per = VEC_BYTES / esize;
+
+    for (; end - i >= per; i += per)
+        _mm256_storeu_si256((__m256i_u *)(void *)(p + i * esize),
+                            op(VLOAD(p + i * esize), n));
+    if (i < end)
+        scalar(buf, i, end, n);
+}
+
 /* ---------------------------------------------------------------- kernels and table */
 
 #define SCALAR(dt, op) (sta_reduce_family_scalar.kern[dt][op])
@@ -322,6 +419,12 @@ AVX2_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t i
                           size_t end, unsigned flags)                                         \
     {                                                                                         \
         half_run(dst, srcs, nsrc, begin, end, flags, dec, enc, fop, SCALAR(dt, op));          \
+    }
+
+#define FIN_KERNEL(name, esize, op, scalar)                                                   \
+    AVX2_KERNEL void name(void *buf, size_t begin, size_t end, int nranks)                    \
+    {                                                                                         \
+        fin_run(buf, begin, end, esize, nranks, op, scalar);                                  \
     }
 
 WIDE_KERNEL(k_u8_sum, 1, add8, STRATA_UINT8, STRATA_SUM)
@@ -358,6 +461,14 @@ HALF_KERNEL(k_bf16_sum, bf16_dec, bf16_enc, fadd32, STRATA_BF16, STRATA_SUM)
 HALF_KERNEL(k_bf16_prod, bf16_dec, bf16_enc, fmul32, STRATA_BF16, STRATA_PROD)
 HALF_KERNEL(k_bf16_min, bf16_dec, bf16_enc, fmin32, STRATA_BF16, STRATA_MIN)
 HALF_KERNEL(k_bf16_max, bf16_dec, bf16_enc, fmax32, STRATA_BF16, STRATA_MAX)
+FIN_KERNEL(f_i8, 1, div_i8, sta_reduce_scalar_fin_i8)
+FIN_KERNEL(f_u8, 1, div_u8, sta_reduce_scalar_fin_u8)
+FIN_KERNEL(f_i32, 4, div_i32, sta_reduce_scalar_fin_i32)
+FIN_KERNEL(f_u32, 4, div_u32, sta_reduce_scalar_fin_u32)
+FIN_KERNEL(f_fp16, 2, div_fp16, sta_reduce_scalar_fin_fp16)
+FIN_KERNEL(f_bf16, 2, div_bf16, sta_reduce_scalar_fin_bf16)
+FIN_KERNEL(f_f32, 4, div_f32, sta_reduce_scalar_fin_f32)
+FIN_KERNEL(f_f64, 8, div_f64, sta_reduce_scalar_fin_f64)
 
 /* __builtin_cpu_supports also checks with XGETBV that the OS saves the YMM state. */
 static int avx2_supported(void)
@@ -379,6 +490,13 @@ const sta_reduce_family_t sta_reduce_family_avx2 = {
         [STRATA_BF16] = STA_REDUCE_ROW(k_bf16_sum, k_bf16_prod, k_bf16_min, k_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(k_f32_sum, k_f32_prod, k_f32_min, k_f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(k_f64_sum, k_f64_prod, k_f64_min, k_f64_max),
+    },
+    .finish = {
+        [STRATA_INT8] = f_i8, [STRATA_UINT8] = f_u8, [STRATA_INT32] = f_i32,
+        [STRATA_UINT32] = f_u32,
+        [STRATA_INT64] = sta_reduce_scalar_fin_i64, [STRATA_UINT64] = sta_reduce_scalar_fin_u64,
+        [STRATA_FP16] = f_fp16, [STRATA_BF16] = f_bf16, [STRATA_FP32] = f_f32,
+        [STRATA_FP64] = f_f64,
     },
 };
 

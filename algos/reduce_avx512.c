@@ -139,10 +139,10 @@ AVX512_INLINE __m256i bf16_enc(__m512 f)
     __m512i u = _mm512_castps_si512(f);
     __m512i hi = _mm512_srli_epi32(u, 16);
     __m512i bias = _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)),
-                                    _mm512_set1_epi32(0x7fff));
+                                    _mm512_set1_epi32(STA_BF16_ROUND_BIAS));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
     __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x0040));
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(STA_BF16_QUIET));
     return _mm512_cvtepi32_epi16(r);
 }
 
@@ -314,6 +314,95 @@ AVX512_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t
         half_masked(d, srcs, nsrc, i, (__mmask16)((1u << (end - i)) - 1), dec, enc, op);
 }
 
+/* ---------------------------------------------------------------- average */
+
+/*
+ * buf /= n on one 64-byte vector. Floats divide (vdivps/vdivpd: IEEE, round to nearest even,
+ * as the portable code). 8- and 32-bit integers divide in fp32 / fp64 and truncate, which is
+ * exact: a quotient q = v / n that is not an integer lies at least 1/n from every integer,
+ * while rounding moves it by at most half an ulp, |q| 2^-24 <= 2^8 / n 2^-24 (8-bit in fp32)
+ * or |q| 2^-53 <= 2^32 / n 2^-53 (32-bit in fp64), both far below 1/n. 64-bit integers do not
+ * fit that argument and use the portable division.
+ */
+typedef __m512i (*vdiv_t)(__m512i, int);
+
+AVX512_INLINE __m512i div_f32(__m512i v, int n)
+{
+    return SPS(_mm512_div_ps(PS(v), _mm512_set1_ps((float)n)));
+}
+
+AVX512_INLINE __m512i div_f64(__m512i v, int n)
+{
+    return SPD(_mm512_div_pd(PD(v), _mm512_set1_pd((double)n)));
+}
+
+AVX512_INLINE __m512i join256(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+AVX512_INLINE __m512i div_i32(__m512i v, int n)
+{
+    __m512d d = _mm512_set1_pd((double)n);
+    __m512d lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(v));
+    __m512d hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1));
+    return join256(_mm512_cvttpd_epi32(_mm512_div_pd(lo, d)),
+                   _mm512_cvttpd_epi32(_mm512_div_pd(hi, d)));
+}
+
+AVX512_INLINE __m512i div_u32(__m512i v, int n)
+{
+    __m512d d = _mm512_set1_pd((double)n);
+    __m512d lo = _mm512_cvtepu32_pd(_mm512_castsi512_si256(v));
+    __m512d hi = _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(v, 1));
+    return join256(_mm512_cvttpd_epu32(_mm512_div_pd(lo, d)),
+                   _mm512_cvttpd_epu32(_mm512_div_pd(hi, d)));
+}
+
+/* 16 bytes widened to 16 x int32, divided in fp32, narrowed back (the quotient fits). */
+AVX512_INLINE __m128i div8x16(__m128i q, __m512 d, int is_signed)
+{
+    __m512i w = is_signed ? _mm512_cvtepi8_epi32(q) : _mm512_cvtepu8_epi32(q);
+    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(_mm512_div_ps(_mm512_cvtepi32_ps(w), d)));
+}
+
+AVX512_INLINE __m512i div8(__m512i v, int n, int is_signed)
+{
+    __m512 d = _mm512_set1_ps((float)n);
+    __m512i r = _mm512_castsi128_si512(div8x16(_mm512_castsi512_si128(v), d, is_signed));
+    r = _mm512_inserti32x4(r, div8x16(_mm512_extracti32x4_epi32(v, 1), d, is_signed), 1);
+    r = _mm512_inserti32x4(r, div8x16(_mm512_extracti32x4_epi32(v, 2), d, is_signed), 2);
+    return _mm512_inserti32x4(r, div8x16(_mm512_extracti32x4_epi32(v, 3), d, is_signed), 3);
+}
+
+AVX512_INLINE __m512i div_i8(__m512i v, int n) { return div8(v, n, 1); }
+AVX512_INLINE __m512i div_u8(__m512i v, int n) { return div8(v, n, 0); }
+
+/* 32 fp16/bf16: two halves of 16, each decoded, divided in fp32 and rounded once. */
+AVX512_INLINE __m512i div_half(__m512i v, int n, hdec_t dec, henc_t enc)
+{
+    __m512 d = _mm512_set1_ps((float)n);
+    return join256(enc(_mm512_div_ps(dec(_mm512_castsi512_si256(v)), d)),
+                   enc(_mm512_div_ps(dec(_mm512_extracti64x4_epi64(v, 1)), d)));
+}
+
+AVX512_INLINE __m512i div_fp16(__m512i v, int n) { return div_half(v, n, fp16_dec, fp16_enc); }
+AVX512_INLINE __m512i div_bf16(__m512i v, int n) { return div_half(v, n, bf16_dec, bf16_enc); }
+
+/* Whole vectors, then one byte-masked vector (the zero lanes divide harmlessly). */
+AVX512_INLINE void fin_run(void *buf, size_t begin, size_t end, size_t esize, int n, vdiv_t op)
+{
+    char *p = buf;
+    size_t off = begin * esize, stop = end * esize;
+
+    for (; stop - off >= VEC_BYTES; off += VEC_BYTES)
+        _mm512_storeu_si512(p + off, op(_mm512_loadu_si512(p + off), n));
+    if (off < stop) {
+        __mmask64 m = mask_bytes(stop - off);
+        _mm512_mask_storeu_epi8(p + off, m, op(_mm512_maskz_loadu_epi8(m, p + off), n));
+    }
+}
+
 /* ---------------------------------------------------------------- kernels and table */
 
 #define WIDE_KERNEL(name, esize, op)                                                          \
@@ -328,6 +417,12 @@ AVX512_INLINE void half_run(void *dst, const void *const *srcs, int nsrc, size_t
                             size_t end, unsigned flags)                                       \
     {                                                                                         \
         half_run(dst, srcs, nsrc, begin, end, flags, dec, enc, op);                           \
+    }
+
+#define FIN_KERNEL(name, esize, op)                                                           \
+    AVX512_KERNEL void name(void *buf, size_t begin, size_t end, int nranks)                  \
+    {                                                                                         \
+        fin_run(buf, begin, end, esize, nranks, op);                                          \
     }
 
 WIDE_KERNEL(k_u8_sum, 1, add8)
@@ -364,6 +459,14 @@ HALF_KERNEL(k_bf16_sum, bf16_dec, bf16_enc, fadd32)
 HALF_KERNEL(k_bf16_prod, bf16_dec, bf16_enc, fmul32)
 HALF_KERNEL(k_bf16_min, bf16_dec, bf16_enc, fmin32)
 HALF_KERNEL(k_bf16_max, bf16_dec, bf16_enc, fmax32)
+FIN_KERNEL(f_i8, 1, div_i8)
+FIN_KERNEL(f_u8, 1, div_u8)
+FIN_KERNEL(f_i32, 4, div_i32)
+FIN_KERNEL(f_u32, 4, div_u32)
+FIN_KERNEL(f_fp16, 2, div_fp16)
+FIN_KERNEL(f_bf16, 2, div_bf16)
+FIN_KERNEL(f_f32, 4, div_f32)
+FIN_KERNEL(f_f64, 8, div_f64)
 
 /* libgcc's __builtin_cpu_supports also checks, with XGETBV, that the OS saves the opmask and
  * ZMM state (GCC >= 7.4, bug 85100); a CPU with the bits but an OS without them reads 0. */
@@ -387,6 +490,12 @@ const sta_reduce_family_t sta_reduce_family_avx512 = {
         [STRATA_BF16] = STA_REDUCE_ROW(k_bf16_sum, k_bf16_prod, k_bf16_min, k_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(k_f32_sum, k_f32_prod, k_f32_min, k_f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(k_f64_sum, k_f64_prod, k_f64_min, k_f64_max),
+    },
+    .finish = {
+        [STRATA_INT8] = f_i8, [STRATA_UINT8] = f_u8, [STRATA_INT32] = f_i32,
+        [STRATA_UINT32] = f_u32, [STRATA_INT64] = sta_reduce_scalar_fin_i64,
+        [STRATA_UINT64] = sta_reduce_scalar_fin_u64, [STRATA_FP16] = f_fp16,
+        [STRATA_BF16] = f_bf16, [STRATA_FP32] = f_f32, [STRATA_FP64] = f_f64,
     },
 };
 

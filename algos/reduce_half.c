@@ -34,8 +34,6 @@
 #define F16_OVF_ABS  0x477ff000u
 /* |x| below which the fp16 result is subnormal or zero: 2^-14, the smallest fp16 normal. */
 #define F16_MIN_NORM 0x38800000u
-/* bf16: the top 16 bits of fp32; quiet bit of its 7-bit fraction. */
-#define BF16_QUIET   0x0040u
 
 static inline uint32_t f32_bits(float f)
 {
@@ -116,10 +114,9 @@ uint16_t sta_bf16_encode(float f)
     uint32_t u = f32_bits(f);
 
     if ((u & F32_ABS) > F32_INF)
-        return (uint16_t)(u >> 16) | BF16_QUIET;
-    /* Adding 0x7fff plus the lowest kept bit rounds to nearest even in one step; a carry into
-     * the exponent is the correct rounding, and FLT_MAX rounds up to Inf as it should. */
-    u += 0x7fffu + ((u >> 16) & 1);
+        return (uint16_t)(u >> 16) | STA_BF16_QUIET;
+    /* One addition rounds to nearest even; FLT_MAX rounds up to Inf as it should. */
+    u += STA_BF16_ROUND_BIAS + ((u >> 16) & 1);
     return (uint16_t)(u >> 16);
 }
 
@@ -163,3 +160,19 @@ HALF_KERNEL(sta_reduce_scalar_bf16_sum, sta_bf16_decode, sta_bf16_encode, OP_ADD
 HALF_KERNEL(sta_reduce_scalar_bf16_prod, sta_bf16_decode, sta_bf16_encode, OP_MUL)
 HALF_KERNEL(sta_reduce_scalar_bf16_min, sta_bf16_decode, sta_bf16_encode, sta_reduce_minf)
 HALF_KERNEL(sta_reduce_scalar_bf16_max, sta_bf16_decode, sta_bf16_encode, sta_reduce_maxf)
+
+/* The average's last step: decode, divide in fp32, round once. */
+#define HALF_FINISH(name, DECODE, ENCODE)                                                     \
+    void name(void *buf, size_t begin, size_t end, int nranks)                                \
+    {                                                                                         \
+        char *p = (char *)buf + 2 * begin;                                                    \
+        for (size_t i = begin; i < end; i++, p += 2) {                                        \
+            uint16_t h;                                                                       \
+            memcpy(&h, p, 2);                                                                 \
+            h = ENCODE(DECODE(h) / (float)nranks);                                            \
+            memcpy(p, &h, 2);                                                                 \
+        }                                                                                     \
+    }
+
+HALF_FINISH(sta_reduce_scalar_fin_fp16, sta_fp16_decode, sta_fp16_encode)
+HALF_FINISH(sta_reduce_scalar_fin_bf16, sta_bf16_decode, sta_bf16_encode)

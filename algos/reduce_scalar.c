@@ -77,6 +77,32 @@ SCALAR_KERNEL(f64_prod, double, OP_MUL)
 SCALAR_KERNEL(f64_min, double, sta_reduce_mind)
 SCALAR_KERNEL(f64_max, double, sta_reduce_maxd)
 
+/*
+ * buf[i] = buf[i] / n for element type T, dividing in type W: C's division, which truncates
+ * toward zero for integers (8-bit types divide as int/unsigned, then narrow exactly) and rounds
+ * to nearest even for floats (a division, not a multiply by the reciprocal).
+ */
+#define SCALAR_FINISH(name, T, W)                                                             \
+    void name(void *buf, size_t begin, size_t end, int nranks)                                \
+    {                                                                                         \
+        char *p = (char *)buf + begin * sizeof(T);                                            \
+        for (size_t i = begin; i < end; i++, p += sizeof(T)) {                                \
+            T v;                                                                              \
+            memcpy(&v, p, sizeof(T));                                                         \
+            v = (T)((W)v / (W)nranks);                                                        \
+            memcpy(p, &v, sizeof(T));                                                         \
+        }                                                                                     \
+    }
+
+SCALAR_FINISH(sta_reduce_scalar_fin_i8, int8_t, int)
+SCALAR_FINISH(sta_reduce_scalar_fin_u8, uint8_t, unsigned)
+SCALAR_FINISH(sta_reduce_scalar_fin_i32, int32_t, int32_t)
+SCALAR_FINISH(sta_reduce_scalar_fin_u32, uint32_t, uint32_t)
+SCALAR_FINISH(sta_reduce_scalar_fin_i64, int64_t, int64_t)
+SCALAR_FINISH(sta_reduce_scalar_fin_u64, uint64_t, uint64_t)
+SCALAR_FINISH(sta_reduce_scalar_fin_f32, float, float)
+SCALAR_FINISH(sta_reduce_scalar_fin_f64, double, double)
+
 static int scalar_supported(void)
 {
     return 1;
@@ -98,5 +124,17 @@ const sta_reduce_family_t sta_reduce_family_scalar = {
                                        sta_reduce_scalar_bf16_min, sta_reduce_scalar_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(f32_sum, f32_prod, f32_min, f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(f64_sum, f64_prod, f64_min, f64_max),
+    },
+    .finish = {
+        [STRATA_INT8] = sta_reduce_scalar_fin_i8,
+        [STRATA_UINT8] = sta_reduce_scalar_fin_u8,
+        [STRATA_INT32] = sta_reduce_scalar_fin_i32,
+        [STRATA_UINT32] = sta_reduce_scalar_fin_u32,
+        [STRATA_INT64] = sta_reduce_scalar_fin_i64,
+        [STRATA_UINT64] = sta_reduce_scalar_fin_u64,
+        [STRATA_FP16] = sta_reduce_scalar_fin_fp16,
+        [STRATA_BF16] = sta_reduce_scalar_fin_bf16,
+        [STRATA_FP32] = sta_reduce_scalar_fin_f32,
+        [STRATA_FP64] = sta_reduce_scalar_fin_f64,
     },
 };

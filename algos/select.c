@@ -32,6 +32,8 @@ static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, 
     double best_us = 0.0;
 
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
+        if (!sta_algo_selectable(dims, coll, (sta_algo_t)a))
+            continue;
         double us = sta_cost_us(model, dims, coll, (sta_algo_t)a, bytes);
         if (us < 0.0)
             continue;
@@ -117,7 +119,7 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
     tmp.dims = *dims;
     tmp.forced = forced;
     for (int c = 0; c < STA_COLL_COUNT; c++) {
-        if (forced != STA_ALGO_AUTO && sta_algo_applies(dims, (sta_coll_t)c, forced)) {
+        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced)) {
             tmp.ranges[c][0].upper = SIZE_MAX;
             tmp.ranges[c][0].algo = forced;
             tmp.nranges[c] = 1;

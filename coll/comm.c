@@ -12,6 +12,7 @@
 #include "algos/node_shm.h"
 #include "algos/profile.h"
 #include "algos/rail.h"
+#include "coll/calibrate.h"
 #include "coll/comm.h"
 #include "coll/launch.h"
 #include "coll/worker.h"
@@ -22,6 +23,7 @@
 /* What every rank tells every other at the first all-gather. */
 typedef struct rank_info {
     char node_id[STC_NODE_ID_LEN];
+    char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
     uint64_t token;        /* rank 0's: names the job's shared-memory segments */
@@ -94,8 +96,12 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     ctx->node_of = comm->node_of;
     ctx->local_of = comm->local_of;
     ctx->rank_of = comm->rank_of;
+    /* Ranks that share this host's cores, emulated nodes (STRATA_NODE_ID) included. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->oversubscribed = ncpu > 0 && ctx->local_size > ncpu;
+    int on_host = 0;
+    for (int r = 0; r < P; r++)
+        on_host += strcmp(info[r].host, info[ctx->rank].host) == 0;
+    ctx->oversubscribed = ncpu > 0 && on_host > ncpu;
     return STRATA_OK;
 }
 
@@ -189,19 +195,26 @@ static strata_status_t comm_select(strata_comm_t *comm)
     sta_model_default(&comm->model);
     if ((status = sta_model_load(&comm->model)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "cost model parameters (STRATA_PROFILE / STRATA_*)");
+    if (stu_param_int(STU_PARAM_CALIBRATE) && (status = stc_calibrate(comm)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "calibrating the model (STRATA_CALIBRATE=1)");
     if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
                        .local_size = ctx->local_size, .nrails = comm->nrails};
-    if (!ctx->uniform)
-        dims.local_size = 0;   /* unequal nodes: no two-tier algorithm applies */
+    if (!ctx->uniform) {
+        /* unequal nodes: only flat algorithms; describe the largest node */
+        dims.unequal = 1;
+        for (int r = 0; r < ctx->nranks; r++)
+            if (comm->local_of[r] + 1 > dims.local_size)
+                dims.local_size = comm->local_of[r] + 1;
+        if (dims.nrails > dims.local_size)
+            dims.nrails = dims.local_size;
+    }
     status = sta_select_build(&comm->model, &dims, forced, &comm->select);
     if (status != STRATA_OK)
         return sta_ctx_fail(ctx, status, "building the selection tables");
-    if (ctx->rank == 0) {
-        sta_model_log(&comm->model);
-        sta_select_log(&comm->select);
-    }
+    if (ctx->rank == 0)
+        sta_select_log(&comm->select);   /* the model's tiers, n*, and the thresholds */
     return STRATA_OK;
 }
 
@@ -280,6 +293,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     memset(&mine, 0, sizeof(mine));
     snprintf(mine.node_id, sizeof(mine.node_id), "%s", launch.node_id);
     mine.pid = (int32_t)getpid();
+    if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
+        strcpy(mine.host, "localhost");
     if (getrandom(&mine.token, sizeof(mine.token), 0) != sizeof(mine.token))
         mine.token = stu_time_ns() ^ ((uint64_t)getpid() << 32);
     status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));

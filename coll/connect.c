@@ -86,7 +86,9 @@ typedef struct pending_send {
     stt_req_t *req;
     int state;                         /* 0 connecting, 1 ident posted, 2 done */
     ident_t msg;
-    char handle[STT_HANDLE_SIZE];
+    /* the transport reads (and updates) its handle in place as its own struct: keep the
+     * bytes aligned for it (UBSan: a misaligned stt_tcp_handle_t at offset 4 mod 8) */
+    _Alignas(16) char handle[STT_HANDLE_SIZE];
 } pending_send_t;
 
 /* One pass over the outgoing connections; counts the finished ones. */

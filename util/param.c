@@ -23,9 +23,12 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "address family of TCP devices: AF_INET, AF_INET6, or empty for either (IPv4 first)"},
     [STU_PARAM_SOCKET_NSOCKS] = {"STRATA_SOCKET_NSOCKS", STU_PARAM_TYPE_INT, "4",
         "TCP sockets per connection (1..8); large messages are striped across them."
-        " Default 4: 4 MiB messages over loopback on a shared 2-core VM gave a median of"
-        " 2.2 GB/s with 4 sockets, 1.4 with 2 and 1.0 with 1 (22 interleaved rounds; 4 beat 2"
-        " in 17), since more sockets buffer more and ride out the peer's scheduling stalls"},
+        " Default 4, kept after re-measuring 4 MiB messages (helper_tcp_stream, 10 interleaved"
+        " rounds on the shared 2-core VM, load 7-13): 4 beat 2 and 1 in 10 of 10 rounds on"
+        " loopback and on a veth between namespaces; medians 1 : 2 : 4 = 1 : 1.8 : 3.2 (lo)"
+        " and 1 : 1.7 : 2.8 (veth). More sockets keep more data in flight in the kernel and"
+        " ride out the peer's scheduling stalls (1 socket with 4 MiB buffers closes less than"
+        " half the gap); 8 gave nothing over 4. See docs/tcp-protocol.md"},
     [STU_PARAM_SOCKET_STRIPE_MIN] = {"STRATA_SOCKET_STRIPE_MIN", STU_PARAM_TYPE_INT, "256K",
         "messages below this many bytes travel on one socket, larger ones are striped"},
     [STU_PARAM_SOCKET_BUFSIZE] = {"STRATA_SOCKET_BUFSIZE", STU_PARAM_TYPE_INT, "0",
@@ -40,6 +43,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "number of ranks (else OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)"},
     [STU_PARAM_ROOT_ADDR] = {"STRATA_ROOT_ADDR", STU_PARAM_TYPE_STR, "",
         "host:port of rank 0's rendezvous (else MASTER_ADDR:MASTER_PORT)"},
+    [STU_PARAM_ROOT_FD] = {"STRATA_ROOT_FD", STU_PARAM_TYPE_INT, "-1",
+        "rank 0 only: an inherited descriptor already listening at STRATA_ROOT_ADDR, used for"
+        " the rendezvous instead of binding (set by strata-run); -1: none"},
     [STU_PARAM_NODE_ID] = {"STRATA_NODE_ID", STU_PARAM_TYPE_STR, "",
         "ranks with the same id share memory as one node; empty: the host name"},
     [STU_PARAM_TIMEOUT] = {"STRATA_TIMEOUT", STU_PARAM_TYPE_INT, "120000",

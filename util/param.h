@@ -28,6 +28,7 @@ typedef enum stu_param_id {
     STU_PARAM_RANK,
     STU_PARAM_NRANKS,
     STU_PARAM_ROOT_ADDR,
+    STU_PARAM_ROOT_FD,
     STU_PARAM_NODE_ID,
     STU_PARAM_TIMEOUT,
     STU_PARAM_ALGO,

@@ -34,11 +34,11 @@
  *                            messages in a permuted order
  *   trunc                    link; the peer sends PEER_TRUNC_SEND bytes, then a
  *                            small message
- *   stall-send               link; the peer starts a PEER_BIG send, pushes part
- *                            of it, says READY and waits to be killed
- *   stall-recv               link; the peer posts a PEER_BIG receive and never
- *                            tests it, says READY and waits to be killed
- *   stall-idle               link; the peer says READY and waits to be killed
+ *   stall-send               link; the peer starts a PEER_STALL_BYTES send,
+ *                            pushes what the socket buffers take, says READY,
+ *                            waits to be killed
+ *   stall-idle               link; the peer says READY and waits to be killed,
+ *                            never receiving (a sender to it stalls)
  *   many <k>                 the peer takes the test's handle and connects k
  *                            times, then sends its index and a larger message
  *                            on each; closes after GO
@@ -101,8 +101,15 @@ static inline void peer_permute(int *perm, int n, uint32_t seed)
 #define PEER_TRUNC_SEED1 0x7701u
 #define PEER_TRUNC_SEED2 0x7702u
 
-/* A message large enough that socket buffers cannot hold it. */
+/* A large message, beyond what TCP socket buffers hold with the default settings. */
 #define PEER_BIG (64 * PEER_MiB)
+/*
+ * The stall scenarios' message: beyond what socket buffers hold (this
+ * kernel's autotuning tops out at 4 MiB send + 32 MiB receive per socket), so
+ * it cannot finish while one side does not read. Its pages are never touched
+ * beyond what moves, so it costs little memory.
+ */
+#define PEER_STALL_BYTES (256 * PEER_MiB)
 
 /* many: message sizes and seeds. */
 #define PEER_MANY_BIG 100000

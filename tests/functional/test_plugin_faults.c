@@ -46,12 +46,16 @@ static void fault_expect_remote(func_fix_t *fix, sts_net_req_t *r, const char *w
                   (double)(sts_now_ns() - start) / 1e9);
 }
 
-/* The peer dies in the middle of sending us 64 MiB. */
+/*
+ * The peer dies in the middle of sending us 256 MiB. Our receive is posted
+ * once it stopped pushing (a post may read what already arrived), so the
+ * message cannot be complete when it dies.
+ */
 static void fault_sender_killed(void **state)
 {
     func_fix_t *fix = *state;
     sts_net_req_t r = {.result = ncclInProgress};
-    size_t size = PEER_BIG;
+    size_t size = PEER_STALL_BYTES;
     sts_net_link_t link;
     sts_peer_t peer;
     func_buf_t b;
@@ -59,12 +63,11 @@ static void fault_sender_killed(void **state)
 
     func_spawn(&peer, 11, "stall-send", 0);
     func_link(fix, &peer, &link);
-    func_buf_get(fix, &b, link.recv, PEER_BIG);
+    func_buf_get(fix, &b, link.recv, PEER_STALL_BYTES);
+    fault_wait_ready(fix, &peer, NULL, 0);
     assert_nccl_ok(sts_net_irecv(&fix->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh,
                                  &r.req));
     assert_non_null(r.req);
-    /* Not tested until the peer has pushed what the socket buffers hold. */
-    fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "receive from a killed sender");
     func_buf_dereg(fix, &b);
@@ -72,7 +75,7 @@ static void fault_sender_killed(void **state)
     func_buf_put(fix, &b);
 }
 
-/* The peer dies while we push 64 MiB into its unread receive. */
+/* The peer, which never receives, dies while we push 256 MiB to it. */
 static void fault_receiver_killed(void **state)
 {
     func_fix_t *fix = *state;
@@ -81,16 +84,17 @@ static void fault_receiver_killed(void **state)
     sts_peer_t peer;
     func_buf_t b;
 
-    func_spawn(&peer, 11, "stall-recv", 0);
+    func_spawn(&peer, 11, "stall-idle", 0);
     func_link(fix, &peer, &link);
-    func_buf_get(fix, &b, link.send, PEER_BIG);
-    assert_nccl_ok(sts_net_isend(&fix->net, link.send, b.data, PEER_BIG, 0, b.mh, &r.req));
+    func_buf_get(fix, &b, link.send, PEER_STALL_BYTES);
+    assert_nccl_ok(sts_net_isend(&fix->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
+                                 &r.req));
     assert_non_null(r.req);
     fault_wait_ready(fix, &peer, &r, 1);
     for (int pass = 0; pass < 100 && r.req != NULL; pass++)
         sts_net_progress(&fix->net, &r, 1);
     if (r.req == NULL)
-        fail_msg("64 MiB send finished (%s) although the peer never tested its receive",
+        fail_msg("256 MiB send finished (%s) although the peer never received",
                  sts_nccl_str(r.result));
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "send to a killed receiver");

@@ -35,6 +35,14 @@ typedef struct fake_comm {
     fake_req_t reqs[FAKE_REQ_SLOTS];
 } fake_comm_t;
 
+/*
+ * Counters and countdowns are updated atomically: the fake may sit under
+ * several threads driving different comms (the conformance suite's thread
+ * case), as any transport may.
+ */
+#define FAKE_COUNT(field) __atomic_add_fetch(&fake_count.field, 1, __ATOMIC_RELAXED)
+#define FAKE_UNCOUNT(field) __atomic_sub_fetch(&fake_count.field, 1, __ATOMIC_RELAXED)
+
 static const stt_ops_t *fake_inner_ops;
 static int fake_refs;
 static sts_fake_faults_t fake_faults;
@@ -77,19 +85,20 @@ void sts_fake_counters(sts_fake_counters_t *counters)
 /* Consumes one unit of a countdown fault; true when the fault fires. */
 static int fault_take(int *remaining)
 {
-    if (*remaining <= 0)
-        return 0;
-    (*remaining)--;
-    return 1;
+    int left = __atomic_load_n(remaining, __ATOMIC_RELAXED);
+    while (left > 0)
+        if (__atomic_compare_exchange_n(remaining, &left, left - 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            return 1;
+    return 0;
 }
 
 /* A one-shot status fault; returns the status to inject, or OK. */
 static strata_status_t fault_take_status(strata_status_t *pending)
 {
-    strata_status_t status = *pending;
-    *pending = STRATA_OK;
+    strata_status_t status = __atomic_exchange_n(pending, STRATA_OK, __ATOMIC_RELAXED);
     if (status != STRATA_OK)
-        fake_count.injected_errors++;
+        FAKE_COUNT(injected_errors);
     return status;
 }
 
@@ -106,15 +115,18 @@ static strata_status_t fake_init(void)
         return STRATA_ERR_NOT_FOUND;
     strata_status_t status = fake_inner_ops->init();
     if (status == STRATA_OK)
-        fake_refs++;
+        __atomic_add_fetch(&fake_refs, 1, __ATOMIC_RELAXED);
     return status;
 }
 
 static void fake_fini(void)
 {
-    if (fake_refs == 0)
-        return;
-    fake_refs--;
+    int refs = __atomic_load_n(&fake_refs, __ATOMIC_RELAXED);
+    do {
+        if (refs == 0)
+            return;
+    } while (!__atomic_compare_exchange_n(&fake_refs, &refs, refs - 1, 0, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
     fake_inner_ops->fini();
 }
 
@@ -179,12 +191,12 @@ static strata_status_t fake_connect(int dev, void *handle, const stt_conn_cfg_t 
     stt_comm_t *inner = NULL;
     strata_status_t status;
 
-    fake_count.connect_calls++;
+    FAKE_COUNT(connect_calls);
     status = fault_take_status(&fake_faults.connect_status);
     if (status != STRATA_OK)
         return status;
     if (fault_take(&fake_faults.connect_nulls)) {
-        fake_count.injected_nulls++;
+        FAKE_COUNT(injected_nulls);
         *send_p = NULL;
         return STRATA_OK;
     }
@@ -204,12 +216,12 @@ static strata_status_t fake_accept(stt_listen_t *listen, stt_comm_t **recv_p)
     stt_comm_t *inner = NULL;
     strata_status_t status;
 
-    fake_count.accept_calls++;
+    FAKE_COUNT(accept_calls);
     status = fault_take_status(&fake_faults.accept_status);
     if (status != STRATA_OK)
         return status;
     if (fault_take(&fake_faults.accept_nulls)) {
-        fake_count.injected_nulls++;
+        FAKE_COUNT(injected_nulls);
         *recv_p = NULL;
         return STRATA_OK;
     }
@@ -228,9 +240,9 @@ static strata_status_t fake_reg_mr(stt_comm_t *comm, void *data, size_t size, in
 {
     fake_comm_t *fc = (fake_comm_t *)comm;
 
-    fake_count.reg_mr_calls++;
+    FAKE_COUNT(reg_mr_calls);
     if (fault_take(&fake_faults.reg_mr_fails)) {
-        fake_count.injected_errors++;
+        FAKE_COUNT(injected_errors);
         return fake_faults.reg_mr_status != STRATA_OK ? fake_faults.reg_mr_status
                                                       : STRATA_ERR_NO_RESOURCE;
     }
@@ -256,7 +268,7 @@ static fake_req_t *fake_req_get(fake_comm_t *fc)
         return NULL;
     fake_req_t *fr = &fc->reqs[fc->free_idx[--fc->nfree]];
     fr->used = 1;
-    fake_count.live_requests++;
+    FAKE_COUNT(live_requests);
     return fr;
 }
 
@@ -265,7 +277,7 @@ static void fake_req_put(fake_comm_t *fc, fake_req_t *fr)
     fr->used = 0;
     fr->inner = NULL;
     fc->free_idx[fc->nfree++] = (int)(fr - fc->reqs);
-    fake_count.live_requests--;
+    FAKE_UNCOUNT(live_requests);
 }
 
 /*
@@ -277,11 +289,11 @@ static strata_status_t fake_post_begin(fake_comm_t *fc, int *nulls, stt_req_t **
 {
     *fr_p = NULL;
     if (fc->dead) {
-        fake_count.injected_errors++;
+        FAKE_COUNT(injected_errors);
         return STRATA_ERR_REMOTE;
     }
     if (fault_take(nulls)) {
-        fake_count.injected_nulls++;
+        FAKE_COUNT(injected_nulls);
         *req_p = NULL;
         return STRATA_OK;
     }
@@ -312,7 +324,7 @@ static strata_status_t fake_isend(stt_comm_t *comm, void *data, size_t size, int
     fake_req_t *fr;
     strata_status_t status;
 
-    fake_count.isend_calls++;
+    FAKE_COUNT(isend_calls);
     status = fake_post_begin(fc, &fake_faults.isend_nulls, req_p, &fr);
     if (status != STRATA_OK || fr == NULL)
         return status;
@@ -327,7 +339,7 @@ static strata_status_t fake_irecv(stt_comm_t *comm, int n, void **data, const si
     fake_req_t *fr;
     strata_status_t status;
 
-    fake_count.irecv_calls++;
+    FAKE_COUNT(irecv_calls);
     status = fake_post_begin(fc, &fake_faults.irecv_nulls, req_p, &fr);
     if (status != STRATA_OK || fr == NULL)
         return status;
@@ -356,12 +368,12 @@ static strata_status_t fake_test(stt_req_t *req, int *done, size_t *sizes)
     fake_comm_t *fc = (fake_comm_t *)req->comm;
     strata_status_t status;
 
-    fake_count.test_calls++;
-    if (fake_faults.test_remote_at > 0 && fake_count.test_calls == fake_faults.test_remote_at)
+    int call = FAKE_COUNT(test_calls);
+    if (fake_faults.test_remote_at > 0 && call == fake_faults.test_remote_at)
         fc->dead = 1;
     if (fc->dead) {
         /* The inner request stays with the inner comm until close, like a lost peer's. */
-        fake_count.injected_errors++;
+        FAKE_COUNT(injected_errors);
         fake_req_put(fc, fr);
         return STRATA_ERR_REMOTE;
     }
@@ -383,7 +395,7 @@ static void fake_close(stt_comm_t *comm, int is_send)
 
     for (int i = 0; i < FAKE_REQ_SLOTS; i++)
         if (fc->reqs[i].used)
-            fake_count.live_requests--;
+            FAKE_UNCOUNT(live_requests);
     if (is_send)
         stt_close_send(fc->inner);
     else

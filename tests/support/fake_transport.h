@@ -21,8 +21,10 @@
  * transport. Its objects carry stt_fake_ops, so the contract's dispatch
  * helpers (stt_isend, stt_test, ...) route through it.
  *
- * Thread safety: the fault program and counters are process-global and not
- * locked; drive the fake from one thread.
+ * Thread safety: like any transport, different comms may be driven from
+ * different threads (counters and countdowns are atomic). The fault program
+ * is process-global: arm it (sts_fake_reset) while no other thread uses the
+ * fake.
  */
 #ifndef STS_FAKE_TRANSPORT_H
 #define STS_FAKE_TRANSPORT_H

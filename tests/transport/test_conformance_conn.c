@@ -9,6 +9,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +122,32 @@ static void conf_connect_accept(void **state)
 }
 
 /*
+ * Handles are plain bytes (NCCL keeps them in char arrays inside its own
+ * structs): listen and connect must work on a handle at an address with no
+ * particular alignment. Sanitized builds catch a transport that casts it.
+ */
+static void conf_unaligned_handle(void **state)
+{
+    sts_conf_ctx_t *ctx = sts_conf_begin(state);
+    uint64_t storage[2 * STT_HANDLE_SIZE / sizeof(uint64_t)];
+    char *handle = (char *)storage + 4;
+    stt_comm_t *send = NULL, *recv = NULL;
+    stt_listen_t *listen = NULL;
+    sts_pair_t pair = {.ops = ctx->ops};
+    size_t got = 0;
+
+    assert_ok(ctx->ops->listen(0, handle, &listen));
+    assert_ok(sts_connect_accept(ctx->ops, 0, listen, handle, STS_CONNECT_TIMEOUT_S, &send,
+                                 &recv));
+    pair.listen = listen;
+    pair.send = send;
+    pair.recv = recv;
+    assert_ok(sts_conf_xfer(&pair, 5000, 5000, 0, 11, &got));
+    assert_int_equal(got, 5000);
+    sts_pair_close(&pair);
+}
+
+/*
  * Connecting to a listener that is gone fails within the connect timeout
  * (shortened here), whether it closed before the first connect call or while
  * the connection was in progress; a transport that hands out the comm anyway
@@ -228,6 +255,112 @@ static void conf_poll_fds(void **state)
         sts_buf_free(&rbuf);
     }
     sts_pair_close(&pair);
+}
+
+/* One thread of conf_threads: its own connection, many checked exchanges. */
+typedef struct conf_thread {
+    pthread_t tid;
+    sts_conf_ctx_t *ctx;
+    int id;
+    int *stop;
+    char err[200];
+} conf_thread_t;
+
+static void *conf_thread_data(void *arg)
+{
+    conf_thread_t *t = arg;
+    const size_t max = 300 * KiB;
+    sts_buf_t sbuf = {0}, rbuf = {0};
+    sts_pair_t pair;
+    strata_status_t status;
+
+    status = sts_pair_open(t->ctx->ops, 0, STS_CONNECT_TIMEOUT_S, &pair);
+    if (status != STRATA_OK) {
+        snprintf(t->err, sizeof(t->err), "connect: %s", strata_status_str(status));
+        return NULL;
+    }
+    if (sts_buf_alloc(&sbuf, pair.send, max) != STRATA_OK ||
+        sts_buf_alloc(&rbuf, pair.recv, max) != STRATA_OK) {
+        snprintf(t->err, sizeof(t->err), "buffers");
+        goto out;
+    }
+    for (int i = 0; i < 200; i++) {
+        size_t size = ((size_t)i * 4099u + (size_t)t->id * 977u) % max, got = 0;
+        uint32_t seed = (uint32_t)(t->id * 100000 + i);
+        strata_status_t ss, rs;
+        sts_pattern_fill(sbuf.data, size, seed);
+        status = sts_pair_exchange(&pair, sbuf.data, size, sbuf.mh, rbuf.data, max, rbuf.mh,
+                                   t->id, sts_deadline(STS_IO_TIMEOUT_S), &ss, &rs, &got);
+        if (status != STRATA_OK || ss != STRATA_OK || rs != STRATA_OK || got != size ||
+            sts_pattern_check(rbuf.data, size, seed) != SIZE_MAX) {
+            snprintf(t->err, sizeof(t->err), "exchange %d (%zu bytes): %s/%s/%s, got %zu", i,
+                     size, strata_status_str(status), strata_status_str(ss),
+                     strata_status_str(rs), got);
+            break;
+        }
+    }
+out:
+    if (sbuf.data != NULL)
+        sts_buf_free(&sbuf);
+    if (rbuf.data != NULL)
+        sts_buf_free(&rbuf);
+    sts_pair_close(&pair);
+    return NULL;
+}
+
+/* init/devices/get_props/fini, over and over, while the data threads run. */
+static void *conf_thread_control(void *arg)
+{
+    conf_thread_t *t = arg;
+    while (!__atomic_load_n(t->stop, __ATOMIC_ACQUIRE)) {
+        stt_props_t props;
+        int ndev = 0;
+        strata_status_t status = t->ctx->ops->init();
+        if (status != STRATA_OK) {
+            snprintf(t->err, sizeof(t->err), "init: %s", strata_status_str(status));
+            return NULL;
+        }
+        status = t->ctx->ops->devices(&ndev);
+        if (status == STRATA_OK && ndev == t->ctx->ndev)
+            status = t->ctx->ops->get_props(0, &props);
+        t->ctx->ops->fini();
+        if (status != STRATA_OK || ndev != t->ctx->ndev) {
+            snprintf(t->err, sizeof(t->err), "devices/get_props: %s, %d devices",
+                     strata_status_str(status), ndev);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The contract's threading: different comms driven from different threads
+ * at once (NCCL's proxy threads), and init/fini/devices/get_props called
+ * concurrently with them.
+ */
+static void conf_threads(void **state)
+{
+    sts_conf_ctx_t *ctx = sts_conf_begin(state);
+    enum { NDATA = 2 };
+    conf_thread_t t[NDATA + 1];
+    int stop = 0;
+
+    memset(t, 0, sizeof(t));
+    for (int i = 0; i <= NDATA; i++) {
+        t[i].ctx = ctx;
+        t[i].id = i + 1;
+        t[i].stop = &stop;
+        assert_int_equal(pthread_create(&t[i].tid, NULL,
+                                        i < NDATA ? conf_thread_data : conf_thread_control,
+                                        &t[i]), 0);
+    }
+    for (int i = 0; i < NDATA; i++)
+        pthread_join(t[i].tid, NULL);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t[NDATA].tid, NULL);
+    for (int i = 0; i <= NDATA; i++)
+        if (t[i].err[0] != '\0')
+            fail_msg("%s thread %d: %s", ctx->ops->name, i, t[i].err);
 }
 
 /*
@@ -447,12 +580,14 @@ int main(void)
         STS_CONF_CASE(conf_props),
         STS_CONF_CASE(conf_init_refcount),
         STS_CONF_CASE(conf_connect_accept),
+        STS_CONF_CASE(conf_unaligned_handle),
         STS_CONF_CASE(conf_connect_closed_listener),
         STS_CONF_CASE(conf_accept_many),
         STS_CONF_CASE(conf_close_in_flight),
         STS_CONF_CASE(conf_peer_closed),
         STS_CONF_CASE(conf_reg_mr),
         STS_CONF_CASE(conf_poll_fds),
+        STS_CONF_CASE(conf_threads),
     };
     return sts_conf_run("conformance-conn", cases, sizeof(cases) / sizeof(cases[0]));
 }

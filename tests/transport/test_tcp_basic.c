@@ -282,6 +282,27 @@ static void test_close_in_flight(void **state)
     env_set("1", "256K");
 }
 
+/* NCCL embeds the handle in its own structs: listen and connect take it at any alignment. */
+static void test_unaligned_handle(void **state)
+{
+    _Alignas(16) uint8_t lbuf[STT_HANDLE_SIZE + 16], cbuf[STT_HANDLE_SIZE + 16];
+    uint8_t *lh = lbuf + 4, *ch = cbuf + 3;
+    pair_t p = {0};
+    uint64_t start = stu_time_ns();
+
+    assert_int_equal(ops->listen(0, lh, &p.listen), STRATA_OK);
+    memcpy(ch, lh, STT_HANDLE_SIZE);
+    while (p.send == NULL || p.recv == NULL) {
+        if (p.send == NULL)
+            assert_int_equal(ops->connect(0, ch, NULL, &p.send), STRATA_OK);
+        if (p.recv == NULL)
+            assert_int_equal(ops->accept(p.listen, &p.recv), STRATA_OK);
+        assert_false(past(start));
+    }
+    xfer_one(&p, 70000, 70000, 3, 9);
+    pair_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_grouped_receive),
         cmocka_unit_test(test_registration_and_flush),
         cmocka_unit_test(test_close_in_flight),
+        cmocka_unit_test(test_unaligned_handle),
     };
     return cmocka_run_group_tests(tests, tcp_pair_setup, tcp_pair_teardown);
 }

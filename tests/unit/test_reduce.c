@@ -2,9 +2,10 @@
  * Reduction kernels against an independent reference: every dtype x op x kernel family
  * (forced), nsrc 1..8, counts 0, 1, 7, 33, 1037 (and a longer one for streaming stores),
  * aligned, misaligned (also off the element size) and in place, with guard bytes around dst
- * and sources checked unchanged. Also: dispatch, integer wrap-around and min/max, the average's
- * final division, and reductions racing a family switch. Special float values and fp16/bf16
- * rounding are in test_reduce_special.c.
+ * and sources checked unchanged. Also: dispatch, the average's final division on every dtype x
+ * family against a reference, and reductions racing a family switch. Named cases (special
+ * float values, fp16/bf16 rounding, integer wrap-around, averages) are in
+ * test_reduce_special.c.
  */
 #include <math.h>
 #include <pthread.h>
@@ -475,153 +476,74 @@ static void test_bad_args(void **state)
 #endif
 }
 
-/* ---------------------------------------------------------------- integers */
+/* ---------------------------------------------------------------- average */
 
-/* One integer case on every family, the value replicated over 100 elements (vector body and
- * tail alike). Values are given as int64 and truncated to the width. */
-static void int_case(strata_dtype_t dt, strata_op_t op, int nsrc, const int64_t *in, int64_t want)
+/* The reference average step for one element (bits in, bits out). */
+static uint64_t ref_avg(strata_dtype_t dt, uint64_t b, int n)
 {
-    enum { N = 100 };
-    size_t es = esize(dt);
-    uint8_t src[MAX_SRC][N * 8], dst[N * 8];
-    const void *srcs[MAX_SRC];
-
-    for (int k = 0; k < nsrc; k++) {
-        for (size_t i = 0; i < N; i++)
-            st(src[k], i, es, (uint64_t)in[k]);
-        srcs[k] = src[k];
+    if (n == 1)
+        return b;                          /* the contract: nothing changes */
+    switch (dt) {
+    case STRATA_INT8: return (uint8_t)(int8_t)((int8_t)b / n);
+    case STRATA_UINT8: return (uint8_t)(b / (unsigned)n);
+    case STRATA_INT32: return (uint32_t)((int32_t)b / n);
+    case STRATA_UINT32: return (uint32_t)b / (uint32_t)n;
+    case STRATA_INT64: return (uint64_t)((int64_t)b / n);
+    case STRATA_UINT64: return b / (uint64_t)n;
+    case STRATA_FP64: return bits_f64(f64_of(b) / (double)n);
+    default: return ref_encode(dt, ref_decode(dt, b) / (float)n);
     }
-    uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
-    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
-        if (!sta_reduce_force_isa(families[f]))
-            continue;
-        memset(dst, 0, sizeof(dst));
-        sta_reduce_n(dst, srcs, nsrc, N, dt, op);
-        for (size_t i = 0; i < N; i++) {
-            if (ld(dst, i, es) != ((uint64_t)want & mask))
-                fail_msg("%s %s/%s: element %zu is 0x%llx, want 0x%llx", families[f],
-                         strata_dtype_name(dt), strata_op_name(op), i,
-                         (unsigned long long)ld(dst, i, es),
-                         (unsigned long long)((uint64_t)want & mask));
+}
+
+/* sta_reduce_avg_finish of one family against ref_avg: every dtype, several counts and
+ * divisors, aligned and misaligned by a byte, guard bytes around the buffer untouched. */
+static void avg_matrix(const char *fam)
+{
+    static const int divisors[] = {1, 2, 3, 7, 8, 255, 1000, 65537, 2147483647};
+    static const size_t avg_counts[] = {0, 1, 7, 33, 1037};
+    uint64_t rng = 0x1234567887654321ull;
+
+    if (!force_or_skip(fam))
+        skip();
+    for (int dt = 0; dt < STRATA_DTYPE_COUNT; dt++) {
+        size_t es = esize(dt);
+        for (size_t ci = 0; ci < sizeof(avg_counts) / sizeof(avg_counts[0]); ci++) {
+            for (size_t di = 0; di < sizeof(divisors) / sizeof(divisors[0]); di++) {
+                for (size_t off = 0; off < 2; off++) {
+                    size_t count = avg_counts[ci], bytes = count * es;
+                    uint8_t *raw = malloc(bytes + 2 * GUARD), *orig = malloc(bytes + 2 * GUARD);
+                    assert_non_null(raw);
+                    assert_non_null(orig);
+                    memset(raw, 0xa5, bytes + 2 * GUARD);
+                    uint8_t *buf = raw + GUARD + off;
+                    for (size_t i = 0; i < count; i++)
+                        st(buf, i, es, gen_elem(dt, &rng));
+                    memcpy(orig, raw, bytes + 2 * GUARD);
+                    sta_reduce_avg_finish(buf, count, dt, divisors[di]);
+                    for (size_t i = 0; i < count; i++) {
+                        uint64_t in = ld(orig + GUARD + off, i, es), got = ld(buf, i, es);
+                        uint64_t want = ref_avg(dt, in, divisors[di]);
+                        int ok = divisors[di] == 1 ? got == want : elem_ok(dt, got, want);
+                        if (!ok)
+                            fail_msg("%s avg %s / %d, count %zu, element %zu: 0x%llx -> "
+                                     "0x%llx, want 0x%llx", fam, strata_dtype_name(dt),
+                                     divisors[di], count, i, (unsigned long long)in,
+                                     (unsigned long long)got, (unsigned long long)want);
+                    }
+                    assert_memory_equal(raw, orig, GUARD + off);
+                    assert_memory_equal(buf + bytes, orig + GUARD + off + bytes, GUARD - off);
+                    free(raw);
+                    free(orig);
+                }
+            }
         }
     }
     sta_reduce_force_isa(NULL);
 }
 
-#define I2(a, b) ((const int64_t[]){(a), (b)})
-
-static void test_int_wrap(void **state)
-{
-    int_case(STRATA_INT8, STRATA_SUM, 2, I2(127, 1), -128);
-    int_case(STRATA_UINT8, STRATA_SUM, 2, I2(255, 1), 0);
-    int_case(STRATA_INT8, STRATA_PROD, 2, I2(16, 16), 0);
-    int_case(STRATA_INT8, STRATA_PROD, 2, I2(-128, -1), -128);
-    int_case(STRATA_UINT8, STRATA_PROD, 2, I2(15, 17), 255);
-    int_case(STRATA_UINT8, STRATA_PROD, 2, I2(255, 255), 1);
-    int_case(STRATA_INT32, STRATA_SUM, 2, I2(INT32_MAX, 1), INT32_MIN);
-    int_case(STRATA_INT32, STRATA_PROD, 2, I2(65536, 65536), 0);
-    int_case(STRATA_INT32, STRATA_PROD, 2, I2(INT32_MIN, -1), INT32_MIN);
-    int_case(STRATA_UINT32, STRATA_PROD, 2, I2(0xffffffff, 0xffffffff), 1);
-    int_case(STRATA_INT64, STRATA_SUM, 2, I2(INT64_MAX, 1), INT64_MIN);
-    int_case(STRATA_INT64, STRATA_PROD, 2, I2(INT64_MIN, -1), INT64_MIN);
-    int_case(STRATA_INT64, STRATA_PROD, 2, I2(0x100000001ll, 0x100000001ll), 0x200000001ll);
-    int_case(STRATA_UINT64, STRATA_PROD, 2, I2(-1, -1), 1);                 /* (2^64-1)^2 */
-    int_case(STRATA_UINT64, STRATA_PROD, 2, I2(0x123456789abcdefll, 0xfedcba987654321ll),
-             (int64_t)(0x123456789abcdefull * 0xfedcba987654321ull));
-    int_case(STRATA_INT32, STRATA_AVG, 2, I2(INT32_MAX, INT32_MAX), -2);   /* AVG = SUM */
-    int_case(STRATA_UINT8, STRATA_SUM, 8, (const int64_t[]){200, 200, 200, 200, 200, 200, 200,
-                                                            200}, (200 * 8) % 256);
-}
-
-static void test_int_minmax(void **state)
-{
-    int_case(STRATA_INT8, STRATA_MIN, 2, I2(-1, 1), -1);
-    int_case(STRATA_UINT8, STRATA_MIN, 2, I2(255, 1), 1);
-    int_case(STRATA_INT8, STRATA_MAX, 2, I2(-128, 127), 127);
-    int_case(STRATA_UINT8, STRATA_MAX, 2, I2(128, 127), 128);
-    int_case(STRATA_INT32, STRATA_MIN, 2, I2(INT32_MIN, 0), INT32_MIN);
-    int_case(STRATA_UINT32, STRATA_MIN, 2, I2(0x80000000, 1), 1);
-    int_case(STRATA_INT64, STRATA_MIN, 2, I2(INT64_MIN, 0), INT64_MIN);
-    int_case(STRATA_INT64, STRATA_MAX, 2, I2(-1, -2), -1);
-    int_case(STRATA_UINT64, STRATA_MIN, 2, I2(-1, 0), 0);
-    int_case(STRATA_UINT64, STRATA_MAX, 2, I2(-1, 0x7fffffffffffffffll), -1);
-    int_case(STRATA_UINT64, STRATA_MAX, 2, I2(0x8000000000000000ll, 0x7fffffffffffffffll),
-             (int64_t)0x8000000000000000ull);
-    int_case(STRATA_INT64, STRATA_MIN, 3, (const int64_t[]){5, -7, 3}, -7);
-}
-
-/* ---------------------------------------------------------------- average */
-
-static void test_avg_int(void **state)
-{
-    int8_t i8[] = {-7, 7, -128, 127, -1, 0};
-    sta_reduce_avg_finish(i8, 6, STRATA_INT8, 2);
-    assert_memory_equal(i8, ((int8_t[]){-3, 3, -64, 63, 0, 0}), 6);
-
-    uint8_t u8[] = {255, 7, 2};
-    sta_reduce_avg_finish(u8, 3, STRATA_UINT8, 3);
-    assert_memory_equal(u8, ((uint8_t[]){85, 2, 0}), 3);
-
-    int32_t i32[] = {INT32_MIN, INT32_MAX, -10, 10};
-    sta_reduce_avg_finish(i32, 4, STRATA_INT32, 3);
-    assert_memory_equal(i32, ((int32_t[]){INT32_MIN / 3, INT32_MAX / 3, -3, 3}), 16);
-
-    uint32_t u32[] = {0xffffffffu, 5};
-    sta_reduce_avg_finish(u32, 2, STRATA_UINT32, 4);
-    assert_memory_equal(u32, ((uint32_t[]){0x3fffffffu, 1}), 8);
-
-    int64_t i64[] = {INT64_MIN, -9, 9};
-    sta_reduce_avg_finish(i64, 3, STRATA_INT64, 4);
-    assert_memory_equal(i64, ((int64_t[]){INT64_MIN / 4, -2, 2}), 24);
-
-    uint64_t u64[] = {UINT64_MAX, 1000};
-    sta_reduce_avg_finish(u64, 2, STRATA_UINT64, 1000);
-    assert_memory_equal(u64, ((uint64_t[]){UINT64_MAX / 1000, 1}), 16);
-
-    /* nranks 1 changes nothing; a misaligned buffer works. */
-    uint8_t raw[1 + 3 * 4];
-    int32_t v[3] = {-5, 6, 7};
-    memcpy(raw + 1, v, sizeof(v));
-    sta_reduce_avg_finish(raw + 1, 3, STRATA_INT32, 1);
-    assert_memory_equal(raw + 1, v, sizeof(v));
-    sta_reduce_avg_finish(raw + 1, 3, STRATA_INT32, 2);
-    memcpy(v, raw + 1, sizeof(v));
-    assert_int_equal(v[0], -2);
-    assert_int_equal(v[1], 3);
-    assert_int_equal(v[2], 3);
-}
-
-static void test_avg_float(void **state)
-{
-    float f32[] = {3.0f, -0.0f, 1.0f, INFINITY, NAN, 0x1p-149f};
-    sta_reduce_avg_finish(f32, 6, STRATA_FP32, 2);
-    assert_true(f32[0] == 1.5f && f32[2] == 0.5f && f32[3] == INFINITY && isnan(f32[4]));
-    assert_true(f32[1] == 0.0f && signbit(f32[1]));
-    assert_true(f32[5] == 0.0f);               /* 2^-150 ties to even: 0 */
-
-    /* Division, not a multiply by the reciprocal: 1/3 rounded once. */
-    float third = 1.0f;
-    sta_reduce_avg_finish(&third, 1, STRATA_FP32, 3);
-    volatile float three = 3.0f;
-    assert_true(third == 1.0f / three);
-
-    double f64[] = {1.0, -6.0};
-    sta_reduce_avg_finish(f64, 2, STRATA_FP64, 3);
-    volatile double d3 = 3.0;
-    assert_true(f64[0] == 1.0 / d3 && f64[1] == -2.0);
-
-    /* fp16/bf16: via fp32, one rounding. 0x3c01 = 1 + 2^-10; / 3 rounded once. */
-    uint16_t h[] = {0x3c01, 0x7c00, 0x8000, 0x0001};
-    sta_reduce_avg_finish(h, 4, STRATA_FP16, 3);
-    assert_int_equal(h[0], sta_fp16_encode(sta_fp16_decode(0x3c01) / 3.0f));
-    assert_int_equal(h[1], 0x7c00);
-    assert_int_equal(h[2], 0x8000);
-    assert_int_equal(h[3], 0x0000);            /* 2^-24 / 3 rounds to 0 */
-    uint16_t bh[] = {0x4040, 0x3f81};          /* 3.0, 1 + 2^-7 */
-    sta_reduce_avg_finish(bh, 2, STRATA_BF16, 2);
-    assert_int_equal(bh[0], 0x3fc0);           /* 1.5 */
-    assert_int_equal(bh[1], 0x3f01);           /* 0.5 + 2^-8: exact */
-}
+static void test_avg_scalar(void **state) { avg_matrix("scalar"); }
+static void test_avg_avx2(void **state) { avg_matrix("avx2"); }
+static void test_avg_avx512(void **state) { avg_matrix("avx512"); }
 
 /* ---------------------------------------------------------------- threads */
 
@@ -677,10 +599,9 @@ int main(void)
         cmocka_unit_test(test_streaming_scalar),
         cmocka_unit_test(test_streaming_avx2),
         cmocka_unit_test(test_streaming_avx512),
-        cmocka_unit_test(test_int_wrap),
-        cmocka_unit_test(test_int_minmax),
-        cmocka_unit_test(test_avg_int),
-        cmocka_unit_test(test_avg_float),
+        cmocka_unit_test(test_avg_scalar),
+        cmocka_unit_test(test_avg_avx2),
+        cmocka_unit_test(test_avg_avx512),
         cmocka_unit_test(test_threads_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

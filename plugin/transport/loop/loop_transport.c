@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin/transport/loop/loop.h"
 #include "plugin/transport/loop/loop_internal.h"
@@ -26,6 +27,7 @@ typedef struct loop_listen {
 
 typedef struct loop_handle {
     uint64_t magic;
+    uint64_t pid;              /* the listener's process: loop connects nothing across processes */
     uint64_t listener_id;
     loop_channel_t *pending;   /* connect's in-progress state */
     uint64_t start_ns;
@@ -101,7 +103,8 @@ static strata_status_t loop_listen(int dev, void *handle, stt_listen_t **listen_
     loop_listeners = l;
     pthread_mutex_unlock(&loop_lock);
 
-    loop_handle_t h = {.magic = LOOP_HANDLE_MAGIC, .listener_id = l->id};
+    loop_handle_t h = {.magic = LOOP_HANDLE_MAGIC, .pid = (uint64_t)getpid(),
+                       .listener_id = l->id};
     memset(handle, 0, STT_HANDLE_SIZE);
     memcpy(handle, &h, sizeof(h));
     *listen_p = &l->base;
@@ -142,6 +145,11 @@ static strata_status_t loop_connect(int dev, void *handle, const stt_conn_cfg_t 
     memcpy(&h, handle, sizeof(h));
     if (h.magic != LOOP_HANDLE_MAGIC) {
         STU_WARN("loop: connect handle has a bad magic 0x%llx", (unsigned long long)h.magic);
+        return STRATA_ERR_INVALID;
+    }
+    if (h.pid != (uint64_t)getpid()) {
+        STU_WARN("loop: the handle comes from process %llu; the loop transport connects only "
+                 "inside one process", (unsigned long long)h.pid);
         return STRATA_ERR_INVALID;
     }
     *send_p = NULL;

@@ -220,33 +220,44 @@ static strata_status_t connect_ack_read(stt_tcp_connect_t *cs, bool *ready)
     return STRATA_OK;
 }
 
+/* Writes the in-progress state (cs, or NULL when done or reset) back into the caller's handle. */
+static void connect_handle_store(void *handle, stt_tcp_handle_t *h, stt_tcp_connect_t *cs)
+{
+    h->connect = cs;
+    h->connect_check = cs != NULL ? connect_check(h, cs) : 0;
+    memcpy(handle, h, sizeof(*h));
+}
+
 strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                 stt_comm_t **send_p)
 {
-    stt_tcp_handle_t *h = handle;
+    stt_tcp_handle_t h;
     stt_tcp_connect_t *cs;
     stt_tcp_dev_t d;
     strata_status_t status;
     bool ready = false;
 
-    if (h == NULL || send_p == NULL) {
-        STU_WARN("tcp: connect(dev %d) called with a NULL %s", dev, h ? "output" : "handle");
+    if (handle == NULL || send_p == NULL) {
+        STU_WARN("tcp: connect(dev %d) called with a NULL %s", dev,
+                 handle ? "output" : "handle");
         return STRATA_ERR_INVALID;
     }
-    status = connect_handle_check(h);
+    /* The handle is the caller's bytes, aligned or not (NCCL embeds it in its own
+     * structs): work on a copy and store the state back. */
+    memcpy(&h, handle, sizeof(h));
+    status = connect_handle_check(&h);
     if (status != STRATA_OK)
         return status;
-    cs = h->connect;
+    cs = h.connect;
     if (cs == NULL) {
         status = stt_tcp_device_get(dev, &d);
         if (status != STRATA_OK)
             return status;
-        status = connect_start(h, &cs);
+        status = connect_start(&h, &cs);
         if (status != STRATA_OK)
             return status;
-        h->connect = cs;
-        h->connect_check = connect_check(h, cs);
-    } else if (h->connect_check != connect_check(h, cs)) {
+        connect_handle_store(handle, &h, cs);
+    } else if (h.connect_check != connect_check(&h, cs)) {
         STU_WARN("tcp: connect: the handle's in-progress state is corrupt (handle copied or"
                  " overwritten while connecting?)");
         return STRATA_ERR_INVALID;
@@ -266,8 +277,7 @@ strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg
         int fds[STT_TCP_MAX_SOCKS];
         memcpy(fds, cs->fds, sizeof(fds));
         free(cs);                       /* the comm owns the sockets now */
-        h->connect = NULL;
-        h->connect_check = 0;
+        connect_handle_store(handle, &h, NULL);
         STU_INFO(STU_LOG_NET, "tcp: connected to %s with %d sockets", peer, nsocks);
         return stt_tcp_send_create(dev, fds, nsocks, peer, send_p);
     }
@@ -283,7 +293,6 @@ strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg
 
 err_reset:
     connect_state_free(cs);
-    h->connect = NULL;
-    h->connect_check = 0;
+    connect_handle_store(handle, &h, NULL);
     return status;
 }

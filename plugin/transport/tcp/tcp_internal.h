@@ -9,7 +9,7 @@
  *                     (tcp_listen.c)
  *   stt_tcp_send_t / stt_tcp_recv_t  the two ends of a connection: nsocks sockets, a
  *                     preallocated request ring and per-socket cursors (tcp_comm.c,
- *                     tcp_send.c, tcp_recv.c)
+ *                     tcp_send.c, tcp_recv.c; poll_fds in tcp_poll.c)
  *
  * Threading: the device table is guarded by a mutex in tcp_device.c. Comms and
  * listen comms are used by one thread at a time (the transport contract), so
@@ -268,5 +268,6 @@ strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *
 strata_status_t stt_tcp_test(stt_req_t *req, int *done, size_t *sizes);
 void stt_tcp_close_send(stt_comm_t *comm);
 void stt_tcp_close_recv(stt_comm_t *comm);
+int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 #endif /* STT_TCP_INTERNAL_H */

@@ -64,12 +64,11 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
         l->socks[i].fd = -1;
     stt_tcp_addr_format(&addr, l->local, sizeof(l->local));
 
-    stt_tcp_handle_t *h = handle;
+    /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
+    stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
+                          .listener_id = l->listener_id, .addr = addr};
     memset(handle, 0, STT_HANDLE_SIZE);
-    h->magic = STT_TCP_HANDLE_MAGIC;
-    h->version = STT_TCP_PROTO_VERSION;
-    h->listener_id = l->listener_id;
-    h->addr = addr;
+    memcpy(handle, &h, sizeof(h));
     STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
@@ -249,8 +248,8 @@ static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 
 /*
  * A client that gave up (timeout) after its hellos went out leaves a complete
- * group behind; when its FIN or RST is already here, drop the group instead of
- * handing out a dead comm.
+ * group behind; when its FIN or RST is already here before we ack, drop the
+ * group instead of handing out a dead comm.
  */
 static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 {
@@ -286,7 +285,12 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)
             continue;
-        if (g->count == g->nsocks && listen_group_ack(l, g) && listen_group_alive(l, g)) {
+        /*
+         * Liveness is judged before the ack only: once acked, the client may
+         * legitimately send, close and be gone before this accept returns.
+         */
+        if (g->count == g->nsocks && (g->acking || listen_group_alive(l, g)) &&
+            listen_group_ack(l, g)) {
             int fds[STT_TCP_MAX_SOCKS];
             int nsocks = g->nsocks;
             char peer[STT_TCP_ADDR_STRLEN];

@@ -21,5 +21,5 @@ const stt_ops_t stt_tcp_ops = {
     .close_send = stt_tcp_close_send,
     .close_recv = stt_tcp_close_recv,
     .close_listen = stt_tcp_close_listen,
-    .poll_fds = stt_no_poll_fds,   /* replaced by the socket set in a follow-up */
+    .poll_fds = stt_tcp_poll_fds,
 };

@@ -1,0 +1,56 @@
+/*
+ * strata-perf's data and its check (-c). Rank r's input element g (g counts
+ * from the start of the rank's whole input) is a small integer:
+ *
+ *   prod:          v(r, g) = 2 if (g + 3r) mod 7 == 0, else 1
+ *   anything else: v(r, g) = ((g + 5r) mod 19) - 9          (-9 .. 9)
+ *
+ * so every sum, product, min and max over up to 200 ranks is exact in every
+ * type, fp16 and bf16 included (integers wrap modulo 2^bits in the type, as
+ * the library's do), and the reduction of element g depends only on
+ * g mod 133 (= 7 * 19): the reference is a table of 133 elements computed
+ * once per size, and checking is a table lookup per element, fast enough for
+ * 64 MiB buffers. avg of a floating type is a division, checked to within a
+ * relative 1e-2 (fp16, bf16), 1e-5 (fp32) or 1e-12 (fp64); everything else
+ * must match exactly (for floats, as values: -0 equals 0).
+ *
+ * Pure functions over caller buffers; thread-safe.
+ */
+#ifndef STB_PERF_DATA_H
+#define STB_PERF_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/types.h"
+
+#define STB_DATA_PERIOD 133      /* lcm(7, 19): the period of v(r, g) in g */
+#define STB_DATA_MAX_ELEM 8      /* bytes of the largest element type */
+
+/* The reference reduction: element g's expected value is at table[(g % PERIOD) * esz]. */
+typedef struct stb_data_ref {
+    strata_dtype_t dtype;
+    strata_op_t op;
+    int nranks;
+    unsigned char table[STB_DATA_PERIOD * STB_DATA_MAX_ELEM];
+} stb_data_ref_t;
+
+/* v(r, g) for op (see above), as an integer. */
+int64_t stb_data_value(int rank, size_t g, strata_op_t op);
+
+/* Writes elements first .. first+count-1 of rank's input into buf (as the type stores them). */
+void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op, int rank,
+                   size_t first);
+
+/* Builds the reference of op over ranks 0 .. nranks-1. */
+void stb_data_ref_build(stb_data_ref_t *ref, strata_dtype_t dtype, strata_op_t op, int nranks);
+
+/* How many of got[0 .. count) differ from the reduction's elements first .. first+count-1. */
+size_t stb_data_check_reduced(const void *got, size_t count, const stb_data_ref_t *ref,
+                              size_t first);
+
+/* How many of got[0 .. count) differ from rank's input elements first .. (op sum's values). */
+size_t stb_data_check_input(const void *got, size_t count, strata_dtype_t dtype, int rank,
+                            size_t first);
+
+#endif /* STB_PERF_DATA_H */

@@ -1,0 +1,133 @@
+/*
+ * STRATA_CALIBRATE=1: measure the two tiers at init, so the α-β model fits
+ * this machine and fabric. Node 0 measures for everyone and its figures are
+ * shared through the bootstrap, so every rank builds the same tables.
+ *
+ *   shm: local rank 0 of node 0 broadcasts 8 B .. 4 MiB through the node's
+ *        segment; a broadcast costs α_s + n/β_s in the model.
+ *   net: local rank 0 of node 0 ping-pongs 8 B .. 4 MiB with local rank 0 of
+ *        node 1 over the transport; one way = round trip / 2 = α_n + n/β_n.
+ * Each size keeps its fastest repetition (the machine is noisy; the minimum is
+ * the least disturbed), then sta_fit_alpha_beta fits the line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos/node_shm.h"
+#include "algos/profile.h"
+#include "coll/calibrate.h"
+#include "coll/comm.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define CAL_REPS 8                       /* repetitions per size; the fastest counts */
+static const size_t cal_sizes[] = {8, 4096, 65536, 1 << 20, 4 << 20};
+#define CAL_NSIZES ((int)(sizeof(cal_sizes) / sizeof(cal_sizes[0])))
+#define CAL_MAX_BYTES ((size_t)4 << 20)
+
+typedef struct cal_result {
+    int32_t have_shm, have_net;
+    sta_tier_t shm, net;
+} cal_result_t;
+
+static strata_status_t cal_shm(strata_comm_t *comm, char *buf, double *us)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    for (int i = 0; i < CAL_NSIZES; i++) {
+        double best = 1e30;
+        for (int k = 0; k < CAL_REPS; k++) {
+            strata_status_t status = sta_node_barrier(ctx);
+            uint64_t t0 = stu_time_ns();
+            if (status == STRATA_OK)
+                status = sta_node_bcast(ctx, buf, cal_sizes[i], STRATA_UINT8, 0);
+            if (status == STRATA_OK)
+                status = sta_node_barrier(ctx);   /* until every reader has its copy */
+            if (status != STRATA_OK)
+                return status;
+            double t = (double)(stu_time_ns() - t0) / 1e3;
+            best = t < best ? t : best;
+        }
+        us[i] = best;
+    }
+    return STRATA_OK;
+}
+
+static strata_status_t cal_net(strata_comm_t *comm, int peer, int first, char *buf, double *us)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    for (int i = 0; i < CAL_NSIZES; i++) {
+        double best = 1e30;
+        size_t n = cal_sizes[i];
+        for (int k = 0; k < CAL_REPS; k++) {
+            uint64_t t0 = stu_time_ns();
+            strata_status_t status;
+            if (first) {
+                status = sta_sendrecv(ctx, peer, buf, n, -1, NULL, 0);
+                if (status == STRATA_OK)
+                    status = sta_sendrecv(ctx, -1, NULL, 0, peer, buf, n);
+            } else {
+                status = sta_sendrecv(ctx, -1, NULL, 0, peer, buf, n);
+                if (status == STRATA_OK)
+                    status = sta_sendrecv(ctx, peer, buf, n, -1, NULL, 0);
+            }
+            if (status != STRATA_OK)
+                return status;
+            double t = (double)(stu_time_ns() - t0) / 2e3;
+            best = t < best ? t : best;
+        }
+        us[i] = best;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t stc_calibrate(strata_comm_t *comm)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    cal_result_t mine, *all;
+    double us[CAL_NSIZES];
+    strata_status_t status = STRATA_OK;
+    char *buf = calloc(1, CAL_MAX_BYTES);
+
+    memset(&mine, 0, sizeof(mine));
+    all = calloc((size_t)ctx->nranks, sizeof(*all));
+    if (buf == NULL || all == NULL) {
+        status = STRATA_ERR_NO_MEMORY;
+        goto out;
+    }
+    if (ctx->node == 0 && ctx->local_size > 1) {
+        status = cal_shm(comm, buf, us);
+        if (status == STRATA_OK && ctx->local_rank == 0 &&
+            sta_fit_alpha_beta(cal_sizes, us, CAL_NSIZES, &mine.shm) == STRATA_OK)
+            mine.have_shm = 1;
+    }
+    /* One measurement at a time: the other ranks wait in a (sleeping) bootstrap barrier. */
+    strata_status_t synced = stc_boot_barrier(&comm->boot);
+    if (status == STRATA_OK)
+        status = synced;
+    if (status == STRATA_OK && ctx->nnodes > 1 && ctx->uniform && ctx->local_rank == 0 &&
+        ctx->node <= 1) {
+        int peer = ctx->rank_of[(size_t)(1 - ctx->node) * ctx->local_size];
+        status = cal_net(comm, peer, ctx->node == 0, buf, us);
+        if (status == STRATA_OK && ctx->node == 0 &&
+            sta_fit_alpha_beta(cal_sizes, us, CAL_NSIZES, &mine.net) == STRATA_OK)
+            mine.have_net = 1;
+    }
+    /* Everyone takes rank 0's figures (rank 0 is local rank 0 of node 0). */
+    strata_status_t shared = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));
+    if (status == STRATA_OK)
+        status = shared;
+    if (status == STRATA_OK) {
+        sta_model_apply_calibration(&comm->model, all[0].have_shm ? &all[0].shm : NULL,
+                                    all[0].have_net ? &all[0].net : NULL);
+        if (ctx->rank == 0)
+            STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "calibration: shm %s α %.2f µs β %.2f GB/s; "
+                     "net %s α %.2f µs β %.2f GB/s", all[0].have_shm ? "measured" : "skipped",
+                     all[0].shm.alpha_us, all[0].shm.beta_gbps,
+                     all[0].have_net ? "measured" : "skipped", all[0].net.alpha_us,
+                     all[0].net.beta_gbps);
+    }
+out:
+    free(buf);
+    free(all);
+    return status;
+}
