@@ -79,6 +79,16 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
         return STRATA_ERR_TIMEOUT;
     if (spent < spin)
         return STRATA_OK;
+    if (nfds > 0 && b->oversubscribed) {
+        /*
+         * More ranks than cores: the peer we wait for may need our core to run at
+         * all, so block in poll() right away; readiness wakes us (~35 µs) where
+         * yielding could cost a scheduler tick (~4 ms) per hop.
+         */
+        struct timespec block = {0, (long)BACKOFF_POLL_MAX_NS};
+        ppoll(fds, (nfds_t)nfds, &block, NULL);
+        return STRATA_OK;
+    }
     if (spent < spin + BACKOFF_YIELD_NS) {
         sched_yield();
         return STRATA_OK;
