@@ -41,7 +41,7 @@
 #define RUN_POLL_MS 100
 /* After a rank fails, how long other failures are collected before the cause is named and
  * the rest are stopped (a killed rank's peers can fail before it is reapable). */
-#define RUN_SETTLE_MS 300
+#define RUN_SETTLE_MS 2000
 /* After the last rank is reaped, how long its stderr may still be drained. */
 #define RUN_DRAIN_MS 1000
 
