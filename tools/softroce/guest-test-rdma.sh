@@ -7,7 +7,8 @@
 #   2. the transport conformance suite (every registered transport, ib first)
 #   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0
 #   4. perftest's ib_write_bw / ib_write_lat next to helper_ib_perf (the same
-#      sizes through the ib transport), on rxe0 and rxe1 -> rxe0
+#      sizes through the ib transport), on rxe0 and rxe1 -> rxe0, and
+#      strata-netperf through the plugin API with STRATA_TRANSPORT=ib
 #
 #   guest-test-rdma.sh [BUILD-DIR]      (default build)
 #
@@ -88,6 +89,10 @@ figures() {
     perftest "perftest rxe0->rxe0" ib_write_bw rxe0 rxe0 1 -s 1048576 -n 200 || rc=1
     STRATA_IB_HCA==rxe0 "$TESTS"/transport/helper_ib_perf 0 0 1048576 200 8 | sed 's/^/   /' \
         || rc=1
+    # strata-netperf through the plugin's NCCL API over ib, as NCCL would drive it
+    echo "   strata-netperf, STRATA_TRANSPORT=ib on rxe0 (8 B .. 1 MiB):"
+    STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 1M \
+        -f 8 -n 200 -w 20 -T 60 2>&1 | sed 's/^/   /' || rc=1
     return $rc
 }
 group "figures: perftest next to the ib transport (TCG guest: compare, do not quote)" figures
