@@ -22,6 +22,8 @@
 #define BACKOFF_SPIN_NS 50000ull           /* 50 µs: about 10 busy-polled hops */
 #define BACKOFF_SPIN_OVERSUB_NS 2000ull    /* 2 µs when oversubscribed */
 #define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */
+#define BACKOFF_YIELD_OVERSUB_NS 100000ull /* oversubscribed, before blocking on a futex: 0.1 ms
+                                              of yields lets a peer on this core finish a round */
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
 #define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
 #define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
@@ -62,6 +64,17 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
     b->oversubscribed = ctx->oversubscribed;
 }
 
+int sta_backoff_should_block(const sta_backoff_t *b, strata_status_t *status_p)
+{
+    uint64_t now = stu_time_ns();
+    uint64_t spent = now - b->start_ns;
+
+    *status_p = now >= b->deadline_ns ? STRATA_ERR_TIMEOUT : STRATA_OK;
+    if (b->oversubscribed)
+        return spent >= BACKOFF_SPIN_OVERSUB_NS + BACKOFF_YIELD_OVERSUB_NS;
+    return spent >= BACKOFF_SPIN_NS + BACKOFF_YIELD_NS;
+}
+
 strata_status_t sta_backoff_step(sta_backoff_t *b)
 {
     return sta_backoff_step_fds(b, NULL, 0);
@@ -79,6 +92,16 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
         return STRATA_ERR_TIMEOUT;
     if (spent < spin)
         return STRATA_OK;
+    if (nfds > 0 && b->oversubscribed) {
+        /*
+         * More ranks than cores: the peer we wait for may need our core to run at
+         * all, so block in poll() right away; readiness wakes us (~35 µs) where
+         * yielding could cost a scheduler tick (~4 ms) per hop.
+         */
+        struct timespec block = {0, (long)BACKOFF_POLL_MAX_NS};
+        ppoll(fds, (nfds_t)nfds, &block, NULL);
+        return STRATA_OK;
+    }
     if (spent < spin + BACKOFF_YIELD_NS) {
         sched_yield();
         return STRATA_OK;

@@ -70,6 +70,13 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
 /*
+ * True once the backoff is past spinning (and, unless oversubscribed, past
+ * yielding): a caller with its own way to block (a futex) should block now.
+ * STRATA_ERR_TIMEOUT in *status_p past the deadline.
+ */
+int sta_backoff_should_block(const sta_backoff_t *b, strata_status_t *status_p);
+
+/*
  * As sta_backoff_step, but the sleep phase blocks in poll() on the given
  * descriptors (from the transport's poll_fds), so a message wakes the waiter
  * at once instead of at the end of a nap. nfds 0 behaves as sta_backoff_step.

@@ -5,6 +5,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "algos/reduce.h"
@@ -14,6 +17,7 @@
 #define NODE_MAGIC 0x53544e4f44453031ull     /* "STNODE01" */
 #define NODE_LINE 64                         /* x86-64 cache line */
 #define NODE_LIVENESS_NS 50000000ull         /* look for dead local ranks every 50 ms of waiting */
+#define NODE_FUTEX_NS 1000000ull             /* a blocked wait re-checks time and liveness each 1 ms */
 
 typedef struct node_ctl {
     uint64_t written;
@@ -21,7 +25,9 @@ typedef struct node_ctl {
     uint64_t done;
     char pad1[NODE_LINE - sizeof(uint64_t)];
     int32_t pid;
-    char pad2[NODE_LINE - sizeof(int32_t)];
+    uint32_t event;       /* futex word: bumped after every publish of written or done */
+    uint32_t sleepers;    /* ranks blocked (or about to block) on event */
+    char pad2[NODE_LINE - 3 * sizeof(uint32_t)];
 } node_ctl_t;
 
 typedef struct node_hdr {
@@ -108,6 +114,34 @@ static strata_status_t node_check_alive(sta_ctx_t *ctx, sta_node_t *node, int k)
     return STRATA_OK;
 }
 
+/*
+ * Blocks until rank k's event word moves (or NODE_FUTEX_NS passes). The
+ * sleepers count and sequentially consistent accesses pair with node_signal:
+ * either the writer sees us and wakes us, or we see its new counter first.
+ */
+static void node_block(sta_node_t *node, int k, const uint64_t *c, uint64_t target)
+{
+    node_ctl_t *ctl = &node->ctl[k];
+    uint32_t e = __atomic_load_n(&ctl->event, __ATOMIC_SEQ_CST);
+
+    __atomic_add_fetch(&ctl->sleepers, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(c, __ATOMIC_SEQ_CST) < target) {
+        struct timespec ts = {0, (long)NODE_FUTEX_NS};
+        syscall(SYS_futex, &ctl->event, FUTEX_WAIT, e, &ts, NULL, 0);
+    }
+    __atomic_sub_fetch(&ctl->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* After publishing a counter: wake the ranks blocked on ours, if any (no syscall otherwise). */
+static void node_signal(sta_node_t *node)
+{
+    node_ctl_t *ctl = &node->ctl[node->me];
+
+    __atomic_add_fetch(&ctl->event, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ctl->sleepers, __ATOMIC_SEQ_CST) > 0)
+        syscall(SYS_futex, &ctl->event, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* Waits until counter (written or done) of every rank in [lo, hi) reaches target. */
 static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done, int lo, int hi,
                                  uint64_t target)
@@ -123,7 +157,12 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
             k++;
             continue;
         }
-        if (sta_backoff_step(&b) != STRATA_OK)
+        strata_status_t expired;
+        if (sta_backoff_should_block(&b, &expired))
+            node_block(node, k, c, target);
+        else if (sta_backoff_step(&b) != STRATA_OK)
+            expired = STRATA_ERR_TIMEOUT;
+        if (expired != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "local rank %d did not reach shared-memory round %llu in time",
                                 k, (unsigned long long)target);
@@ -148,7 +187,8 @@ static strata_status_t round_begin(sta_ctx_t *ctx, sta_node_t *node)
 
 static void round_publish(sta_node_t *node)
 {
-    __atomic_store_n(&node->ctl[node->me].written, node->round + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&node->ctl[node->me].written, node->round + 1, __ATOMIC_SEQ_CST);
+    node_signal(node);
 }
 
 static strata_status_t round_wait_writers(sta_ctx_t *ctx, sta_node_t *node, int lo, int hi)
@@ -158,7 +198,8 @@ static strata_status_t round_wait_writers(sta_ctx_t *ctx, sta_node_t *node, int 
 
 static void round_end(sta_node_t *node)
 {
-    __atomic_store_n(&node->ctl[node->me].done, node->round + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&node->ctl[node->me].done, node->round + 1, __ATOMIC_SEQ_CST);
+    node_signal(node);
     node->round++;
 }
 

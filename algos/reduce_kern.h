@@ -3,9 +3,10 @@
  * (reduce_scalar.c + reduce_half.c, reduce_avx2.c, reduce_avx512.c). Not for other layers:
  * they call algos/reduce.h.
  *
- * A family is one const table of kernels indexed [dtype][op], with a probe saying whether the
- * CPU and OS can run it. Every slot is filled (STRATA_AVG points at the SUM kernel), so the
- * dispatcher never tests for NULL. All families produce the same bits for the same inputs
+ * A family is one const table of kernels indexed [dtype][op] and of average steps indexed
+ * [dtype], with a probe saying whether the CPU and OS can run it. Every slot is filled
+ * (STRATA_AVG points at the SUM kernel; types a family does not vectorise point at the portable
+ * code), so the dispatcher never tests for NULL. All families produce the same bits for the same inputs
  * (see algos/reduce.h); only the speed differs.
  */
 #ifndef STA_REDUCE_KERN_H

@@ -187,10 +187,7 @@ static int perf_main(const stb_perf_opts_t *o, const size_t *sizes, size_t nsize
     int bw_n = 0;
     long long wrong = 0;
 
-    strata_comm_config_init(&config);
-    int64_t fd = stu_param_int(STU_PARAM_ROOT_FD);
-    if (fd >= 0 && fd <= INT32_MAX)
-        config.root_fd = (int)fd;
+    strata_comm_config_init(&config);   /* rank 0 takes STRATA_ROOT_FD from strata-run */
     if ((status = strata_comm_init_config(&config, &comm)) != STRATA_OK) {
         fprintf(stderr, "strata-perf: communicator init failed: %s (run it under strata-run, "
                 "mpirun or srun, or set STRATA_RANK, STRATA_NRANKS and STRATA_ROOT_ADDR)\n",

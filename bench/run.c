@@ -39,6 +39,9 @@
 #define RUN_GRACE_MS 3000
 /* Poll period of the main loop: bounds how late a death or a signal is noticed. */
 #define RUN_POLL_MS 100
+/* After a rank fails, how long other failures are collected before the cause is named and
+ * the rest are stopped (a killed rank's peers can fail before it is reapable). */
+#define RUN_SETTLE_MS 2000
 /* After the last rank is reaped, how long its stderr may still be drained. */
 #define RUN_DRAIN_MS 1000
 
@@ -49,7 +52,9 @@ typedef struct run {
     stb_rank_t ranks[STB_RUN_MAX_RANKS];
     stb_shm_list_t shm_before;
     int started;                /* ranks forked so far */
-    int failed_rank;            /* first failing rank, -1 */
+    int failed_rank;            /* the failure's cause once named, -1 */
+    int cause;                  /* candidate cause while settling, -1 */
+    uint64_t settle_at;         /* end of the settling window; 0: no failure yet */
     int exit_code;
     uint64_t kill_at;           /* SIGKILL deadline once stopping; 0: not stopping */
     int cleaned;
@@ -104,7 +109,13 @@ static void run_stop(run_t *run, int exit_code)
     run->kill_at = stu_time_ns() + (uint64_t)RUN_GRACE_MS * 1000000ull;
 }
 
-/* Reaps whatever ended: ranks, and keepers (a keeper's death fails the run). */
+/*
+ * Reaps whatever ended: ranks, and keepers (a keeper's death fails the run). A failed rank
+ * opens a short settling window before anything is stopped: a rank killed by a signal closes
+ * its sockets before it becomes reapable, so its peers may fail and be reaped first. When
+ * the window closes, a rank killed by a signal (nothing here has signalled any rank yet) is
+ * the cause; otherwise the first rank that failed.
+ */
 static void run_reap(run_t *run)
 {
     int wstatus;
@@ -127,17 +138,27 @@ static void run_reap(run_t *run)
                 continue;
             k->done = 1;
             k->wstatus = wstatus;
-            int ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
-            if (!ok && run->failed_rank < 0 && run->kill_at == 0) {
-                stb_wstatus_str(wstatus, why, sizeof(why));
-                fprintf(stderr, "strata-run: rank %d (pid %d, node %d) %s; stopping the "
-                        "other ranks\n", r, (int)pid, k->node, why);
-                run->failed_rank = r;
-                run_stop(run, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-                                                 : 128 + WTERMSIG(wstatus));
-            }
+            if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+                continue;
+            if (run->cause < 0 ||
+                (WIFSIGNALED(wstatus) && !WIFSIGNALED(run->ranks[run->cause].wstatus)))
+                run->cause = r;
+            if (run->settle_at == 0)
+                run->settle_at = stu_time_ns() + (uint64_t)RUN_SETTLE_MS * 1000000ull;
         }
     }
+    int alive = 0;
+    for (int r = 0; r < run->started; r++)
+        alive += !run->ranks[r].done;
+    if (run->cause < 0 || run->failed_rank >= 0 || run->kill_at != 0 ||
+        (alive > 0 && stu_time_ns() < run->settle_at))
+        return;
+    stb_rank_t *k = &run->ranks[run->cause];
+    stb_wstatus_str(k->wstatus, why, sizeof(why));
+    fprintf(stderr, "strata-run: rank %d (pid %d, node %d) %s; stopping the other ranks\n",
+            run->cause, (int)k->pid, k->node, why);
+    run->failed_rank = run->cause;
+    run_stop(run, WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : 128 + WTERMSIG(k->wstatus));
 }
 
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
@@ -276,6 +297,7 @@ int main(int argc, char **argv)
     char err[256];
 
     run.failed_rank = -1;
+    run.cause = -1;
     run.launch.root_fd = -1;
     stb_netns_init(&run.ns);
     if (stb_run_opts_parse(argc, argv, &run.opts, err, sizeof(err)) != STRATA_OK) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "algos/node_shm.h"
@@ -270,6 +271,20 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
         return STRATA_ERR_INVALID;
     }
 
+    /* A launcher (strata-run) may hand rank 0 an already listening socket. */
+    int root_fd = config->root_fd;
+    if (root_fd < 0 && launch.rank == 0) {
+        int64_t fd = stu_param_int(STU_PARAM_ROOT_FD);
+        int listening = 0;
+        socklen_t len = sizeof(listening);
+        if (fd >= 0 && fd <= INT32_MAX &&
+            getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening)
+            root_fd = (int)fd;
+        else if (fd >= 0)
+            STU_WARN("comm init: STRATA_ROOT_FD=%lld is not a listening socket; ignored",
+                     (long long)fd);
+    }
+
     if ((comm = calloc(1, sizeof(*comm))) == NULL)
         return STRATA_ERR_NO_MEMORY;
     sta_ctx_t *ctx = &comm->ctx;
@@ -279,7 +294,7 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
                                                 : stu_param_int(STU_PARAM_TIMEOUT);
     ctx->timeout_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
 
-    status = stc_boot_init(&comm->boot, launch.root_addr, config->root_fd, ctx->rank,
+    status = stc_boot_init(&comm->boot, launch.root_addr, root_fd, ctx->rank,
                            ctx->nranks, ctx->timeout_ns);
     if (status != STRATA_OK) {
         sta_ctx_fail(ctx, status, "rendezvous at '%s' failed", launch.root_addr);

@@ -92,8 +92,8 @@ set yrange [0:*]
 plot "$OUT/allreduce.dat" using 1:2 with linespoints lw 2 pt 7 title "out-of-place", \
      "" using 1:3 with linespoints lw 2 pt 5 title "in-place", \
      "" using 1:2:7 with labels rotate by 45 offset 0,1.5 font ",8" notitle$(
-     [ "$mode" = netns ] && printf ', \\\n     %s with lines dt 2 lc rgb "gray40" title "inter-node link rate (%s GB/s)"' \
-         "$rate_gbps" "$rate_gbps")
+     [ "$mode" = netns ] && printf ', \\\n     %s with lines dt 2 lc rgb "gray40" %s' \
+         "$rate_gbps" "title \"inter-node link rate ($rate_gbps GB/s)\"")
 
 set output "$OUT/allreduce-model.png"
 set title "Strata: measured time vs the alpha-beta model's prediction for the chosen algorithm"

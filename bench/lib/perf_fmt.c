@@ -45,7 +45,8 @@ int stb_perf_row_format(const stb_perf_row_t *row, char *buf, size_t len)
             snprintf(m, sizeof(m), "%9s", "-");
         snprintf(extra, sizeof(extra), "  %12s  %9s", row->algo, m);
     }
-    n = snprintf(buf, len, "%12zu  %12zu  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s%s\n",
+    n = snprintf(buf, len,
+                 "%12zu  %12zu  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s%s\n",
                  row->bytes, row->count, row->type, row->redop, root, t[0], a[0], b[0], w[0],
                  t[1], a[1], b[1], w[1], extra);
     return n;

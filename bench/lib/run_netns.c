@@ -222,7 +222,8 @@ static strata_status_t netns_link(stb_netns_t *ns, int k, const char *rate, uint
     char *lo[] = {"ip", "link", "set", "lo", "up", NULL};
     char *ip[] = {"ip", "addr", "add", cidr, "dev", STB_NETNS_IFNAME, NULL};
     char *up[] = {"ip", "link", "set", STB_NETNS_IFNAME, "up", NULL};
-    if ((st = netns_cmd(ns, k, add)) != STRATA_OK || (st = netns_cmd(ns, hub, master)) != STRATA_OK ||
+    if ((st = netns_cmd(ns, k, add)) != STRATA_OK ||
+        (st = netns_cmd(ns, hub, master)) != STRATA_OK ||
         (st = netns_cmd(ns, k, lo)) != STRATA_OK || (st = netns_cmd(ns, k, ip)) != STRATA_OK ||
         (st = netns_cmd(ns, k, up)) != STRATA_OK)
         return st;

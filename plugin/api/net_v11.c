@@ -229,7 +229,10 @@ static ncclResult_t net_close_listen(void *listen_comm)
     return ncclSuccess;
 }
 
-/* NULL, a context from a failed init, and a second finalize are all harmless. */
+/*
+ * NULL and a failed init's context (NULL too) are harmless; a context is freed
+ * here, so finalizing it twice is a caller's bug (NCCL never does).
+ */
 static ncclResult_t net_finalize(void *ctx)
 {
     stp_state_release(ctx);

@@ -15,7 +15,7 @@
 #include "sts_ranks.h"
 
 static const size_t sizes[] = {0, 1, 7, 4099, 300001};
-static const strata_op_t ops[] = {STRATA_SUM, STRATA_MAX, STRATA_AVG};
+static const strata_op_t ops[] = {STRATA_SUM, STRATA_PROD, STRATA_MIN, STRATA_MAX, STRATA_AVG};
 
 #define FAIL_IF(st, what)                                                                   \
     do {                                                                                    \
@@ -93,8 +93,9 @@ static int rank_all(strata_comm_t *comm, int rank, void *arg)
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
             for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
                 size_t n = sizes[s];
-                if (n > 5000 && t != STRATA_FP32 && t != STRATA_INT8 && t != STRATA_BF16)
-                    continue;   /* big sizes: a few types suffice */
+                if (n > 5000 && ((t != STRATA_FP32 && t != STRATA_INT8 && t != STRATA_BF16) ||
+                                 (ops[o] != STRATA_SUM && ops[o] != STRATA_AVG)))
+                    continue;   /* big sizes: a few types and ops suffice */
                 int inplace = (int)(o + s) % 2, root = (int)(s + o) % P;
                 if (rank_rs_ag(comm, rank, (strata_dtype_t)t, ops[o], n, inplace) ||
                     rank_bcast_reduce(comm, rank, (strata_dtype_t)t, ops[o], n, inplace, root))

@@ -306,8 +306,9 @@ static int children_named(pid_t ppid, const char *comm, pid_t *pids, int max)
         FILE *f = fopen(path, "r");
         if (f == NULL)
             continue;
-        if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%*d (%63[^)]) %*c %d", name, &pp) == 2
-            && pp == ppid && strcmp(name, comm) == 0)
+        if (fgets(buf, sizeof(buf), f) != NULL &&
+            sscanf(buf, "%*d (%63[^)]) %*c %d", name, &pp) == 2 && pp == ppid &&
+            strcmp(name, comm) == 0)
             pids[n++] = atoi(e->d_name);
         fclose(f);
     }

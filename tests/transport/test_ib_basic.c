@@ -227,13 +227,14 @@ static size_t flight_size(int i)
 static void test_in_flight(void **state)
 {
     const int n = STT_MAX_RECVS, nrecv = STT_MAX_REQUESTS, nsend = nrecv * n;
+    ib_pair_t p;
+
+    IB_NEED_DEVICE();
     size_t *off = calloc((size_t)nsend + 1, sizeof(*off));
     stt_req_t **sreq = calloc((size_t)nsend, sizeof(*sreq));
     stt_req_t **rreq = calloc((size_t)nrecv, sizeof(*rreq));
     size_t (*got)[STT_MAX_RECVS] = calloc((size_t)nrecv, sizeof(*got));
-    ib_pair_t p;
-
-    IB_NEED_DEVICE();
+    assert_true(off && sreq && rreq && got);
     for (int i = 0; i < nsend; i++)
         off[i + 1] = off[i] + flight_size(i);
     uint8_t *sbuf = malloc(off[nsend]), *rbuf = calloc(1, off[nsend]);
@@ -403,9 +404,9 @@ static void test_mr_cache(void **state)
     ib_pair_t p;
     void *a, *b, *c;
     size_t len = 1u << 20;
-    uint8_t *buf = malloc(len);
 
     IB_NEED_DEVICE();
+    uint8_t *buf = malloc(len);
     assert_non_null(buf);
     ib_pair_open(&p);
     assert_int_equal(ops->reg_mr(p.send, buf, len, STT_PTR_HOST, &a), STRATA_OK);

@@ -182,14 +182,14 @@ static void test_peer_closes(void **state)
 static void test_qp_timeout(void **state)
 {
     const size_t big = 64u << 20;
-    uint8_t *src = calloc(1, big), *dst = calloc(1, big);
-    void *data[1] = {dst};
     size_t size = big;
     int tag = 0;
     ib_pair_t p;
     double secs;
 
     IB_NEED_DEVICE();
+    uint8_t *src = calloc(1, big), *dst = calloc(1, big);
+    void *data[1] = {dst};
     assert_non_null(src);
     assert_non_null(dst);
     setenv("STRATA_IB_TIMEOUT", "10", 1);

@@ -46,7 +46,8 @@ void stt_ib_conn_fail(stt_ib_conn_t *conn, strata_status_t status, const char *f
 
 void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
 {
-    static const char *const kinds[] = {"?", "send", "CTS", "receive", "completion"};
+    static const char *const kinds[] = {"?", "send (signalled)", "CTS", "receive",
+                                        "unsignalled write"};
     char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
     int kind = (int)(wc->wr_id & 0xff);
 

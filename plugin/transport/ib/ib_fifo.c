@@ -1,4 +1,4 @@
-/* FIFO entries (clear-to-send) of the ib transport: filled by the receiver, checked by the sender. */
+/* FIFO entries (clear-to-send): filled by the receiver, checked by the sender. */
 #include <string.h>
 
 #include "plugin/transport/ib/ib_proto.h"

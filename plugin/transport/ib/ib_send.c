@@ -238,6 +238,8 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
         int k = plan.nwr[q];
         if (k == 0)
             continue;
+        for (int j = 0; j < k - 1; j++)     /* unsignalled: named only for error reports */
+            plan.wr[q][j].wr_id = stt_ib_wr_id(STT_IB_WR_NONE, q, idx, 0);
         stt_ib_qp_t *qp = &conn->qps[q];
         qp->sq_posted += (uint32_t)k;
         plan.wr[q][k - 1].send_flags |= IBV_SEND_SIGNALED;
