@@ -29,15 +29,18 @@
 #include "strata/status.h"
 
 /*
- * Defaults for the 2-core CI machines (MACHINE-NOTES.md). When ranks outnumber cores a
- * step waits for the peer to be woken, so both α are wake-up costs.
+ * Defaults for the 2-core CI machines. Waits spin before they sleep (algos/ctx.c), so a
+ * step costs a busy-polled hop, not a wake-up, while ranks have cores of their own; with
+ * more ranks than cores, calibrate (STRATA_CALIBRATE=1) or set STRATA_*_ALPHA_US.
  */
-/* Waking a sleeping process on the other core: ~35-40 µs; the low end. */
-#define STA_DEFAULT_SHM_ALPHA_US 35.0
+/* The shared-memory allreduce took 0.53-0.6 µs at 8 B-2 KiB with ranks on separate cores
+ * (strata-perf, docs/benchmarks.md "A/B against peers"); 2 µs leaves room for noise. */
+#define STA_DEFAULT_SHM_ALPHA_US 2.0
 /* memcpy on one core: 24.9 GB/s counting read + write = 12-13 GB/s copied; the low end. */
 #define STA_DEFAULT_SHM_BETA_GBPS 12.0
-/* Blocking 8-byte TCP ping-pong, one way: ~38 µs (a wake-up included). */
-#define STA_DEFAULT_NET_ALPHA_US 38.0
+/* One way through the plugin's TCP transport on loopback, polled: α 8.5 µs (strata-netperf
+ * fit, docs/benchmarks.md "Point to point"); rounded up. */
+#define STA_DEFAULT_NET_ALPHA_US 9.0
 /* TCP loopback, one stream, 1 MiB writes: 3.6-4.1 GB/s; the low end (noisy shared host). */
 #define STA_DEFAULT_NET_BETA_GBPS 3.6
 /* A reduction's output rate on buffers much larger than L3: ~12-15 GB/s at best. */
