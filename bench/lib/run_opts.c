@@ -14,7 +14,8 @@
 #define RUN_BURST_SECONDS 1e-3
 
 static const char usage_text[] =
-    "usage: strata-run -n N [--nodes K] [--netns [--inter-rate RATE]] [--timeout S] [-v] \\\n"
+    "usage: strata-run -n N [--nodes K] [--netns [--inter-rate RATE]] [--bind core|none]\n"
+    "                  [--timeout S] [-v] \\\n"
     "                  -- program [args...]\n"
     "  Forks N ranks of program on this machine with the environment Strata reads\n"
     "  (STRATA_RANK, STRATA_NRANKS, STRATA_ROOT_ADDR, STRATA_NODE_ID, and STRATA_ROOT_FD for\n"
@@ -26,6 +27,8 @@ static const char usage_text[] =
     "                    address (198.51.100.k+1) on a veth to a bridge, and its own\n"
     "                    /dev/shm; needs root\n"
     "  --inter-rate R    shape every node's link with tbf at R (tc syntax: 2gbit, 500mbit)\n"
+    "  --bind core|none  pin rank i to core i mod the cores (default: core when ranks fit\n"
+    "                    the cores, as mpirun does; none when they outnumber them)\n"
     "  --timeout S       kill everything after S seconds (default 900)\n"
     "  -v                print what is set up and torn down\n"
     "  A program named without a '/' is looked up next to strata-run first, then in PATH.\n";
@@ -133,6 +136,11 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
                 return run_fail(err, errlen, "--inter-rate: a tc rate such as 2gbit or "
                                 "500mbit, not '%s'", v ? v : "");
             opts->inter_rate = v;
+            i++;
+        } else if (strcmp(a, "--bind") == 0) {
+            if (v == NULL || (strcmp(v, "core") != 0 && strcmp(v, "none") != 0))
+                return run_fail(err, errlen, "--bind: core or none, not '%s'", v ? v : "");
+            opts->bind = strcmp(v, "core") == 0 ? STB_RUN_BIND_CORE : STB_RUN_BIND_NONE;
             i++;
         } else if (strcmp(a, "--timeout") == 0) {
             if (run_int(v, 1, 86400, &opts->timeout_s) != STRATA_OK)

@@ -22,12 +22,15 @@
 /* Exit status when --netns cannot be had (not root, no namespaces): scripts fall back. */
 #define STB_RUN_EXIT_NO_NETNS 3
 
+enum { STB_RUN_BIND_AUTO = 0, STB_RUN_BIND_CORE, STB_RUN_BIND_NONE };
+
 typedef struct stb_run_opts {
     int nranks;                 /* -n */
     int nodes;                  /* --nodes, default 1 */
     int netns;                  /* --netns */
     const char *inter_rate;     /* --inter-rate as given ("2gbit"), NULL: not shaped */
     uint64_t rate_bps;          /* the same in bit/s */
+    int bind;                   /* --bind: STB_RUN_BIND_AUTO (0), _CORE or _NONE */
     int timeout_s;              /* --timeout */
     int verbose;                /* -v */
     int help;
