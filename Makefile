@@ -136,7 +136,8 @@ install: all
 	install -m 644 $(INTERNAL_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' strata.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@LIBS@|$(strip $(LDLIBS_BASE))|' strata.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
 # The demo, the README's first command: build, then tools/demo.sh (a 4-rank allreduce over two
