@@ -197,7 +197,13 @@ strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t
     }
     rc->posts[rc->post_tail % STT_TCP_RING] = slot;
     rc->post_tail++;
-    stt_tcp_recv_progress(rc);
+    /* Progress at once only when the new receive can use something without reading
+     * a socket: a header already staged, or the peer's close (the receive then fails
+     * here). Otherwise the bytes are still in the kernel and test() reads them; a
+     * recv now would return EAGAIN on the critical path (a receive is posted before
+     * the send it answers). */
+    if (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0)
+        stt_tcp_recv_progress(rc);
     *req_p = &req->base;
     return STRATA_OK;
 }

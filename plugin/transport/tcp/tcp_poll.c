@@ -5,9 +5,9 @@
  * which is what poll_fds exists to avoid (2 cores, 4+ ranks), so a socket is
  * left out when it is known that reading it cannot help:
  *
- *   receive comm: socket 0 with POLLIN, unless the next header is already in
- *     and waits for a receive to be posted, or the peer closed socket 0 (both
- *     would stay readable); socket j > 0 with POLLIN only while it owes bytes
+ *   receive comm: socket 0 with POLLIN, unless the next header is already
+ *     staged and waits for a receive to be posted, or the peer closed socket 0
+ *     (both would stay readable); socket j > 0 with POLLIN only while it owes bytes
  *     of a matched message (a piece of a message whose header is not matched
  *     yet waits in the kernel). So data arriving for a comm with nothing
  *     posted wakes the caller once at most: the next test() reads the header,
@@ -19,11 +19,18 @@
  *     comm so that test() reports it, instead of leaving a descriptor that
  *     stays readable forever.
  *
+ *   Socket 0 is read through a staging buffer (tcp_recv.c): bytes already
+ *     staged are no longer in the kernel and would wake nobody. Every progress
+ *     pass (test, and irecv when a header is staged) uses all the staged bytes
+ *     it can; what stays is a partial header (the rest must come from the
+ *     socket: POLLIN is right) or a whole header waiting for a receive.
+ *
  * The set describes the comm as it is now; ask again before each sleep. 0
  * ("no descriptors": the caller naps and calls test(), which reports the error
  * or makes progress) for a failed comm, for a receive comm with nothing to read
- * until a receive is posted, and when the caller's array cannot hold the set:
- * a partial set could sleep through the one socket that matters.
+ * until a receive is posted, for one with staged bytes test() can use at once,
+ * and when the caller's array cannot hold the set: a partial set could sleep
+ * through the one socket that matters.
  *
  * Cost: nothing but loads for a receive comm; one recv(MSG_PEEK) per socket
  * for a send comm, paid only by a caller about to sleep in poll() anyway.
@@ -70,10 +77,16 @@ static int poll_send_fill(stt_tcp_send_t *sc, struct pollfd *fds)
 
 static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
 {
+    /* Staged bytes that test() can use at once: no socket would wake the caller for
+     * them, so name none (it naps and tests). A progress pass consumes everything
+     * it can, so this is not expected after test() or irecv(); it is a safety net. */
+    if (stt_tcp_recv_header_ready(rc) ||
+        (rc->conn.socks[0].msg != rc->msg_tail && stt_tcp_recv_staged(rc) > 0))
+        return 0;
     /* Socket 0 is idle once its cursor is past every matched message and the next
-     * header is either complete (it waits for a receive) or will never come. */
+     * header is either staged whole (it waits for a receive) or will never come. */
     bool idle0 = rc->conn.socks[0].msg == rc->msg_tail &&
-                 (rc->hdr_have == STT_TCP_HDR_BYTES || rc->eof0);
+                 (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0);
     int n = 0;
 
     for (int j = 0; j < rc->conn.nsocks; j++) {

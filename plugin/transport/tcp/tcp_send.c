@@ -5,9 +5,12 @@
  * and writes its part of each message: socket 0 the header plus either the
  * whole payload or piece 0, socket j > 0 piece j of striped messages only.
  * Socket 0 gathers the parts of several queued messages into one sendmsg, so a
- * burst of small sends costs one system call. A message is complete when every
- * cursor has passed it; since cursors only move forward, completion is in
- * posting order.
+ * small message costs one system call (made by isend) and a burst of them one
+ * between them. A call that takes fewer bytes than offered means the socket
+ * buffer is full, so the pass stops there instead of collecting an EAGAIN; the
+ * next test (or POLLOUT from poll_fds) carries on. A message is complete when
+ * every cursor has passed it; since cursors only move forward, completion is
+ * in posting order.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,7 +51,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
     while (cur->msg != sc->tail && sc->conn.failed == STRATA_OK) {
         struct iovec iov[STT_TCP_SEND_IOV];
         int niov = 0;
-        uint64_t skip = cur->off;
+        uint64_t skip = cur->off, asked = 0;
 
         for (uint32_t pos = cur->msg; pos != sc->tail && niov + 2 <= STT_TCP_SEND_IOV; pos++) {
             stt_tcp_sreq_t *req = send_req_at(sc, pos);
@@ -69,6 +72,8 @@ static void send_sock0_push(stt_tcp_send_t *sc)
             }
             skip = 0;
         }
+        for (int i = 0; i < niov; i++)
+            asked += iov[i].iov_len;
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t r = sendmsg(cur->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r <= 0) {
@@ -91,6 +96,8 @@ static void send_sock0_push(stt_tcp_send_t *sc)
             cur->msg++;
             cur->off = 0;
         }
+        if ((uint64_t)r < asked)
+            return;          /* the socket buffer is full: the next call would be EAGAIN */
     }
 }
 
@@ -117,6 +124,8 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
             continue;
         }
         cur->off += (uint64_t)r;
+        if ((uint64_t)r < (len > SEND_SEG_MAX ? SEND_SEG_MAX : len))
+            return;          /* the socket buffer is full: the next call would be EAGAIN */
     }
 }
 
