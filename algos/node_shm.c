@@ -147,10 +147,10 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
                                  uint64_t target)
 {
     sta_backoff_t b;
-    uint64_t next_check = 0;
     int k = lo;
 
     sta_backoff_start(&b, ctx);
+    uint64_t next_check = b.start_ns + NODE_LIVENESS_NS;   /* no syscall on a short wait */
     while (k < hi) {
         const uint64_t *c = use_done ? &node->ctl[k].done : &node->ctl[k].written;
         if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) {
@@ -215,6 +215,9 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
                                         size_t count, strata_dtype_t dtype, strata_op_t op)
 {
     sta_node_t *node = ctx->node_tier;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
     const void *srcs[L];
@@ -263,6 +266,9 @@ strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
                                    strata_dtype_t dtype)
 {
     sta_node_t *node = ctx->node_tier;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
     strata_status_t status;
@@ -301,6 +307,9 @@ strata_status_t sta_node_reduce(sta_ctx_t *ctx, const void *src, void *dst, size
                                 strata_dtype_t dtype, strata_op_t op, int root)
 {
     sta_node_t *node = ctx->node_tier;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
     const void *srcs[L];
@@ -339,6 +348,9 @@ strata_status_t sta_node_bcast(sta_ctx_t *ctx, void *buf, size_t count, strata_d
                                int root)
 {
     sta_node_t *node = ctx->node_tier;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
     strata_status_t status;
@@ -368,6 +380,9 @@ strata_status_t sta_node_bcast(sta_ctx_t *ctx, void *buf, size_t count, strata_d
 strata_status_t sta_node_barrier(sta_ctx_t *ctx)
 {
     sta_node_t *node = ctx->node_tier;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
     strata_status_t status;
 
     if (node->nlocal == 1)

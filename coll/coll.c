@@ -4,6 +4,7 @@
  * STRATA_AVG. Blocking calls first wait for the comm's queued non-blocking
  * ones (worker.c), so collectives run in call order.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "algos/reduce.h"
@@ -13,6 +14,7 @@
 
 /* op < 0 means "this collective takes no op"; a user's op is checked as unsigned. */
 #define NO_OP (-1)
+#define NO_ROOT INT_MIN   /* this collective has no root (any int a user passes is checked) */
 #define USER_OP(op) ((long)(unsigned)(op))   /* a negative user op stays invalid */
 
 static strata_status_t coll_check(strata_comm_t *comm, const void *sendbuf, const void *recvbuf,
@@ -23,8 +25,9 @@ static strata_status_t coll_check(strata_comm_t *comm, const void *sendbuf, cons
         return STRATA_ERR_INVALID;
     if (comm->ctx.failed != STRATA_OK)
         return comm->ctx.failed;
-    if ((unsigned)dtype >= STRATA_DTYPE_COUNT || (op != NO_OP && (op < 0 || op >= STRATA_OP_COUNT)) ||
-        (root != -1 && (root < 0 || root >= comm->ctx.nranks))) {
+    if ((unsigned)dtype >= STRATA_DTYPE_COUNT ||
+        (op != NO_OP && (op < 0 || op >= STRATA_OP_COUNT)) ||
+        (root != NO_ROOT && (root < 0 || root >= comm->ctx.nranks))) {
         STU_WARN("%s: invalid type %d, op %ld or root %d (of %d ranks)", what, (int)dtype, op,
                  root, comm->ctx.nranks);
         return STRATA_ERR_INVALID;
@@ -59,6 +62,9 @@ strata_status_t stc_run(strata_comm_t *comm, const stc_op_t *o)
     const int P = ctx->nranks;
     strata_status_t status = STRATA_OK;
     sta_algo_t algo;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;   /* a queued collective after a failure must not start */
 
     switch (o->coll) {
     case STA_COLL_ALLREDUCE:
@@ -149,7 +155,7 @@ static strata_status_t coll_blocking(strata_comm_t *comm, const stc_op_t *o)
 strata_status_t strata_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                  strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), NO_ROOT,
                                         "allreduce");
     if (status != STRATA_OK)
         return status;
@@ -160,7 +166,8 @@ strata_status_t strata_allreduce(const void *sendbuf, void *recvbuf, size_t coun
 strata_status_t strata_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                       strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, USER_OP(op), -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype,
+                                        USER_OP(op), NO_ROOT,
                                         "reduce_scatter");
     if (status != STRATA_OK)
         return status;
@@ -171,7 +178,7 @@ strata_status_t strata_reduce_scatter(const void *sendbuf, void *recvbuf, size_t
 strata_status_t strata_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                  strata_dtype_t dtype, strata_comm_t *comm)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, NO_ROOT,
                                         "allgather");
     if (status != STRATA_OK)
         return status;
@@ -197,7 +204,8 @@ strata_status_t strata_reduce(const void *sendbuf, void *recvbuf, size_t count,
                               strata_comm_t *comm)
 {
     const void *r = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? sendbuf : recvbuf;
-    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, USER_OP(op), root, "reduce");
+    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype,
+                                        USER_OP(op), root, "reduce");
     if (status != STRATA_OK)
         return status;
     stc_op_t o = {STA_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
@@ -236,7 +244,7 @@ strata_status_t strata_iallreduce(const void *sendbuf, void *recvbuf, size_t cou
                                   strata_dtype_t dtype, strata_op_t op, strata_comm_t *comm,
                                   strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, count, dtype, USER_OP(op), NO_ROOT,
                                         "iallreduce");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -248,7 +256,8 @@ strata_status_t strata_ireduce_scatter(const void *sendbuf, void *recvbuf, size_
                                        strata_dtype_t dtype, strata_op_t op,
                                        strata_comm_t *comm, strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype, USER_OP(op), -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, recvcount, dtype,
+                                        USER_OP(op), NO_ROOT,
                                         "ireduce_scatter");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -260,7 +269,7 @@ strata_status_t strata_iallgather(const void *sendbuf, void *recvbuf, size_t sen
                                   strata_dtype_t dtype, strata_comm_t *comm,
                                   strata_request_t **req_p)
 {
-    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, -1,
+    strata_status_t status = coll_check(comm, sendbuf, recvbuf, sendcount, dtype, NO_OP, NO_ROOT,
                                         "iallgather");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
@@ -285,7 +294,8 @@ strata_status_t strata_ireduce(const void *sendbuf, void *recvbuf, size_t count,
                                strata_comm_t *comm, strata_request_t **req_p)
 {
     const void *r = (comm != NULL && root >= 0 && comm->ctx.rank != root) ? sendbuf : recvbuf;
-    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype, USER_OP(op), root, "ireduce");
+    strata_status_t status = coll_check(comm, sendbuf, r, count, dtype,
+                                        USER_OP(op), root, "ireduce");
     if (status != STRATA_OK || req_p == NULL)
         return status != STRATA_OK ? status : STRATA_ERR_INVALID;
     stc_op_t o = {STA_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};

@@ -21,6 +21,9 @@
 #include "util/param.h"
 #include "util/time.h"
 
+/* STRATA_SHM_CHUNK's ceiling: two halves per rank of a 1 GiB chunk is already far past L3. */
+#define COMM_SHM_CHUNK_MAX ((int64_t)1 << 30)
+
 /* What every rank tells every other at the first all-gather. */
 typedef struct rank_info {
     char node_id[STC_NODE_ID_LEN];
@@ -125,8 +128,14 @@ static strata_status_t comm_shm(strata_comm_t *comm, uint64_t token)
     sta_ctx_t *ctx = &comm->ctx;
     char name[STU_SHM_NAMELEN];
     strata_status_t status = STRATA_OK;
-    size_t chunk = (size_t)stu_param_int(STU_PARAM_SHM_CHUNK);
+    int64_t want = stu_param_int(STU_PARAM_SHM_CHUNK);
 
+    if (want <= 0 || want > COMM_SHM_CHUNK_MAX) {
+        STU_WARN("STRATA_SHM_CHUNK=%lld is outside 1..%lld bytes", (long long)want,
+                 (long long)COMM_SHM_CHUNK_MAX);
+        return STRATA_ERR_INVALID;
+    }
+    size_t chunk = (size_t)want;
     if (chunk < 4096 * (size_t)ctx->local_size)
         chunk = 4096 * (size_t)ctx->local_size;   /* room for one page per rank per round */
     size_t size = sta_node_segment_size(ctx->local_size, chunk);
@@ -219,6 +228,41 @@ static strata_status_t comm_select(strata_comm_t *comm)
     return STRATA_OK;
 }
 
+/*
+ * Ranks pick their transport, rails and model from their own environment; if
+ * two ranks disagree they would run different algorithms for one call. Each
+ * rank hashes its selection tables and transport name; all must match rank 0.
+ */
+static strata_status_t comm_check_same_tables(strata_comm_t *comm)
+{
+    const int P = comm->ctx.nranks;
+    /* FNV-1a over the values (not the bytes: struct padding is not initialised) */
+    uint64_t h = 1469598103934665603ull;
+#define COMM_HASH(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    for (const char *c = comm->ops->name; *c != '\0'; c++)
+        COMM_HASH((unsigned char)*c);
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        COMM_HASH(comm->select.nranges[c]);
+        for (int i = 0; i < comm->select.nranges[c]; i++) {
+            COMM_HASH(comm->select.ranges[c][i].upper);
+            COMM_HASH(comm->select.ranges[c][i].algo);
+        }
+    }
+#undef COMM_HASH
+    uint64_t *all = calloc((size_t)P, sizeof(*all));
+    if (all == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    strata_status_t status = stc_boot_allgather(&comm->boot, &h, all, sizeof(h));
+    for (int r = 1; status == STRATA_OK && r < P; r++) {
+        if (all[r] != all[0])
+            status = sta_ctx_fail(&comm->ctx, STRATA_ERR_MISMATCH,
+                                  "rank %d chose a different transport or algorithm tables than "
+                                  "rank 0 (differing STRATA_* settings, profiles or NICs?)", r);
+    }
+    free(all);
+    return status;
+}
+
 static void comm_free(strata_comm_t *comm)
 {
     stc_disconnect_peers(comm);
@@ -247,15 +291,21 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     strata_status_t status;
     strata_comm_t *comm;
 
-    if (config == NULL || comm_p == NULL)
+    if (config == NULL || comm_p == NULL) {
+        if (config != NULL && config->root_fd >= 0)
+            close(config->root_fd);   /* Strata owns the descriptor from here on */
         return STRATA_ERR_INVALID;
+    }
     stu_param_reload();
     int need_env = config->rank < 0 || config->nranks < 0 ||
                    (config->root_addr == NULL && config->root_fd < 0) || config->node_id == NULL;
     memset(&launch, 0, sizeof(launch));
     if (need_env && (status = stc_launch_detect(stc_env_process, &launch)) != STRATA_OK &&
-        (config->rank < 0 || config->nranks < 0))
+        (config->rank < 0 || config->nranks < 0)) {
+        if (config->root_fd >= 0)
+            close(config->root_fd);
         return status;
+    }
     if (config->rank >= 0)
         launch.rank = config->rank;
     if (config->nranks >= 0)
@@ -268,6 +318,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
         strcpy(launch.node_id, "localhost");
     if (launch.nranks < 1 || launch.rank < 0 || launch.rank >= launch.nranks) {
         STU_WARN("comm init: rank %d of %d is out of range", launch.rank, launch.nranks);
+        if (config->root_fd >= 0)
+            close(config->root_fd);
         return STRATA_ERR_INVALID;
     }
 
@@ -285,8 +337,11 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
                      (long long)fd);
     }
 
-    if ((comm = calloc(1, sizeof(*comm))) == NULL)
+    if ((comm = calloc(1, sizeof(*comm))) == NULL) {
+        if (root_fd >= 0)
+            close(root_fd);
         return STRATA_ERR_NO_MEMORY;
+    }
     sta_ctx_t *ctx = &comm->ctx;
     ctx->rank = launch.rank;
     ctx->nranks = launch.nranks;
@@ -325,7 +380,12 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     }
     if ((status = comm_transport(comm)) != STRATA_OK)
         goto err_comm;
-    if ((status = comm_select(comm)) != STRATA_OK)
+    status = comm_select(comm);
+    /* Every rank returns the same answer, and runs the same algorithm for the same call. */
+    status = comm_agree(comm, status);
+    if (status == STRATA_OK)
+        status = comm_check_same_tables(comm);
+    if (status != STRATA_OK)
         goto err_comm;
     *comm_p = comm;
     return STRATA_OK;

@@ -62,6 +62,10 @@ int stc_peer_set(const strata_comm_t *comm, int me, int *peers, int max)
     }
     peer_add(peers, &n, max, me, (me + 1) % P);
     peer_add(peers, &n, max, me, (me + P - 1) % P);
+    /* recursive-doubling allgather works in rank order (block i is rank i's) */
+    if ((P & (P - 1)) == 0)
+        for (int m = 1; m < P; m <<= 1)
+            peer_add(peers, &n, max, me, me ^ m);
     if (comm->ctx.uniform) {
         const int N = comm->ctx.nnodes, L = comm->ctx.local_size;
         const int node = comm->node_of[me], local = comm->local_of[me];

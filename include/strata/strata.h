@@ -50,7 +50,8 @@ typedef struct strata_comm_config {
     int nranks;
     const char *node_id;    /* ranks with equal node ids share memory; NULL: hostname */
     const char *root_addr;  /* "host:port" of rank 0's rendezvous; NULL: environment */
-    int root_fd;            /* rank 0 only: an already listening socket to use, or -1 */
+    int root_fd;            /* rank 0: an already listening socket to use, or -1; init
+                               takes ownership (closes it) whatever it returns */
     int timeout_ms;         /* bound on init and on each collective; 0: STRATA_TIMEOUT */
 } strata_comm_config_t;
 

@@ -116,6 +116,8 @@ static int rank_invalid(strata_comm_t *comm, int rank, void *arg)
            STRATA_ERR_INVALID;
     bad |= strata_broadcast(buf, buf, 4, STRATA_INT32, 7, comm) != STRATA_ERR_INVALID;
     bad |= strata_reduce(buf, buf, 4, STRATA_INT32, STRATA_SUM, -2, comm) != STRATA_ERR_INVALID;
+    bad |= strata_broadcast(buf, buf, 4, STRATA_INT32, -1, comm) != STRATA_ERR_INVALID;
+    bad |= strata_reduce(buf, buf, 4, STRATA_INT32, STRATA_SUM, -1, comm) != STRATA_ERR_INVALID;
     bad |= strata_allreduce(buf, buf, 4, STRATA_INT32, STRATA_SUM, NULL) != STRATA_ERR_INVALID;
     bad |= strata_iallreduce(buf, buf, 4, STRATA_INT32, STRATA_SUM, comm, NULL) !=
            STRATA_ERR_INVALID;
@@ -130,6 +132,30 @@ static void test_invalid_arguments(void **state)
     sts_ranks_opts_t o = {.nranks = 2, .nodes = 1, .timeout_ms = 20000, .wall_s = 60,
                           .env = {"STRATA_SOCKET_IFNAME==lo"}};
     assert_int_equal(sts_ranks_run(&o, rank_invalid, NULL, NULL), 0);
+}
+
+/* Ranks whose settings would make them pick different algorithms refuse to start. */
+static void test_disagreeing_settings(void **state)
+{
+    int codes[3];
+    sts_ranks_opts_t o = {.nranks = 3, .nodes = 1, .timeout_ms = 20000, .wall_s = 60,
+                          .expect_init_fail = 1, .env = {"STRATA_SOCKET_IFNAME==lo"},
+                          .env_rank0 = {"STRATA_ALGO=ring"}};
+    sts_ranks_run(&o, rank_never_called, NULL, codes);
+    for (int r = 0; r < 3; r++)
+        assert_int_equal(codes[r], STS_RANKS_INIT_FAILED);
+}
+
+/* A shared-memory chunk out of range is an init error, not a crash. */
+static void test_bad_shm_chunk(void **state)
+{
+    int codes[2];
+    sts_ranks_opts_t o = {.nranks = 2, .nodes = 1, .timeout_ms = 20000, .wall_s = 60,
+                          .expect_init_fail = 1,
+                          .env = {"STRATA_SOCKET_IFNAME==lo", "STRATA_SHM_CHUNK=-1"}};
+    sts_ranks_run(&o, rank_never_called, NULL, codes);
+    assert_int_equal(codes[0], STS_RANKS_INIT_FAILED);
+    assert_int_equal(codes[1], STS_RANKS_INIT_FAILED);
 }
 
 static void test_init_without_environment(void **state)
@@ -155,6 +181,8 @@ int main(void)
         cmocka_unit_test(test_rank_never_joins),
         cmocka_unit_test(test_mismatched_counts),
         cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_disagreeing_settings),
+        cmocka_unit_test(test_bad_shm_chunk),
         cmocka_unit_test(test_init_without_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

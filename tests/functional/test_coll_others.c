@@ -181,6 +181,20 @@ static void run(sts_rank_fn fn, int P, int N, int interleave, const char *algo)
     assert_int_equal(failed, 0);
 }
 
+/* Nodes that hold scattered ranks: rank order and node order differ everywhere. */
+static void test_all_p8_scrambled_nodes(void **s)
+{
+    static const int node_of[8] = {0, 1, 1, 0, 1, 0, 0, 1};
+    sts_ranks_opts_t o = {.nranks = 8, .nodes = 2, .node_of = node_of, .timeout_ms = 90000,
+                          .wall_s = 280, .env = {"STRATA_SOCKET_IFNAME==lo"}};
+    assert_int_equal(sts_ranks_run(&o, rank_nonblocking, NULL, NULL), 0);
+    const char *algos[] = {"STRATA_ALGO=recursive", "STRATA_ALGO=hierarchical"};
+    for (int a = 0; a < 2; a++) {
+        o.env[1] = algos[a];
+        assert_int_equal(sts_ranks_run(&o, rank_nonblocking, NULL, NULL), 0);
+    }
+}
+
 static void test_all_p1(void **s) { run(rank_all, 1, 1, 0, "auto"); }
 static void test_all_p2_ring(void **s) { run(rank_all, 2, 2, 0, "ring"); }
 static void test_all_p3_recursive(void **s) { run(rank_all, 3, 1, 0, "recursive"); }
@@ -197,6 +211,7 @@ static void test_large_p2_auto(void **s) { run(rank_large, 2, 1, 0, "auto"); }
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_p8_scrambled_nodes),
         cmocka_unit_test(test_all_p1),
         cmocka_unit_test(test_all_p2_ring),
         cmocka_unit_test(test_all_p3_recursive),

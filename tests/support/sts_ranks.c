@@ -45,8 +45,12 @@ static void ranks_child(const sts_ranks_opts_t *o, int rank, int lfd, const char
         _exit(0);
     for (int i = 0; i < STS_RANKS_MAX_ENV && o->env[i] != NULL; i++)
         putenv((char *)o->env[i]);
+    for (int i = 0; i < 2 && rank == 0 && o->env_rank0[i] != NULL; i++)
+        putenv((char *)o->env_rank0[i]);
     int nodes = o->nodes > 0 ? o->nodes : 1;
-    int n = o->interleave ? rank % nodes : rank * nodes / o->nranks;
+    int n = o->node_of != NULL ? o->node_of[rank]
+            : o->interleave    ? rank % nodes
+                               : rank * nodes / o->nranks;
     snprintf(node, sizeof(node), "node%d", n);
     snprintf(timeout, sizeof(timeout), "%d", o->timeout_ms > 0 ? o->timeout_ms : 60000);
     setenv("STRATA_TIMEOUT", timeout, 1);

@@ -21,6 +21,8 @@ typedef struct sts_ranks_opts {
     int expect_init_fail;    /* 1: the children skip init failure reporting */
     int absent_rank;         /* this rank exits at once without joining (0: none; use rank+1) */
     const char *env[STS_RANKS_MAX_ENV];   /* "NAME=value" set in every child */
+    const char *env_rank0[2];             /* "NAME=value" set in rank 0 only */
+    const int *node_of;      /* if not NULL: the node of each rank, overriding the above */
 } sts_ranks_opts_t;
 
 /* Runs in each child; returns 0 on success, anything else is a failure. */
