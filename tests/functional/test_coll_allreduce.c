@@ -55,10 +55,14 @@ typedef struct config {
 
 static void run_config(const config_t *c)
 {
+    /* STS_COLL_MAX_RANKS bounds the configs, for slow stacks (the Soft-RoCE guest) */
+    const char *max = getenv("STS_COLL_MAX_RANKS");
+    if (max != NULL && atoi(max) > 0 && c->nranks > atoi(max))
+        skip();
     char algo[64];
     snprintf(algo, sizeof(algo), "STRATA_ALGO=%s", c->algo);
     sts_ranks_opts_t o = {.nranks = c->nranks, .nodes = c->nodes, .interleave = c->interleave,
-                          .timeout_ms = 60000, .wall_s = 240,
+                          .timeout_ms = 120000, .wall_s = 280,
                           .env = {algo, "STRATA_SOCKET_IFNAME==lo"}};
     int failed = sts_ranks_run(&o, rank_matrix, NULL, NULL);
     if (failed)

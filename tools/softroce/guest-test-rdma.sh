@@ -63,6 +63,13 @@ if [ -n "$func" ]; then
     group "functional plugin tests, STRATA_TRANSPORT=ib on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_CYCLES=100 tests/run.sh $func
 fi
+# The collective library over ib: the allreduce matrix (every type, op, algorithm,
+# in and out of place) for the configurations of 1 to 3 ranks, which 2 vCPUs carry.
+coll=$(bins "$TESTS"/functional/test_coll_allreduce)
+if [ -n "$coll" ]; then
+    group "collective allreduce, STRATA_TRANSPORT=ib on rxe0 (1-3 ranks)" \
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_COLL_MAX_RANKS=3 tests/run.sh $coll
+fi
 
 # perftest: server in the background, client against it; prints the figure line.
 A=192.0.2.1
