@@ -64,11 +64,11 @@ if [ -n "$func" ]; then
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_CYCLES=100 tests/run.sh $func
 fi
 # The collective library over ib: the allreduce matrix (every type, op, algorithm,
-# in and out of place) for the configurations of 1 to 3 ranks, which 2 vCPUs carry.
+# in and out of place) for the configurations of 1 to 4 ranks, which 2 vCPUs carry.
 coll=$(bins "$TESTS"/functional/test_coll_allreduce)
 if [ -n "$coll" ]; then
-    group "collective allreduce, STRATA_TRANSPORT=ib on rxe0 (1-3 ranks)" \
-        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_COLL_MAX_RANKS=3 tests/run.sh $coll
+    group "collective allreduce, STRATA_TRANSPORT=ib on rxe0 (1-4 ranks)" \
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_COLL_MAX_RANKS=4 tests/run.sh $coll
 fi
 
 # perftest: server in the background, client against it; prints the figure line.
