@@ -7,7 +7,8 @@
  *
  * hierarchical allreduce = shm reduce-scatter (local rank i keeps block i of
  * the node's sum) + ring allreduce of block i over rail i (all rails at once)
- * + shm allgather:
+ * + shm allgather (on one node and up to STA_NODE_SMALL_BYTES, a single shm
+ * round instead: α_s + n/β_s + (L-1)·n/γ):
  *   t = [α_s + n/β_s + (L-1)/L·n/γ] + [2(N-1)·α_n + 2(N-1)/N·n/(nrails·β_n)
  *       + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
  * leader allreduce = shm reduce to local rank 0 + ring allreduce of n among the
@@ -52,6 +53,8 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
 
     if ((status = hier_check(ctx)) != STRATA_OK)
         return status;
+    if (ctx->nnodes == 1 && count * esz <= STA_NODE_SMALL_BYTES)
+        return sta_node_allreduce_small(ctx, src, dst, count, dtype, op);   /* one round */
     if ((status = sta_node_reduce_scatter(ctx, src, dst, count, dtype, op)) != STRATA_OK)
         return status;
     if (ctx->nnodes > 1) {

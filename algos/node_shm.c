@@ -262,6 +262,37 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
     return STRATA_OK;
 }
 
+strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,
+                                         size_t count, strata_dtype_t dtype, strata_op_t op)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t bytes = count * strata_dtype_size(dtype);
+    const int L = node->nlocal;
+    const void *srcs[L];
+    strata_status_t status;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
+    if (bytes > node->chunk || bytes > STA_NODE_SMALL_BYTES)
+        return sta_ctx_fail(ctx, STRATA_ERR_INTERNAL, "small shm allreduce of %zu bytes", bytes);
+    if (L == 1 || count == 0) {
+        if (dst != src && bytes > 0)
+            memmove(dst, src, bytes);
+        return STRATA_OK;
+    }
+    if ((status = round_begin(ctx, node)) != STRATA_OK)
+        return status;
+    memcpy(node_half(node, node->me, node->round), src, bytes);
+    round_publish(node);
+    if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
+        return status;
+    for (int k = 0; k < L; k++)
+        srcs[k] = node_half(node, k, node->round);
+    sta_reduce_n(dst, srcs, L, count, dtype, op);
+    round_end(node);
+    return STRATA_OK;
+}
+
 strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
                                    strata_dtype_t dtype)
 {

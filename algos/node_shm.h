@@ -43,6 +43,17 @@ void sta_node_close(sta_node_t *node);
 strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *dst,
                                         size_t count, strata_dtype_t dtype, strata_op_t op);
 
+/*
+ * Intra-node allreduce of a small buffer in one round: every local rank
+ * publishes all of src, then each reduces every slot, in local-rank order
+ * (so every rank computes the same bits), into dst. For count * size up to
+ * STA_NODE_SMALL_BYTES; one barrier instead of the two of reduce-scatter +
+ * allgather.  t = α_s + n/β_s + (L-1)·n/γ
+ */
+#define STA_NODE_SMALL_BYTES 4096   /* 2-rank calls at <= 2 KiB lost to OpenMPI's 0.2-0.5 µs */
+strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,
+                                         size_t count, strata_dtype_t dtype, strata_op_t op);
+
 /* Intra-node allgather: block i of buf is valid on local rank i; afterwards buf is on all. */
 strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
                                    strata_dtype_t dtype);
