@@ -118,7 +118,7 @@ static void print_header(const bench_t *b)
                MPI_COMM_WORLD);
     MPI_Gather(&pid, 1, MPI_LONG, pids, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     if (b->rank == 0) {
-        snprintf(system, sizeof(system), "%s", lib);
+        snprintf(system, sizeof(system), "%.*s", (int)sizeof(system) - 1, lib);
         ab_print_header(b->o, PROGRAM, system, b->nranks);
         for (int r = 0; r < b->nranks; r++)
             ab_print_rank(r, pids[r], all + (size_t)r * MPI_MAX_PROCESSOR_NAME);

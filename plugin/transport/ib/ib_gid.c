@@ -197,7 +197,7 @@ int stt_ib_gid_local_scan(stt_ib_gid_owner_t *list, int max)
         for (int port = 1; port <= 2 && n < max; port++) {
             int k = stt_ib_gid_table_read(de->d_name, port, STT_IB_GID_MAX, e, 16);
             for (int i = 0; i < k && n < max; i++) {
-                snprintf(list[n].dev, sizeof(list[n].dev), "%s", de->d_name);
+                memcpy(list[n].dev, de->d_name, strlen(de->d_name) + 1);   /* length checked */
                 memcpy(list[n].raw, e[i].raw, 16);
                 n++;
             }
