@@ -10,11 +10,6 @@
 #include "algos/exec.h"
 #include "algos/reduce.h"
 
-static int chain_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
 static void chain_chunk(size_t bytes, size_t chunk, size_t k, size_t *off_p, size_t *len_p)
 {
     *off_p = k * chunk;
@@ -25,13 +20,13 @@ strata_status_t sta_chain_bcast(sta_ctx_t *ctx, const sta_group_t *g, int root, 
                                 size_t count, strata_dtype_t dtype)
 {
     const int P = g->size;
-    const int v = chain_mod(g->pos - root, P);
+    const int v = sta_mod(g->pos - root, P);
     const size_t esz = strata_dtype_size(dtype);
     const size_t chunk = STA_PIPELINE_CHUNK / esz * esz;
     const size_t bytes = count * esz;
     const size_t nchunks = (bytes + chunk - 1) / chunk;
-    const int next = v + 1 < P ? g->ranks[chain_mod(g->pos + 1, P)] : -1;
-    const int prev = v > 0 ? g->ranks[chain_mod(g->pos - 1, P)] : -1;
+    const int next = v + 1 < P ? g->ranks[sta_mod(g->pos + 1, P)] : -1;
+    const int prev = v > 0 ? g->ranks[sta_mod(g->pos - 1, P)] : -1;
     char *b = buf;
     strata_status_t status = STRATA_OK;
 
@@ -63,14 +58,14 @@ strata_status_t sta_chain_reduce(sta_ctx_t *ctx, const sta_group_t *g, int root,
                                  void *dst, size_t count, strata_dtype_t dtype, strata_op_t op)
 {
     const int P = g->size;
-    const int v = chain_mod(g->pos - root, P);
+    const int v = sta_mod(g->pos - root, P);
     const size_t esz = strata_dtype_size(dtype);
     const size_t chunk = STA_PIPELINE_CHUNK / esz * esz;
     const size_t bytes = count * esz;
     const size_t nchunks = (bytes + chunk - 1) / chunk;
     /* Data flows from the chain's tail (v = P-1) toward the root (v = 0). */
-    const int down = v > 0 ? g->ranks[chain_mod(g->pos - 1, P)] : -1;        /* toward root */
-    const int up = v + 1 < P ? g->ranks[chain_mod(g->pos + 1, P)] : -1;      /* from the tail */
+    const int down = v > 0 ? g->ranks[sta_mod(g->pos - 1, P)] : -1;        /* toward root */
+    const int up = v + 1 < P ? g->ranks[sta_mod(g->pos + 1, P)] : -1;      /* from the tail */
     strata_status_t status;
     char *scratch;
 

@@ -20,23 +20,25 @@ typedef struct sta_group {
     int pos;            /* this rank's index in ranks */
 } sta_group_t;
 
+/* a mod n in 0..n-1 for any sign of a: ring, chain and tree positions wrap around groups. */
+static inline int sta_mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
 /*
  * The ring schedule: the blocks member p of P sends and receives at step s
  * (0 <= s < P-1) of reduce-scatter and of allgather. Pure; unit-tested.
  */
-static inline int sta_ring_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
 static inline void sta_ring_rs_step(int P, int p, int s, int *send_blk, int *recv_blk)
 {
-    *send_blk = sta_ring_mod(p - s - 1, P);
-    *recv_blk = sta_ring_mod(p - s - 2, P);
+    *send_blk = sta_mod(p - s - 1, P);
+    *recv_blk = sta_mod(p - s - 2, P);
 }
 static inline void sta_ring_ag_step(int P, int p, int s, int *send_blk, int *recv_blk)
 {
-    *send_blk = sta_ring_mod(p - s, P);
-    *recv_blk = sta_ring_mod(p - s - 1, P);
+    *send_blk = sta_mod(p - s, P);
+    *recv_blk = sta_mod(p - s - 1, P);
 }
 
 /* The rail of local rank `local`: that local rank of every node, in node order. */

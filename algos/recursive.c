@@ -18,11 +18,6 @@
 
 #include "algos/reduce.h"
 
-static int rd_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
 /* Position of participant q (0 <= q < p2) in the group. */
 static int rd_member(int q, int r)
 {
@@ -113,14 +108,14 @@ strata_status_t sta_binomial_bcast(sta_ctx_t *ctx, const sta_group_t *g, int roo
                                    size_t count, strata_dtype_t dtype)
 {
     const int P = g->size;
-    const int v = rd_mod(g->pos - root, P);
+    const int v = sta_mod(g->pos - root, P);
     const size_t bytes = count * strata_dtype_size(dtype);
     strata_status_t status;
     int mask = 1;
 
     while (mask < P) {
         if (v & mask) {
-            int from = g->ranks[rd_mod(g->pos - mask, P)];
+            int from = g->ranks[sta_mod(g->pos - mask, P)];
             if ((status = sta_sendrecv(ctx, -1, NULL, 0, from, buf, bytes)) != STRATA_OK)
                 return status;
             break;
@@ -129,7 +124,7 @@ strata_status_t sta_binomial_bcast(sta_ctx_t *ctx, const sta_group_t *g, int roo
     }
     for (mask >>= 1; mask > 0; mask >>= 1) {
         if (v + mask < P) {
-            int to = g->ranks[rd_mod(g->pos + mask, P)];
+            int to = g->ranks[sta_mod(g->pos + mask, P)];
             if ((status = sta_sendrecv(ctx, to, buf, bytes, -1, NULL, 0)) != STRATA_OK)
                 return status;
         }
@@ -142,7 +137,7 @@ strata_status_t sta_binomial_reduce(sta_ctx_t *ctx, const sta_group_t *g, int ro
                                     strata_dtype_t dtype, strata_op_t op)
 {
     const int P = g->size;
-    const int v = rd_mod(g->pos - root, P);
+    const int v = sta_mod(g->pos - root, P);
     const size_t bytes = count * strata_dtype_size(dtype);
     strata_status_t status;
     void *work, *tmp;
@@ -156,11 +151,11 @@ strata_status_t sta_binomial_reduce(sta_ctx_t *ctx, const sta_group_t *g, int ro
         memmove(work, src, bytes);
     for (int mask = 1; mask < P; mask <<= 1) {
         if (v & mask) {
-            int to = g->ranks[rd_mod(g->pos - mask, P)];
+            int to = g->ranks[sta_mod(g->pos - mask, P)];
             return sta_sendrecv(ctx, to, work, bytes, -1, NULL, 0);
         }
         if (v + mask < P) {
-            int from = g->ranks[rd_mod(g->pos + mask, P)];
+            int from = g->ranks[sta_mod(g->pos + mask, P)];
             if ((status = sta_sendrecv(ctx, -1, NULL, 0, from, tmp, bytes)) != STRATA_OK)
                 return status;
             sta_reduce(work, work, tmp, count, dtype, op);

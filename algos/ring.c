@@ -20,7 +20,7 @@ strata_status_t sta_ring_reduce_scatter(sta_ctx_t *ctx, const sta_group_t *g, vo
 {
     const int P = g->size, p = g->pos;
     const size_t esz = strata_dtype_size(dtype);
-    const int next = g->ranks[sta_ring_mod(p + 1, P)], prev = g->ranks[sta_ring_mod(p - 1, P)];
+    const int next = g->ranks[sta_mod(p + 1, P)], prev = g->ranks[sta_mod(p - 1, P)];
     strata_status_t status;
     size_t off0, len0;
     void *tmp;
@@ -51,7 +51,7 @@ strata_status_t sta_ring_allgather(sta_ctx_t *ctx, const sta_group_t *g, void *b
 {
     const int P = g->size, p = g->pos;
     const size_t esz = strata_dtype_size(dtype);
-    const int next = g->ranks[sta_ring_mod(p + 1, P)], prev = g->ranks[sta_ring_mod(p - 1, P)];
+    const int next = g->ranks[sta_mod(p + 1, P)], prev = g->ranks[sta_mod(p - 1, P)];
 
     for (int s = 0; s < P - 1; s++) {
         size_t soff, slen, roff, rlen;

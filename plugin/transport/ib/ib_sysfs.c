@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/pci.h"
+
 static char sysfs_root[1024] = STT_IB_SYSFS_DEFAULT_ROOT;
 
 void stt_ib_sysfs_set_root(const char *root)
@@ -49,23 +51,11 @@ err_out:
     return err == ENOENT || err == ENOTDIR ? STRATA_ERR_NOT_FOUND : STRATA_ERR_IO;
 }
 
-/* "0000:03:00.1": domain:bus:device.function, lowercase hex. */
-static bool pci_is_function(const char *c)
-{
-    static const char shape[] = "xxxx:xx:xx.x";
-    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
-        bool hex = (c[i] >= '0' && c[i] <= '9') || (c[i] >= 'a' && c[i] <= 'f');
-        if (shape[i] == 'x' ? !hex : c[i] != shape[i])
-            return false;
-    }
-    return c[sizeof(shape) - 1] == '\0';
-}
-
 bool stt_ib_pci_fold(char *path)
 {
     char *last = strrchr(path, '/');
     last = last != NULL ? last + 1 : path;
-    if (!pci_is_function(last))
+    if (!stu_pci_is_function(last))
         return false;
     last[11] = '0';
     return true;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "plugin/transport/tcp/tcp_internal.h"
+#include "util/pci.h"
 #include "util/log.h"
 #include "util/name_filter.h"
 #include "util/param.h"
@@ -93,18 +94,6 @@ static bool dev_name_wanted(const dev_scan_t *scan, const struct ifaddrs *ifa, b
     return !loop && strncmp(ifa->ifa_name, "docker", 6) != 0;
 }
 
-/* "0000:00:03.0": a PCI function name in sysfs (domain:bus:device.function). */
-static bool dev_is_pci_function(const char *c)
-{
-    static const char shape[] = "xxxx:xx:xx.x";
-    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
-        bool hex = (c[i] >= '0' && c[i] <= '9') || (c[i] >= 'a' && c[i] <= 'f');
-        if (shape[i] == 'x' ? !hex : c[i] != shape[i])
-            return false;
-    }
-    return c[sizeof(shape) - 1] == '\0';
-}
-
 /*
  * The PCI function under the interface: realpath of /sys/class/net/<if>/device,
  * cut back to its last PCI function (virtio puts a "virtioN" node below it).
@@ -119,7 +108,7 @@ static void dev_pci_path(const char *ifname, char *path, size_t len)
     if (realpath(link, real) == NULL || strncmp(real, "/sys/devices/pci", 16) != 0)
         return;
     for (char *slash = strrchr(real, '/'); slash != NULL; slash = strrchr(real, '/')) {
-        if (dev_is_pci_function(slash + 1)) {
+        if (stu_pci_is_function(slash + 1)) {
             if (strlen(real) < len)
                 snprintf(path, len, "%s", real);
             return;
