@@ -64,6 +64,12 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
     b->oversubscribed = ctx->oversubscribed;
 }
 
+int sta_backoff_spinning(const sta_backoff_t *b)
+{
+    uint64_t spin = b->oversubscribed ? BACKOFF_SPIN_OVERSUB_NS : BACKOFF_SPIN_NS;
+    return stu_time_ns() - b->start_ns < spin;
+}
+
 int sta_backoff_should_block(const sta_backoff_t *b, strata_status_t *status_p)
 {
     uint64_t now = stu_time_ns();

@@ -69,6 +69,9 @@ typedef struct sta_backoff {
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
+/* True while the backoff is still in its spin phase (the next step returns at once). */
+int sta_backoff_spinning(const sta_backoff_t *b);
+
 /*
  * True once the backoff is past spinning (and, unless oversubscribed, past
  * yielding): a caller with its own way to block (a futex) should block now.

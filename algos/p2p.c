@@ -94,14 +94,18 @@ strata_status_t sta_sendrecv(sta_ctx_t *ctx, int to, const void *sbuf, size_t sb
             continue;
         /*
          * Descriptors to sleep on once the backoff stops spinning, asked afresh each
-         * time (a send comm wants POLLOUT only while it holds unsent data).
+         * time (a send comm wants POLLOUT only while it holds unsent data); not asked
+         * while spinning, where they would go unused.
          */
         struct pollfd fds[STA_POLL_FDS_MAX];
         int nfds = 0;
-        if (sreq != NULL)
-            nfds += sreq->comm->ops->poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
-        if (rreq != NULL)
-            nfds += rreq->comm->ops->poll_fds(rreq->comm, fds + nfds, STA_POLL_FDS_MAX - nfds);
+        if (!sta_backoff_spinning(&b)) {
+            if (sreq != NULL)
+                nfds += sreq->comm->ops->poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
+            if (rreq != NULL)
+                nfds += rreq->comm->ops->poll_fds(rreq->comm, fds + nfds,
+                                                  STA_POLL_FDS_MAX - nfds);
+        }
         if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "no progress exchanging with ranks %d/%d within the timeout", to,

@@ -53,9 +53,10 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     comm->local_of = calloc((size_t)P, sizeof(int));
     comm->flat_ranks = calloc((size_t)P, sizeof(int));
     comm->byrank_ranks = calloc((size_t)P, sizeof(int));
+    comm->flat_pos_of = calloc((size_t)P, sizeof(int));
     comm->ctx.peers = calloc((size_t)P, sizeof(sta_peer_conn_t));
     if (!comm->node_of || !comm->local_of || !comm->flat_ranks || !comm->byrank_ranks ||
-        !comm->ctx.peers)
+        !comm->flat_pos_of || !comm->ctx.peers)
         return STRATA_ERR_NO_MEMORY;
     for (int r = 0; r < P; r++) {
         int n;
@@ -95,8 +96,8 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     comm->flat = (sta_group_t){.ranks = comm->flat_ranks, .size = P};
     comm->byrank = (sta_group_t){.ranks = comm->byrank_ranks, .size = P, .pos = ctx->rank};
     for (int i = 0; i < P; i++)
-        if (comm->flat_ranks[i] == ctx->rank)
-            comm->flat.pos = i;
+        comm->flat_pos_of[comm->flat_ranks[i]] = i;
+    comm->flat.pos = comm->flat_pos_of[ctx->rank];
     ctx->node_of = comm->node_of;
     ctx->local_of = comm->local_of;
     ctx->rank_of = comm->rank_of;
@@ -281,6 +282,7 @@ static void comm_free(strata_comm_t *comm)
     free(comm->rank_of);
     free(comm->flat_ranks);
     free(comm->byrank_ranks);
+    free(comm->flat_pos_of);
     free(comm);
 }
 

@@ -26,6 +26,7 @@ struct strata_comm {
     sta_group_t flat;             /* every rank, node-major: few inter-node hops */
     sta_group_t byrank;           /* every rank in rank order: block i belongs to rank i */
     int *flat_ranks, *byrank_ranks;
+    int *flat_pos_of;             /* [nranks]: each rank's position in flat (roots' lookups) */
     sta_model_t model;
     sta_select_t select;
     stc_worker_t *worker;         /* non-blocking collectives, created on first use */

@@ -89,10 +89,7 @@ strata_status_t stc_work(strata_comm_t *comm, size_t bytes, void **buf_p)
 
 int stc_flat_pos(const strata_comm_t *comm, int r)
 {
-    for (int i = 0; i < comm->flat.size; i++)
-        if (comm->flat_ranks[i] == r)
-            return i;
-    return 0;
+    return comm->flat_pos_of[r];   /* r was range-checked by the public call */
 }
 
 strata_status_t stc_worker_submit(strata_comm_t *comm, const stc_op_t *o,
