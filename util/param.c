@@ -110,6 +110,10 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "1: keep registrations made on the fly for buffers passed without a handle after their"
         " last use (faster, but only safe when such buffers are never freed and reused while"
         " the library runs); 0: deregister them when their last request completes"},
+    [STU_PARAM_IB_FLUSH] = {"STRATA_IB_FLUSH", STU_PARAM_TYPE_INT, "-1",
+        "iflush after receives: 1: a 1-byte loopback RDMA read of the last buffer, host memory"
+        " too; 0: complete at once (NCCL_GDR_FLUSH_DISABLE=1); -1: read when the device takes"
+        " GPU memory"},
 };
 
 typedef struct param_value {

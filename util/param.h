@@ -54,6 +54,7 @@ typedef enum stu_param_id {
     STU_PARAM_IB_ADAPTIVE_ROUTING,
     STU_PARAM_IB_AR_THRESHOLD,
     STU_PARAM_IB_MR_KEEP,
+    STU_PARAM_IB_FLUSH,
     STU_PARAM_COUNT
 } stu_param_id_t;
 

@@ -100,6 +100,11 @@ static void data_tagged(void **state)
         assert_nccl_ok(sts_net_irecv_retry(&fix->net, link.recv, n, data, sizes, tags, mhs,
                                            NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
         func_wait_ok(fix, &peer, &r, 1, "grouped receive");
+        /* NCCL flushes received data before reading it (a real read with STRATA_IB_FLUSH=1) */
+        sts_net_req_t f = {.result = ncclInProgress};
+        assert_nccl_ok(sts_net_iflush(&fix->net, link.recv, n, data, r.sizes, mhs, &f.req));
+        if (f.req != NULL)
+            func_wait_ok(fix, &peer, &f, 1, "flush");
         for (int i = 0; i < n; i++) {
             size_t want = peer_tagged_size(n, i);
             if ((size_t)r.sizes[i] != want)

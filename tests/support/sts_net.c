@@ -336,6 +336,12 @@ ncclResult_t sts_net_test(sts_net_t *net, void *req, int *done, int *sizes)
     return NET_SAME(net, test, req, done, sizes);
 }
 
+ncclResult_t sts_net_iflush(sts_net_t *net, void *comm, int n, void **data, int *sizes,
+                            void **mhs, void **req)
+{
+    return NET_SAME(net, iflush, comm, n, data, sizes, mhs, req);
+}
+
 ncclResult_t sts_net_close_send(sts_net_t *net, void *comm)
 {
     return NET_SAME(net, closeSend, comm);

@@ -86,6 +86,9 @@ ncclResult_t sts_net_isend(sts_net_t *net, void *comm, void *data, size_t size, 
 ncclResult_t sts_net_irecv(sts_net_t *net, void *comm, int n, void **data, const size_t *sizes,
                            const int *tags, void **mhs, void **req);
 ncclResult_t sts_net_test(sts_net_t *net, void *req, int *done, int *sizes);
+/* iflush (the same in every version); *req NULL means nothing to wait for. */
+ncclResult_t sts_net_iflush(sts_net_t *net, void *comm, int n, void **data, int *sizes,
+                            void **mhs, void **req);
 ncclResult_t sts_net_close_send(sts_net_t *net, void *comm);
 ncclResult_t sts_net_close_recv(sts_net_t *net, void *comm);
 ncclResult_t sts_net_close_listen(sts_net_t *net, void *listen);

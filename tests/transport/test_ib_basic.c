@@ -389,13 +389,68 @@ static void test_flush(void **state)
     int done = 0;
 
     IB_NEED_DEVICE();
+    /* Default on a device without GPU memory: no flush QP, done at once. */
     ib_pair_open(&p);
+    assert_null(((stt_ib_recv_t *)p.recv)->conn.flush_qp.qp);
     assert_int_equal(ops->iflush(p.recv, 1, data, sizes, NULL, &req), STRATA_OK);
     assert_non_null(req);
     assert_int_equal(req->nsizes, 0);
     assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 1);
     ib_pair_close(&p);
+}
+
+/*
+ * STRATA_IB_FLUSH=1: every iflush is a real loopback RDMA read of the last
+ * non-empty buffer's first byte, which lands in the comm's flush sink.
+ */
+static void test_flush_read(void **state)
+{
+    ib_pair_t p;
+    uint8_t a[64], b[32];
+    void *data[3] = {a, b, a};
+    int sizes[3] = {64, 32, 0};
+    void *mh = NULL;
+
+    IB_NEED_DEVICE();
+    setenv("STRATA_IB_FLUSH", "1", 1);
+    stu_param_reload();
+    ib_pair_open(&p);
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)p.recv;
+    assert_non_null(rc->conn.flush_qp.qp);
+    assert_int_equal(ops->reg_mr(p.recv, b, sizeof(b), STT_PTR_HOST, &mh), STRATA_OK);
+    for (int round = 0; round < 3 * STT_IB_FIFO_DEPTH; round++) {
+        stt_req_t *req = NULL;
+        void *mhs[3] = {NULL, mh, NULL};
+        b[0] = (uint8_t)(0x40 + round);
+        /* buffers without a handle are registered for the read, then released */
+        assert_int_equal(ops->iflush(p.recv, round % 2 ? 2 : 3, data, sizes,
+                                     round % 3 ? mhs : NULL, &req), STRATA_OK);
+        assert_non_null(req);
+        uint64_t start = stu_time_ns();
+        while (req != NULL) {
+            assert_int_equal(ib_poke(&req, NULL), STRATA_OK);
+            assert_false(ib_past(start));
+        }
+        assert_int_equal(*rc->flush_sink & 0xff, (uint8_t)(0x40 + round));
+    }
+    /* Nothing to read (every size 0): done at once, no read posted. */
+    stt_req_t *req = NULL;
+    int zero[1] = {0};
+    int done = 0;
+    *rc->flush_sink = 0;
+    assert_int_equal(ops->iflush(p.recv, 1, data, zero, NULL, &req), STRATA_OK);
+    if (req != NULL) {
+        assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+        assert_int_equal(done, 1);
+    }
+    assert_int_equal(*rc->flush_sink, 0);
+    /* Data still flows on the comm with its flush QP. */
+    ib_xfer_one(&p, 100000, 100000, 5, 77, false, true);
+    assert_int_equal(ops->dereg_mr(p.recv, mh), STRATA_OK);
+    ib_pair_close(&p);
+    unsetenv("STRATA_IB_FLUSH");
+    stu_param_reload();
 }
 
 /* reg_mr of a sub-range of a registered range is a cache hit: the same handle. */
@@ -439,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_multi_qp),
         cmocka_unit_test(test_adaptive_routing),
         cmocka_unit_test(test_flush),
+        cmocka_unit_test(test_flush_read),
         cmocka_unit_test(test_mr_cache),
     };
     return cmocka_run_group_tests_name("ib_basic", tests, ib_group_setup, ib_group_teardown);

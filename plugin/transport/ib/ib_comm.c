@@ -25,6 +25,7 @@
 typedef struct ctl_block {
     stt_ib_fifo_slot_t slots[STT_IB_FIFO_DEPTH];
     uint32_t sizes[STT_IB_FIFO_DEPTH][STT_MAX_RECVS];
+    uint64_t flush_sink;
 } ctl_block_t;
 
 void stt_ib_conn_fail(stt_ib_conn_t *conn, strata_status_t status, const char *fmt, ...)
@@ -47,7 +48,7 @@ void stt_ib_conn_fail(stt_ib_conn_t *conn, strata_status_t status, const char *f
 void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
 {
     static const char *const kinds[] = {"?", "send (signalled)", "CTS", "receive",
-                                        "unsignalled write"};
+                                        "unsignalled write", "flush read"};
     char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
     int kind = (int)(wc->wr_id & 0xff);
 
@@ -142,6 +143,7 @@ static void conn_kind_setup(stt_ib_conn_t *conn)
             rc->flush_free[i] = (uint16_t)(STT_IB_FIFO_DEPTH - 1 - i);
         }
         rc->nflush = STT_IB_FIFO_DEPTH;
+        rc->flush_sink = &ctl->flush_sink;
     }
 }
 
@@ -179,7 +181,8 @@ strata_status_t stt_ib_conn_create(stt_ib_kind_t kind, int dev, int nqps, int fd
     status = conn_ctl_create(conn);
     if (status != STRATA_OK)
         goto err_destroy;
-    int cqe = nqps * (int)(sq + rq) + 16;
+    bool flush = kind == STT_IB_KIND_RECV && stt_ib_flush_wanted(d);
+    int cqe = nqps * (int)(sq + rq) + (flush ? STT_IB_FIFO_DEPTH : 0) + 16;
     if (cqe > d->ctx->attr.max_cqe)
         cqe = d->ctx->attr.max_cqe;
     conn->cq = ibv_create_cq(d->ctx->vctx, cqe, conn, NULL, 0);
@@ -193,6 +196,13 @@ strata_status_t stt_ib_conn_create(stt_ib_kind_t kind, int dev, int nqps, int fd
         status = stt_ib_qp_create(conn, &conn->qps[i], sq, rq);
         if (status == STRATA_OK)
             status = stt_ib_qp_to_init(conn, &conn->qps[i]);
+        if (status != STRATA_OK)
+            goto err_destroy;
+    }
+    if (flush) {
+        status = stt_ib_qp_create(conn, &conn->flush_qp, STT_IB_FIFO_DEPTH + 1, 1);
+        if (status == STRATA_OK)
+            status = stt_ib_qp_to_init(conn, &conn->flush_qp);
         if (status != STRATA_OK)
             goto err_destroy;
     }
@@ -210,17 +220,22 @@ err_destroy:
     return status;
 }
 
+static void conn_qp_destroy(stt_ib_qp_t *q)
+{
+    if (q->qp == NULL)
+        return;
+    uint32_t qpn = q->qp->qp_num;
+    int rc = ibv_destroy_qp(q->qp);
+    if (rc != 0)
+        STU_WARN("ib: ibv_destroy_qp(0x%x): %s", qpn, strerror(rc));
+    q->qp = NULL;
+}
+
 void stt_ib_conn_quiesce(stt_ib_conn_t *conn)
 {
-    for (int i = 0; i < conn->nqps; i++) {
-        if (conn->qps[i].qp == NULL)
-            continue;
-        uint32_t qpn = conn->qps[i].qp->qp_num;
-        int rc = ibv_destroy_qp(conn->qps[i].qp);
-        if (rc != 0)
-            STU_WARN("ib: ibv_destroy_qp(0x%x): %s", qpn, strerror(rc));
-        conn->qps[i].qp = NULL;
-    }
+    for (int i = 0; i < conn->nqps; i++)
+        conn_qp_destroy(&conn->qps[i]);
+    conn_qp_destroy(&conn->flush_qp);
 }
 
 void stt_ib_conn_destroy(stt_ib_conn_t *conn)
@@ -264,6 +279,26 @@ void stt_ib_conn_meta(const stt_ib_conn_t *conn, int kind, uint64_t listener_id,
         meta->qpn[i] = conn->qps[i].qp->qp_num;
 }
 
+/* The flush QP talks to itself, over the GID the data QPs use. */
+static strata_status_t conn_flush_qp_connect(stt_ib_conn_t *conn, int sgid_index)
+{
+    const stt_ib_dev_t *d = conn->dev;
+    stt_ib_meta_t self;
+    strata_status_t status;
+
+    memset(&self, 0, sizeof(self));
+    self.mtu = (uint8_t)d->mtu;
+    self.lid = d->lid;
+    conn->flush_qp.remote_qpn = conn->flush_qp.qp->qp_num;
+    status = stt_ib_qp_to_rtr(conn, &conn->flush_qp, &self, sgid_index, conn->local_gid, false);
+    if (status == STRATA_OK)
+        status = stt_ib_qp_to_rts(conn, &conn->flush_qp);
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_NET, "ib: receive comm with %s flushes through loopback QP 0x%x",
+                 conn->peer, conn->flush_qp.qp->qp_num);
+    return status;
+}
+
 strata_status_t stt_ib_conn_connect_qps(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
                                         int gid_choice, bool quiet)
 {
@@ -296,6 +331,11 @@ strata_status_t stt_ib_conn_connect_qps(stt_ib_conn_t *conn, const stt_ib_meta_t
     }
     memcpy(conn->local_gid, alt ? d->alt_gid : d->gid, 16);
     memcpy(conn->remote_gid, dgid, 16);
+    if (conn->flush_qp.qp != NULL) {
+        status = conn_flush_qp_connect(conn, sgid_index);
+        if (status != STRATA_OK)
+            return status;
+    }
     conn->remote_addr = remote->addr;
     conn->remote_rkey = remote->rkey;
     if (stu_log_level >= STU_LOG_INFO) {

@@ -451,3 +451,12 @@ strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p)
     *props_p = d->props;
     return STRATA_OK;
 }
+
+bool stt_ib_flush_wanted(const stt_ib_dev_t *d)
+{
+    int64_t v = stu_param_int(STU_PARAM_IB_FLUSH);
+
+    if (v >= 0)
+        return v > 0;
+    return (d->props.ptr_support & (STT_PTR_CUDA | STT_PTR_DMABUF)) != 0;
+}

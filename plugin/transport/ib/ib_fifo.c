@@ -12,10 +12,10 @@ void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const
         e->size = sizes[i];
         e->rkey = rkeys[i];
         e->tag = tags[i];
-        e->seq = seq + 1;
         e->n = (uint8_t)n;
         e->index = (uint8_t)i;
         e->reserved = 0;
+        e->seq = seq + 1;
     }
 }
 

@@ -165,7 +165,10 @@ uint64_t stt_ib_oob_random(void);
 typedef enum stt_ib_kind { STT_IB_KIND_SEND = 1, STT_IB_KIND_RECV = 2 } stt_ib_kind_t;
 
 /* Kinds of work request, in the low byte of wr_id. */
-enum { STT_IB_WR_SEND = 1, STT_IB_WR_CTS = 2, STT_IB_WR_RECV = 3, STT_IB_WR_NONE = 4 };
+enum {
+    STT_IB_WR_SEND = 1, STT_IB_WR_CTS = 2, STT_IB_WR_RECV = 3, STT_IB_WR_NONE = 4,
+    STT_IB_WR_FLUSH = 5,
+};
 
 static inline uint64_t stt_ib_wr_id(int kind, int qp, int req, uint32_t pos)
 {
@@ -194,6 +197,12 @@ typedef struct stt_ib_conn {
     struct ibv_cq *cq;
     int nqps;
     stt_ib_qp_t qps[STT_IB_MAX_QPS];
+    /*
+     * Receive comms with flushing on: an RC QP connected to itself, whose
+     * 1-byte RDMA read of a received buffer makes the NIC's earlier writes to
+     * GPU memory visible (PCIe reads do not pass writes). qp NULL when off.
+     */
+    stt_ib_qp_t flush_qp;
     void *ctl;                   /* registered control block (FIFO, sizes, CTS source) */
     size_t ctl_bytes;
     struct ibv_mr *ctl_mr;
@@ -244,6 +253,7 @@ typedef struct stt_ib_send {
     bool slot_trunc;
     bool slot_sizes;                     /* sizes go through the sizes array */
     stt_ib_fifo_entry_t slot[STT_MAX_RECVS];
+    uint64_t slot_bad_since;             /* stu_time_ns() when recv_seq's slot first read malformed; 0: not */
     uint32_t rr;                         /* round robin over QPs for unsplit messages */
     bool ar;
     uint64_t ar_threshold;
@@ -280,7 +290,14 @@ typedef struct stt_ib_recv {
     uint16_t nflush;
     uint16_t flush_free[STT_IB_FIFO_DEPTH];
     stt_ib_rreq_t flushes[STT_IB_FIFO_DEPTH];
+    uint64_t *flush_sink;                /* in ctl: where flush reads land */
 } stt_ib_recv_t;
+
+/*
+ * Whether receive comms on dev flush (STRATA_IB_FLUSH: 1 always, 0 never,
+ * -1 when the device takes GPU memory).
+ */
+bool stt_ib_flush_wanted(const stt_ib_dev_t *d);
 
 /*
  * Makes a comm of either kind on dev with nqps QPs in INIT (ib_comm.c). It

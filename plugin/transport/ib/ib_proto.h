@@ -30,11 +30,12 @@
 #define STT_IB_PROTO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "strata/transport.h"
 
-#define STT_IB_PROTO_VERSION 1
+#define STT_IB_PROTO_VERSION 2   /* 2: FIFO seq moved to the end of an entry */
 #define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
 #define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
 
@@ -45,13 +46,27 @@ typedef struct stt_ib_fifo_entry {
     uint64_t size;        /* its capacity in bytes */
     uint32_t rkey;
     int32_t tag;
-    uint32_t seq;         /* receive number + 1 */
     uint8_t n;            /* buffers in this receive */
     uint8_t index;        /* this entry's buffer */
     uint16_t reserved;
+    /*
+     * Receive number + 1, last: a NIC (or rxe's copy loop) places the bytes of
+     * a write in ascending order, so a seq that matches means the fields
+     * before it have landed. A seq first let the sender see a new seq next to
+     * the n of the slot's previous receive (seen on Soft-RoCE).
+     */
+    uint32_t seq;
 } __attribute__((aligned(32))) stt_ib_fifo_entry_t;
 
 _Static_assert(sizeof(stt_ib_fifo_entry_t) == 32, "a FIFO entry is 32 bytes");
+_Static_assert(offsetof(stt_ib_fifo_entry_t, seq) == 28, "seq is the entry's last field");
+
+/*
+ * A slot whose seq matches but whose fields are inconsistent is read again
+ * for this long before the connection fails: placement order within a write
+ * is what NICs do, not what the verbs spec promises.
+ */
+#define STT_IB_FIFO_SETTLE_NS (100ull * 1000 * 1000)
 
 /* One FIFO slot: the entries of one receive. */
 typedef struct stt_ib_fifo_slot {

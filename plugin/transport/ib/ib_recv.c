@@ -122,6 +122,18 @@ static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
         recv_complete(rc, req, imm.slot);
 }
 
+static void recv_flush_done(stt_ib_recv_t *rc, const struct ibv_wc *wc)
+{
+    uint32_t f = (uint32_t)((wc->wr_id >> 16) & 0xffff);
+
+    if (f >= STT_IB_FIFO_DEPTH || rc->flushes[f].state != STT_IB_REQ_ACTIVE) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_INTERNAL, "flush completion %016llx for no"
+                         " flush in flight", (unsigned long long)wc->wr_id);
+        return;
+    }
+    rc->flushes[f].state = STT_IB_REQ_DONE;
+}
+
 static void recv_poll_cq(stt_ib_recv_t *rc)
 {
     struct ibv_wc wc[STT_IB_CQ_BATCH];
@@ -139,6 +151,10 @@ static void recv_poll_cq(stt_ib_recv_t *rc)
             int q = (int)((wc[i].wr_id >> 8) & 0xff);
             if (wc[i].status != IBV_WC_SUCCESS) {
                 stt_ib_conn_wc_fail(&rc->conn, &wc[i]);
+                continue;
+            }
+            if (kind == STT_IB_WR_FLUSH) {
+                recv_flush_done(rc, &wc[i]);
                 continue;
             }
             if (q >= rc->conn.nqps || (kind != STT_IB_WR_CTS && kind != STT_IB_WR_RECV)) {
@@ -297,6 +313,40 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
     return STRATA_OK;
 }
 
+/* Posts the flush read of req: one byte of data, into the control block. */
+static strata_status_t recv_flush_post(stt_ib_recv_t *rc, stt_ib_rreq_t *req, void *data,
+                                       size_t size, void *mh)
+{
+    uint32_t lkey, rkey;
+
+    if (stt_ib_mr_resolve(rc->conn.ctx, mh, data, size, &lkey, &rkey, &req->fly[0]) !=
+        STRATA_OK) {
+        recv_req_release(rc, req);
+        return STRATA_ERR_INVALID;
+    }
+    req->n = 1;                          /* so that release drops fly[0] */
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)rc->flush_sink, .length = 1,
+                          .lkey = rc->conn.ctl_mr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = stt_ib_wr_id(STT_IB_WR_FLUSH, 0, (int)(req - rc->flushes), 0);
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)data;
+    wr.wr.rdma.rkey = rkey;
+    int rc_post = ibv_post_send(rc->conn.flush_qp.qp, &wr, &bad);
+    if (rc_post != 0) {
+        recv_req_release(rc, req);
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "posting a flush read on QP 0x%x: %s",
+                         rc->conn.flush_qp.qp->qp_num, strerror(rc_post));
+        return rc->conn.failed;
+    }
+    req->state = STT_IB_REQ_ACTIVE;
+    return STRATA_OK;
+}
+
 strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p)
 {
@@ -310,19 +360,30 @@ strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *s
     }
     if (rc->conn.failed != STRATA_OK)
         return rc->conn.failed;
+    /* Host memory, or flushing off: the completions polled made the data visible. */
+    int last = n - 1;
+    while (last >= 0 && (sizes == NULL || sizes[last] <= 0 || data[last] == NULL))
+        last--;
+    bool read = rc->conn.flush_qp.qp != NULL && last >= 0;
     if (rc->nflush == 0) {
-        *req_p = NULL;
-        return STRATA_OK;
+        if (!read) {
+            *req_p = NULL;               /* nothing to wait for */
+            return STRATA_OK;
+        }
+        STU_WARN("ib: iflush on the receive comm with %s: %d flushes in flight already",
+                 rc->conn.peer, STT_IB_FIFO_DEPTH);
+        return STRATA_ERR_NO_RESOURCE;
     }
-    /* Host memory: the NIC's writes are visible once their completion was polled. */
     stt_ib_rreq_t *req = &rc->flushes[rc->flush_free[--rc->nflush]];
-    req->state = STT_IB_REQ_DONE;
     req->is_flush = 1;
     req->n = 0;
     req->status = STRATA_OK;
     req->base.nsizes = 0;
+    req->state = STT_IB_REQ_DONE;
     *req_p = &req->base;
-    return STRATA_OK;
+    if (!read)
+        return STRATA_OK;
+    return recv_flush_post(rc, req, data[last], (size_t)sizes[last], mhs ? mhs[last] : NULL);
 }
 
 strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,
@@ -339,7 +400,7 @@ strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *don
     if (status != STRATA_OK)
         return status;
     *done = 1;
-    if (sizes != NULL)
+    if (sizes != NULL && !req->is_flush)
         for (int i = 0; i < req->n; i++)
             sizes[i] = req->got[i];
     return STRATA_OK;
