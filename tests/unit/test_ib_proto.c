@@ -1,8 +1,9 @@
 /*
  * The ib transport's wire formats, without RDMA: FIFO entries (fill, and the
  * sender's check of what arrived, including torn and malicious slots), the
- * immediate encoding, and the connection metadata (round trip and rejection
- * of every malformed field).
+ * immediate encoding, the connection metadata (round trip and rejection
+ * of every malformed field), and the RTR attributes for InfiniBand (LID
+ * routed) and RoCE (GRH) ports.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "plugin/transport/ib/ib_internal.h"
 #include "plugin/transport/ib/ib_proto.h"
 
 static void test_fifo_fill_check(void **state)
@@ -193,6 +195,47 @@ static void test_meta_reject(void **state)
     meta_expect_bad(m, -1, 0);
 }
 
+/* The address vector a QP gets at RTR: LID on InfiniBand, GRH + GID on RoCE. */
+static void test_rtr_attr(void **state)
+{
+    stt_ib_dev_t d;
+    stt_ib_meta_t remote;
+    struct ibv_qp_attr a;
+    uint8_t dgid[16];
+
+    memset(&d, 0, sizeof(d));
+    memset(&remote, 0, sizeof(remote));
+    for (int i = 0; i < 16; i++)
+        dgid[i] = (uint8_t)(0xf0 + i);
+    d.port = 2;
+    d.mtu = IBV_MTU_4096;
+    d.link_layer = IBV_LINK_LAYER_INFINIBAND;
+    remote.mtu = IBV_MTU_2048;
+    remote.lid = 0x1234;
+
+    stt_ib_qp_rtr_attr(&d, 3, 106, 0xabcd, &remote, 5, dgid, &a);
+    assert_int_equal(a.qp_state, IBV_QPS_RTR);
+    assert_int_equal(a.path_mtu, IBV_MTU_2048);           /* the smaller of both ends */
+    assert_int_equal(a.dest_qp_num, 0xabcd);
+    assert_int_equal(a.ah_attr.is_global, 0);
+    assert_int_equal(a.ah_attr.dlid, 0x1234);
+    assert_int_equal(a.ah_attr.sl, 3);
+    assert_int_equal(a.ah_attr.port_num, 2);
+    assert_int_equal(a.max_dest_rd_atomic, 1);            /* room for the flush read */
+
+    d.link_layer = IBV_LINK_LAYER_ETHERNET;
+    remote.mtu = IBV_MTU_4096;
+    d.mtu = IBV_MTU_1024;
+    stt_ib_qp_rtr_attr(&d, 0, 106, 7, &remote, 5, dgid, &a);
+    assert_int_equal(a.path_mtu, IBV_MTU_1024);
+    assert_int_equal(a.ah_attr.is_global, 1);
+    assert_int_equal(a.ah_attr.dlid, 0);
+    assert_int_equal(a.ah_attr.grh.sgid_index, 5);
+    assert_int_equal(a.ah_attr.grh.traffic_class, 106);
+    assert_int_equal(a.ah_attr.grh.hop_limit, 255);
+    assert_memory_equal(a.ah_attr.grh.dgid.raw, dgid, 16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_imm),
         cmocka_unit_test(test_meta_roundtrip),
         cmocka_unit_test(test_meta_reject),
+        cmocka_unit_test(test_rtr_attr),
     };
     return cmocka_run_group_tests_name("ib_proto", tests, NULL, NULL);
 }

@@ -340,6 +340,10 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending);
 strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t sq_depth,
                                  uint32_t rq_depth);
 strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q);
+/* The RTR attributes: GRH and GID on RoCE, the remote LID on InfiniBand; MTU the smaller. */
+void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t remote_qpn,
+                        const stt_ib_meta_t *remote, int sgid_index, const uint8_t *dgid,
+                        struct ibv_qp_attr *attr);
 strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
                                  int sgid_index, const uint8_t *dgid, bool quiet);
 strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q);

@@ -76,31 +76,40 @@ strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q)
     return STRATA_OK;
 }
 
+void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t remote_qpn,
+                        const stt_ib_meta_t *remote, int sgid_index, const uint8_t *dgid,
+                        struct ibv_qp_attr *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = IBV_QPS_RTR;
+    attr->path_mtu = (enum ibv_mtu)(remote->mtu < d->mtu ? remote->mtu : d->mtu);
+    attr->dest_qp_num = remote_qpn;
+    attr->rq_psn = 0;
+    attr->max_dest_rd_atomic = QP_RD_ATOMIC;
+    attr->min_rnr_timer = QP_MIN_RNR_TIMER;
+    attr->ah_attr.sl = sl;
+    attr->ah_attr.port_num = (uint8_t)d->port;
+    if (d->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        /* RoCE: routed by GID, always with a global route header */
+        attr->ah_attr.is_global = 1;
+        memcpy(attr->ah_attr.grh.dgid.raw, dgid, 16);
+        attr->ah_attr.grh.sgid_index = (uint8_t)sgid_index;
+        attr->ah_attr.grh.hop_limit = QP_HOP_LIMIT;
+        attr->ah_attr.grh.traffic_class = tc;
+    } else {
+        /* InfiniBand inside one subnet: the LID routes, no GRH */
+        attr->ah_attr.is_global = 0;
+        attr->ah_attr.dlid = remote->lid;
+    }
+}
+
 strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
                                  int sgid_index, const uint8_t *dgid, bool quiet)
 {
     struct ibv_qp_attr attr;
     const stt_ib_dev_t *d = conn->dev;
 
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state = IBV_QPS_RTR;
-    attr.path_mtu = (enum ibv_mtu)(remote->mtu < d->mtu ? remote->mtu : d->mtu);
-    attr.dest_qp_num = q->remote_qpn;
-    attr.rq_psn = 0;
-    attr.max_dest_rd_atomic = QP_RD_ATOMIC;
-    attr.min_rnr_timer = QP_MIN_RNR_TIMER;
-    attr.ah_attr.sl = conn->sl;
-    attr.ah_attr.port_num = (uint8_t)d->port;
-    if (d->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        attr.ah_attr.is_global = 1;
-        memcpy(attr.ah_attr.grh.dgid.raw, dgid, 16);
-        attr.ah_attr.grh.sgid_index = (uint8_t)sgid_index;
-        attr.ah_attr.grh.hop_limit = QP_HOP_LIMIT;
-        attr.ah_attr.grh.traffic_class = conn->tc;
-    } else {
-        attr.ah_attr.is_global = 0;
-        attr.ah_attr.dlid = remote->lid;
-    }
+    stt_ib_qp_rtr_attr(d, conn->sl, conn->tc, q->remote_qpn, remote, sgid_index, dgid, &attr);
     int rc = ibv_modify_qp(q->qp, &attr,
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
