@@ -16,12 +16,14 @@
  *                 + [2(N-1)α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [α_s + n/β_s]
  * reduce_scatter
  *   ring          (P-1)α_n + (P-1)/P·n/β_n + (P-1)/P·n/γ
- *   hierarchical  [α_s + n/β_s + (L-1)/L·n/γ]
+ *   hierarchical  n/β_s + [α_s + n/β_s + (L-1)/L·n/γ]
  *                 + [(N-1)α_n + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
+ *                 (the first n/β_s: blocks permuted into rail-major order)
  * allgather
  *   ring          (P-1)α_n + (P-1)/P·n/β_n
  *   recursive     log2(P)·α_n + (P-1)/P·n/β_n                 (P a power of two)
- *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + [α_s + n/β_s]
+ *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + [α_s + n/β_s] + n/β_s
+ *                 (the last n/β_s: blocks permuted back into rank order)
  * broadcast
  *   ring          (P-2+k)·(α_n + min(n,c)/β_n)
  *   recursive     lg(P)·(α_n + n/β_n)
@@ -172,9 +174,6 @@ int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo
     if (algo == STA_ALGO_HIERARCHICAL || algo == STA_ALGO_LEADER) {
         if (dims->unequal)
             return 0;   /* two-tier algorithms need the same L on every node */
-        /* two-tier reduce-scatter and allgather are modelled but not implemented */
-        if (coll == STA_COLL_REDUCE_SCATTER || coll == STA_COLL_ALLGATHER)
-            return 0;
     }
     return 1;
 }
@@ -237,7 +236,7 @@ static double cost_reduce_scatter(const terms_t *t, sta_algo_t algo)
     case STA_ALGO_RING:
         return (P - 1) * t->a_n + (P - 1) / P * xfer(n, t->b_n) + (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
-        return (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
+        return xfer(n, t->b_s) + (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
                ((N - 1) * t->a_n + (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
@@ -256,7 +255,7 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         return log2_floor(d->nranks) * t->a_n + (P - 1) / P * xfer(n, t->b_n);
     case STA_ALGO_HIERARCHICAL:
         return ((N - 1) * t->a_n + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
-               shm_copy(t);
+               shm_copy(t) + xfer(n, t->b_s);
     default:
         return STA_COST_NA;
     }

@@ -113,8 +113,7 @@ int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
 
 /*
  * Applies, and the collective library implements it for these dims: what the
- * selector may pick. Two-tier reduce-scatter and allgather are modelled but
- * not implemented, and no two-tier algorithm runs on nodes of unequal size.
+ * selector may pick. No two-tier algorithm runs on nodes of unequal size.
  */
 int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
 

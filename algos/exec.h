@@ -90,5 +90,17 @@ strata_status_t sta_hier_bcast(sta_ctx_t *ctx, int root, void *buf, size_t count
 strata_status_t sta_hier_reduce(sta_ctx_t *ctx, int root, const void *src, void *dst,
                                 size_t count, strata_dtype_t dtype, strata_op_t op);
 
+/*
+ * hier_blocks.c: two-tier reduce-scatter and allgather, count elements per
+ * rank's block; work holds P blocks (the caller's, not the context's scratch,
+ * which the ring phases use). reduce_scatter: src has P blocks, dst gets this
+ * rank's reduced block. allgather: src is this rank's block, dst gets all P in
+ * rank order. src may lie inside dst (in place); neither may overlap work.
+ */
+strata_status_t sta_hier_reduce_scatter(sta_ctx_t *ctx, const void *src, void *dst, void *work,
+                                        size_t count, strata_dtype_t dtype, strata_op_t op);
+strata_status_t sta_hier_allgather(sta_ctx_t *ctx, const void *src, void *dst, void *work,
+                                   size_t count, strata_dtype_t dtype);
+
 
 #endif /* STA_EXEC_H */

@@ -84,23 +84,35 @@ strata_status_t stc_run(strata_comm_t *comm, const stc_op_t *o)
             sta_reduce_avg_finish(o->recvbuf, o->count, o->dtype, P);
         break;
     case STA_COLL_REDUCE_SCATTER: {
-        /* count = recvcount; the ring works on a private copy of the P blocks */
+        /* count = recvcount; both algorithms work on a private copy of the P blocks */
         void *work;
         size_t total = o->count * (size_t)P;
+        algo = coll_algo(comm, o->coll, total * esz);
         if ((status = stc_work(comm, total * esz, &work)) != STRATA_OK)
             break;
-        coll_copy(work, o->sendbuf, total * esz);
-        status = sta_ring_reduce_scatter(ctx, &comm->byrank, work, total, o->dtype, o->op);
-        if (status == STRATA_OK) {
-            coll_copy(o->recvbuf, (char *)work + (size_t)ctx->rank * bytes, bytes);
-            if (o->op == STRATA_AVG)
-                sta_reduce_avg_finish(o->recvbuf, o->count, o->dtype, P);
+        if (algo == STA_ALGO_HIERARCHICAL) {
+            status = sta_hier_reduce_scatter(ctx, o->sendbuf, o->recvbuf, work, o->count,
+                                             o->dtype, o->op);
+        } else {
+            coll_copy(work, o->sendbuf, total * esz);
+            status = sta_ring_reduce_scatter(ctx, &comm->byrank, work, total, o->dtype, o->op);
+            if (status == STRATA_OK)
+                coll_copy(o->recvbuf, (char *)work + (size_t)ctx->rank * bytes, bytes);
         }
+        if (status == STRATA_OK && o->op == STRATA_AVG)
+            sta_reduce_avg_finish(o->recvbuf, o->count, o->dtype, P);
         break;
     }
     case STA_COLL_ALLGATHER: {
         size_t total = o->count * (size_t)P;
         algo = coll_algo(comm, o->coll, total * esz);
+        if (algo == STA_ALGO_HIERARCHICAL) {
+            void *work;
+            if ((status = stc_work(comm, total * esz, &work)) == STRATA_OK)
+                status = sta_hier_allgather(ctx, o->sendbuf, o->recvbuf, work, o->count,
+                                            o->dtype);
+            break;
+        }
         coll_copy((char *)o->recvbuf + (size_t)ctx->rank * bytes, o->sendbuf, bytes);
         status = algo == STA_ALGO_RECURSIVE
                      ? sta_rd_allgather(ctx, &comm->byrank, o->recvbuf, total, o->dtype)

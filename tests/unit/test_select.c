@@ -94,14 +94,12 @@ static void test_example_crossover(void **state)
 
     /*
      * allgather: recursive 2·20 + 3/4·x = 40 + 0.00075·n; ring 60 + 0.00075·n; hierarchical
-     * [20 + 1/2·(n/2)/1000·(2/1)] + [1 + n/10^4] = 21 + 0.0006·n would be cheapest from 0
-     * on, but two-tier allgather is not implemented (sta_algo_selectable), so recursive,
-     * below ring everywhere, takes the one range.
+     * [20 + 1/2·(n/2)/1000·(2/1)] + [1 + n/10^4] + n/10^4 = 21 + 0.0007·n, cheapest from 0
+     * on: it takes the one range.
      */
     assert_int_equal(t.nranges[STA_COLL_ALLGATHER], 1);
-    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLGATHER, 0), STA_ALGO_RECURSIVE);
-    assert_false(sta_algo_selectable(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
-    assert_true(sta_algo_applies(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLGATHER, 0), STA_ALGO_HIERARCHICAL);
+    assert_true(sta_algo_selectable(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
 }
 
 /* Every boundary of every table is a crossing, and lookups are optimal where formulas are
