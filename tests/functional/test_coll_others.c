@@ -202,6 +202,8 @@ static void test_all_p4_n2_hier(void **s) { run(rank_all, 4, 2, 0, "hierarchical
 static void test_all_p4_n2_auto_interleaved(void **s) { run(rank_all, 4, 2, 1, "auto"); }
 static void test_all_p4_n4_recursive(void **s) { run(rank_all, 4, 4, 0, "recursive"); }
 static void test_all_p6_n3_ring(void **s) { run(rank_all, 6, 3, 0, "ring"); }
+/* three ranks a node, interleaved: rail-major blocks differ from rank order everywhere */
+static void test_all_p6_n2_hier_interleaved(void **s) { run(rank_all, 6, 2, 1, "hierarchical"); }
 static void test_nonblocking_p3(void **s) { run(rank_nonblocking, 3, 1, 0, "auto"); }
 static void test_nonblocking_p4_hier(void **s) { run(rank_nonblocking, 4, 2, 0, "hierarchical"); }
 static void test_large_p4_n2_hier(void **s) { run(rank_large, 4, 2, 0, "hierarchical"); }
@@ -219,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_all_p4_n2_auto_interleaved),
         cmocka_unit_test(test_all_p4_n4_recursive),
         cmocka_unit_test(test_all_p6_n3_ring),
+        cmocka_unit_test(test_all_p6_n2_hier_interleaved),
         cmocka_unit_test(test_nonblocking_p3),
         cmocka_unit_test(test_nonblocking_p4_hier),
         cmocka_unit_test(test_large_p4_n2_hier),
