@@ -36,7 +36,7 @@
  *
  * allreduce
  *   ring          2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
- *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d)) + n/γ] + [r>0]·(2·step(n, sfold) + n/γ)
+ *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d)) + n/γ] + [r > 0]·(2·step(n, sfold) + n/γ)
  *   hierarchical  [α_s + n/β_s + (L-1)/L·n/γ]
  *                 + [2(N-1)α_n + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
  *   leader        [α_s + n/β_s + (L-1)·n/γ]
@@ -245,7 +245,8 @@ static double ring_crossers(const sta_dims_t *d, int node_major)
 }
 
 /* srd(dist): a recursive-doubling step; aligned = partners are q, q XOR dist in node-major
- * order. With 2·dist dividing L, q XOR dist stays in q's aligned block of 2·dist, so in its node. */
+ * order. With 2·dist dividing L, q XOR dist stays in q's aligned block of 2·dist, so in q's
+ * node. */
 static double rd_crossers(const sta_dims_t *d, int dist, int aligned)
 {
     if (d->nnodes == 1)
