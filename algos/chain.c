@@ -2,8 +2,10 @@
  * Pipelined chains: broadcast flows root -> root+1 -> ... -> root+P-1, reduce
  * flows the other way, in chunks of c = STA_PIPELINE_CHUNK bytes so every
  * link works at once. A middle member forwards chunk k while receiving k+1.
- *   broadcast t = (P-2+k)·(α + min(n,c)/β),  k = ceil(n/c)
- *   reduce    t = (P-2+k)·(α + min(n,c)/β + min(n,c)/γ)
+ *   broadcast t = (P-2+k)·step(min(n,c), s1),  k = max(1, ceil(n/c))
+ *   reduce    t = (P-2+k)·(step(min(n,c), s1) + min(n,c)/γ)
+ * The chain runs in node-major order, so one rank per node sends off it: with
+ * N > 1, step(m, s1) = α_n + m/β_n (algos/cost_model.c).
  */
 #include <string.h>
 

@@ -6,6 +6,8 @@
  * nccl-tests prints (allreduce/broadcast/reduce: the buffer; reduce_scatter:
  * the input; allgather: the output). Tiers: shm (inside a node) and net (one
  * NIC between nodes), each t(n) = α + n/β; γ is the reduction's output rate.
+ * A node's L ranks share its R NICs: a flat step in which s of them send off
+ * the node at once gives each β_n·min(1, R/s).
  * Units: µs and GB/s (10^9 B/s), so n/β µs = n / (β·1e3).
  *
  * Everything here is pure arithmetic: no I/O, no allocation, no global state;
@@ -84,6 +86,10 @@ typedef struct sta_dims {
     int nrails;                 /* distinct NICs a node's ranks use, 1..L (algos/rail.h) */
     int unequal;                /* 1: nodes hold different numbers of ranks (L = the largest,
                                    N·L >= P): no two-tier algorithm applies */
+    int contiguous;             /* 1: ranks are numbered node by node (rank order is the flat
+                                   group's node-major order); 0: unknown or interleaved, and
+                                   the rank-ordered algorithms (reduce_scatter, allgather) are
+                                   costed as if every rank of a node left it at every step */
 } sta_dims_t;
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */

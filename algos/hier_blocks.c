@@ -21,8 +21,9 @@
  * back into rank order:
  *   t = [(N-1)·α_n + (N-1)/N·(n/L)/β_n·(L/R)] + [α_s + n/β_s] + n/β_s
  * The net phases carry each byte across the node's NICs once, all rails at
- * once; a flat ring sends (P-1)/P·n per rank through the node's NICs shared
- * by its L ranks' boundary traffic.
+ * once. When rail-major order is rank order (one node, or one rank a node,
+ * with ranks in node order) there is nothing to permute: the n/β_s term and
+ * the copy go (reduce-scatter reads src directly, allgather works in dst).
  */
 #include <string.h>
 
@@ -49,6 +50,18 @@ static void blocks_permute(const sta_ctx_t *ctx, char *rank_order, char *rail_or
     }
 }
 
+/* Rail-major order is rank order: block k·N + j is rank k·N + j's. */
+static int blocks_in_rank_order(const sta_ctx_t *ctx)
+{
+    const int N = ctx->nnodes, L = ctx->local_size;
+
+    for (int k = 0; k < L; k++)
+        for (int j = 0; j < N; j++)
+            if (ctx->rank_of[(size_t)j * L + k] != k * N + j)
+                return 0;
+    return 1;
+}
+
 static strata_status_t blocks_check(sta_ctx_t *ctx)
 {
     if (!ctx->uniform)
@@ -70,8 +83,13 @@ strata_status_t sta_hier_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
 
     if ((status = blocks_check(ctx)) != STRATA_OK)
         return status;
-    blocks_permute(ctx, (char *)src, work, bytes, 1);
-    if ((status = sta_node_reduce_scatter(ctx, work, work, total, dtype, op)) != STRATA_OK)
+    const void *in = src;
+    if (!blocks_in_rank_order(ctx)) {
+        blocks_permute(ctx, (char *)src, work, bytes, 1);
+        in = work;
+    }
+    /* only this rank's region of work is written; the others are read from shm */
+    if ((status = sta_node_reduce_scatter(ctx, in, work, total, dtype, op)) != STRATA_OK)
         return status;
     if (N > 1) {
         sta_rail_group(ctx, me, ranks, &rail);
@@ -90,13 +108,16 @@ strata_status_t sta_hier_allgather(sta_ctx_t *ctx, const void *src, void *dst, v
     const size_t esz = strata_dtype_size(dtype), bytes = count * esz;
     const int N = ctx->nnodes, me = ctx->local_rank;
     const size_t total = count * (size_t)ctx->nranks;
-    char *region = (char *)work + (size_t)me * N * bytes;
     int ranks[N];
     sta_group_t rail;
     strata_status_t status;
 
     if ((status = blocks_check(ctx)) != STRATA_OK)
         return status;
+    int direct = blocks_in_rank_order(ctx);
+    if (direct)
+        work = dst;
+    char *region = (char *)work + (size_t)me * N * bytes;
     if (bytes > 0)
         memmove(region + (size_t)ctx->node * bytes, src, bytes);
     if (N > 1) {
@@ -107,6 +128,7 @@ strata_status_t sta_hier_allgather(sta_ctx_t *ctx, const void *src, void *dst, v
     }
     if ((status = sta_node_allgather(ctx, work, total, dtype)) != STRATA_OK)
         return status;
-    blocks_permute(ctx, dst, work, bytes, 0);
+    if (!direct)
+        blocks_permute(ctx, dst, work, bytes, 0);
     return STRATA_OK;
 }

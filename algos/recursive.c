@@ -7,11 +7,14 @@
  * take part as position - r. The p2 participants exchange the whole buffer
  * with the participant at distance 1, 2, 4, ... and reduce; at the end odd
  * members below 2r send the result back to their even partner.
- *   t = log2(p2)·(α + n/β + n/γ) + [r > 0]·(2α + 2n/β + n/γ)
+ *   t = Σ_{d=1,2..p2/2} [step(n, srd(d)) + n/γ] + [r > 0]·(2·step(n, sfold) + n/γ)
  * Allgather (P a power of two): step k exchanges the 2^k blocks gathered so far
- * with the member at distance 2^k.  t = log2(P)·α + (P-1)/P·n/β
+ * with the member at distance d = 2^k.  t = Σ_{d=1,2..P/2} step(d·n/P, srd(d))
  * Binomial broadcast / reduce rooted at position root, over virtual positions
- * v = (p - root) mod P: ceil(log2 P) rounds of (α + n/β [+ n/γ]).
+ * v = (p - root) mod P: ceil(log2 P) rounds of (step(n, s1) [+ n/γ]).
+ * step(m, s), srd, sfold, s1: algos/cost_model.c. In node-major order a step at
+ * distance d < L (2d dividing L) stays in the node; from d >= L all L ranks of a
+ * node cross at once and share its NICs: α_n + (L/R)·m/β_n.
  */
 #include "algos/exec.h"
 #include <string.h>

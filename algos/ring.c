@@ -7,10 +7,13 @@
  * P-1 steps buf's B_p is fully reduced. Allgather step s: send B_(p-s), receive
  * B_(p-s-1) into buf. Indices mod P.
  *
- * Cost (n = count * element size; α, β of the links, γ reduction rate):
- *   reduce-scatter = (P-1)·α + (P-1)/P·n/β + (P-1)/P·n/γ
- *   allgather      = (P-1)·α + (P-1)/P·n/β
- *   allreduce      = 2(P-1)·α + 2(P-1)/P·n/β + (P-1)/P·n/γ
+ * Cost (n = count * element size; γ reduction rate; step(m, s) is one step of
+ * m bytes with s ranks of a node crossing to another, algos/cost_model.c):
+ *   reduce-scatter = (P-1)·step(n/P, s) + (P-1)/P·n/γ
+ *   allgather      = (P-1)·step(n/P, s)
+ *   allreduce      = 2(P-1)·step(n/P, s) + (P-1)/P·n/γ
+ * In node-major order (the flat group; rank order when ranks are contiguous per
+ * node) one rank per node sends off it each step, s = 1: α_n + (n/P)/β_n.
  */
 #include "algos/exec.h"
 #include "algos/reduce.h"

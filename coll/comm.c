@@ -212,6 +212,10 @@ static strata_status_t comm_select(strata_comm_t *comm)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
                        .local_size = ctx->local_size, .nrails = comm->nrails};
+    /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
+    dims.contiguous = 1;
+    for (int i = 0; i < ctx->nranks; i++)
+        dims.contiguous &= comm->flat_ranks[i] == i;
     if (!ctx->uniform) {
         /* unequal nodes: only flat algorithms; describe the largest node */
         dims.unequal = 1;

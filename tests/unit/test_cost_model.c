@@ -5,6 +5,8 @@
  *
  * The hand model, M: shm α = 1 µs, β = 10 GB/s; net α = 20 µs, β = 1 GB/s;
  * γ = 10 GB/s. At n = 10^6 B: n/β_n = 1000 µs, n/β_s = 100 µs, n/γ = 100 µs.
+ * A flat step of m bytes costs 20 + 2·m/β_s when every partner is on the same node and
+ * 20 + σ·m/β_n when s ranks of a node cross, σ = max(1, s/R).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -24,8 +26,11 @@ static const sta_model_t model_m = {
     .gamma_gbps = 10.0,
 };
 
-/* P = 4 as N = 2 nodes of L = 2, one NIC per node. */
+/* P = 4 as N = 2 nodes of L = 2, one NIC per node; placement unknown, and the same known
+ * to be contiguous per node (rank order = node-major). */
 static const sta_dims_t dims_4x1 = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1};
+static const sta_dims_t dims_4x1c = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1,
+                                     .contiguous = 1};
 
 static double cost(const sta_dims_t *d, sta_coll_t c, sta_algo_t a, size_t n)
 {
@@ -41,10 +46,13 @@ static void assert_us(double got, double want)
 
 static void test_allreduce(void **state)
 {
-    /* ring: 2·3·20 = 120, + 2·3/4·1000 = 1500, + 3/4·100 = 75 -> 1695 */
+    /* ring (flat group, one rank per node crosses): 2·3·(20 + 250) = 1620, + 3/4·100 = 75
+     * -> 1695 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1695.0);
-    /* recursive: p2 = 4, r = 0: log2(4)·(20 + 1000 + 100) = 2240 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2240.0);
+    /* recursive: p2 = 4, r = 0. Distance 1: 2 divides L = 2, in the node: 20 + 2·100 + 100
+     * = 320. Distance 2: both ranks of a node on one NIC, σ = 2: 20 + 2·1000 + 100 = 2120.
+     * -> 2440 */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2440.0);
     /* hierarchical: [1 + 100 + 1/2·100] = 151
      *   + [2·1·20 + 2·1/2·10^6/(1·1 GB/s) + 1/2·(10^6/2)/γ] = 40 + 1000 + 25 = 1065
      *   + [1 + 100] = 101 -> 1317 */
@@ -60,16 +68,22 @@ static void test_allreduce_shapes(void **state)
     sta_dims_t one_node = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
     sta_dims_t one_per_node = {.nranks = 2, .nnodes = 2, .local_size = 1, .nrails = 1};
 
-    /* recursive, P = 6: p2 = 4, r = 2: 2·(20 + 1000 + 100) + (2·20 + 2·1000 + 100) = 4380 */
-    assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4380.0);
+    /* recursive, P = 6: p2 = 4, r = 2: participants are not aligned to nodes, so both steps
+     * are charged with L = 2 crossing: 2·(20 + 2·1000 + 100) = 4240; the fold pairs (0,1),
+     * (2,3) are inside nodes (L even): 2·(20 + 2·100) + 100 = 540 -> 4780 */
+    assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4780.0);
+    /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 320 + (20 + 1000 + 100) = 1440 */
+    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1440.0);
     /* hierarchical with 2 rails: net bracket 40 + 2·1/2·10^6/(2 GB/s) = 500, + 25 -> 565;
      * 151 + 565 + 101 = 817 */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 817.0);
     /* N = 1: no net bracket. hierarchical 151 + 101 = 252; leader 201 + 101 = 302;
-     * ring over P = 2: 2·20 + 1000 + 50 = 1090 */
+     * flat steps stay in the node (two copies at β_s): ring over P = 2:
+     * 2·(20 + 2·50) + 50 = 290; recursive: 20 + 2·100 + 100 = 320 */
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 252.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
-    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1090.0);
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 290.0);
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 320.0);
     /* L = 1: the shm brackets stay (a copy each): [1 + 100 + 0] + ring of 2 (1090) + [101] */
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1292.0);
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1090.0);
@@ -77,17 +91,66 @@ static void test_allreduce_shapes(void **state)
 
 static void test_reduce_scatter_allgather(void **state)
 {
-    /* reduce_scatter ring: 3·20 + 3/4·1000 + 3/4·100 = 60 + 750 + 75 = 885 */
-    assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 885.0);
+    /* reduce_scatter ring in rank order, contiguous: one rank per node crosses per step:
+     * 3·(20 + 250) + 3/4·100 = 810 + 75 = 885. Placement unknown: both ranks of a node
+     * cross, σ = 2: 3·(20 + 500) + 75 = 1635 */
+    assert_us(cost(&dims_4x1c, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 885.0);
+    assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 1635.0);
     /* reduce_scatter hierarchical: permute 100 + [1 + 100 + 50]
      * + [20 + 1/2·1000 + 1/2·(5·10^5)/γ = 25] = 100 + 151 + 545 = 796 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 796.0);
-    /* allgather ring: 60 + 750 = 810; recursive: log2(4)·20 + 750 = 790 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 810.0);
-    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 790.0);
+    /* allgather, contiguous: ring 3·(20 + 250) = 810; recursive: distance 1 in the node,
+     * 20 + 2·(2.5·10^5)/β_s = 70, distance 2 sends n/2 from both ranks of a node over one
+     * NIC, 20 + 2·500 = 1020 -> 1090: the ring is cheaper at 1 MB. */
+    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 810.0);
+    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1090.0);
+    /* placement unknown: every step crosses with σ = 2. ring 3·(20 + 2·250) = 1560;
+     * recursive (20 + 2·250) + (20 + 2·500) = 1540 */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1560.0);
+    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1540.0);
     /* allgather hierarchical: [20 + 1/2·(5·10^5 B / 1 GB/s = 500)·(2/1)] + [1 + 100]
      * + permute 100 = 721 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 721.0);
+    /* one node of 4, ranks in order: rail-major order is rank order, nothing to permute:
+     * reduce_scatter [1 + 100 + 3/4·100] = 176, allgather [1 + 100] = 101; with the
+     * placement unknown the permutation's 100 comes back */
+    sta_dims_t one = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1, .contiguous = 1};
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 176.0);
+    assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 101.0);
+    one.contiguous = 0;
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 276.0);
+    assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 201.0);
+}
+
+/* L = 4: recursive doubling's steps at distance 1 and 2 stay in the node, distance 4 puts
+ * all four ranks of a node on its NICs (n/8 = 125 µs on the wire, 25 µs per copy at β_s). */
+static void test_shared_link_l4(void **state)
+{
+    sta_dims_t c1 = {.nranks = 8, .nnodes = 2, .local_size = 4, .nrails = 1, .contiguous = 1};
+    sta_dims_t c2 = c1, mixed = c1, odd = {.nranks = 6, .nnodes = 2, .local_size = 3,
+                                           .nrails = 1, .contiguous = 1};
+    c2.nrails = 2;
+    mixed.contiguous = 0;
+
+    /* allgather recursive, contiguous, one NIC: (20 + 2·12.5) + (20 + 2·25)
+     * + (20 + σ = 4 · 500) = 45 + 70 + 2020 = 2135; ring 7·(20 + 125) = 1015 */
+    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 2135.0);
+    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1015.0);
+    /* two NICs: σ = 4/2 at distance 4: 45 + 70 + 1020 = 1135; the ring does not change */
+    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1135.0);
+    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1015.0);
+    /* placement unknown: σ = 4 everywhere. ring 7·(20 + 500) = 3640; recursive
+     * (20 + 500) + (20 + 1000) + (20 + 2000) = 3560 */
+    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 3640.0);
+    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 3560.0);
+    /* allreduce recursive (flat group, node-major whatever the rank order): distances 1, 2
+     * in the node, 2·(20 + 200 + 100) = 640; distance 4: 20 + 4·1000 + 100 = 4120 -> 4760 */
+    assert_us(cost(&c1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4760.0);
+    assert_us(cost(&mixed, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4760.0);
+    /* L = 3 (P = 6, p2 = 4, r = 2): both doubling steps charged with 3 crossing, σ = 3:
+     * 2·(20 + 3000 + 100) = 6240; the fold pair (2,3) straddles the node boundary, one rank
+     * per node crossing: 2·(20 + 1000) + 100 = 2140 -> 8380 */
+    assert_us(cost(&odd, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 8380.0);
 }
 
 static void test_broadcast_reduce(void **state)
@@ -116,6 +179,14 @@ static void test_broadcast_reduce(void **state)
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 2240.0);
     /* reduce hierarchical: [1 + 100 + (2-1)·100] + 1·(20 + 1000 + 100) = 201 + 1120 = 1321 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, MB), 1321.0);
+
+    /* N = 1: chain and tree hops stay in the node, two copies at β_s. broadcast ring over
+     * P = 2, k = 2: 2·(20 + 2·52.4288) = 249.7152; binomial: 20 + 2·100 = 220;
+     * reduce binomial: 220 + 100 = 320 */
+    sta_dims_t one_node = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
+    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 249.7152);
+    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 220.0);
+    assert_us(cost(&one_node, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 320.0);
 }
 
 static void test_single_rank_and_applicability(void **state)
@@ -215,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_allreduce_shapes),
         cmocka_unit_test(test_reduce_scatter_allgather),
+        cmocka_unit_test(test_shared_link_l4),
         cmocka_unit_test(test_broadcast_reduce),
         cmocka_unit_test(test_single_rank_and_applicability),
         cmocka_unit_test(test_invalid_inputs),

@@ -63,19 +63,21 @@ static void test_example_crossover(void **state)
     assert_int_equal(sta_select_build(&model_m, &dims_4x1, STA_ALGO_AUTO, &t), STRATA_OK);
     /*
      * allreduce, with x = n/(1 GB/s) = n/1000 µs and y = n/γ = n/10^4 µs:
-     *   recursive     2·(20 + x + y)                         = 40 + 0.0022·n
+     *   recursive     [20 + 2·n/10^4 + y] + [20 + 2·x + y]   = 40 + 0.0024·n
+     *                 (distance 1 stays in the node: two copies at β_s; distance 2 puts both
+     *                 ranks of a node on the one NIC: 2·x)
      *   hierarchical  [1 + n/10^4 + 1/2·y] + [40 + x + 1/2·y/2] + [1 + n/10^4]
      *                                                        = 42 + 0.001275·n
      *   ring          120 + 1.5·x + 0.75·y = 120 + 0.001575·n  (never cheapest)
      *   leader        42 + 1.2·x + 1.5·y   = 42 + 0.00135·n    (never cheapest)
-     * recursive = hierarchical at n = 2 / 0.000925 = 2162.16 B.
+     * recursive = hierarchical at n = 2 / 0.001125 = 1777.78 B.
      */
-    double cross = 2.0 / (0.0022 - 0.001275);
+    double cross = 2.0 / (0.0024 - 0.001275);
     assert_int_equal(t.nranges[STA_COLL_ALLREDUCE], 2);
     assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][0].algo, STA_ALGO_RECURSIVE);
     assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][1].algo, STA_ALGO_HIERARCHICAL);
     size_t upper = t.ranges[STA_COLL_ALLREDUCE][0].upper;
-    assert_int_equal(upper, 2162);
+    assert_int_equal(upper, 1777);
     assert_true(fabs((double)upper - cross) <= 1.0);
     assert_true(cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, upper) <
                 cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, upper));
@@ -85,21 +87,53 @@ static void test_example_crossover(void **state)
 
     /* Lookups at 0, on both sides of the boundary, and at the far end. */
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 0), STA_ALGO_RECURSIVE);
-    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 2162), STA_ALGO_RECURSIVE);
-    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 2163), STA_ALGO_HIERARCHICAL);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1777), STA_ALGO_RECURSIVE);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1778), STA_ALGO_HIERARCHICAL);
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, (size_t)1 << 40),
                      STA_ALGO_HIERARCHICAL);
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, SIZE_MAX),
                      STA_ALGO_HIERARCHICAL);
 
     /*
-     * allgather: recursive 2·20 + 3/4·x = 40 + 0.00075·n; ring 60 + 0.00075·n; hierarchical
-     * [20 + 1/2·(n/2)/1000·(2/1)] + [1 + n/10^4] + n/10^4 = 21 + 0.0007·n, cheapest from 0
-     * on: it takes the one range.
+     * allgather, placement unknown (dims.contiguous = 0): both ranks of a node cross at every
+     * step of both flat algorithms. recursive (20 + 2·(n/4)/1000) + (20 + 2·(n/2)/1000) =
+     * 40 + 0.0015·n; ring 3·(20 + 2·(n/4)/1000) = 60 + 0.0015·n; hierarchical
+     * [20 + 1/2·(n/2)/1000·(2/1)] + [1 + n/10^4] + n/10^4 = 21 + 0.0007·n is cheapest from
+     * 0 on: it takes the one range.
      */
     assert_int_equal(t.nranges[STA_COLL_ALLGATHER], 1);
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLGATHER, 0), STA_ALGO_HIERARCHICAL);
     assert_true(sta_algo_selectable(&t.dims, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL));
+}
+
+/*
+ * Allgather with ranks contiguous per node (P = 4 = 2 × 2, one NIC): recursive doubling's
+ * distance-1 step stays in the node, its distance-2 step sends n/2 from both ranks of a
+ * node over the one NIC; the ring sends n/4 per step, one rank per node crossing.
+ *   recursive  (20 + 2·(n/4)/10^4) + (20 + 2·(n/2)/1000) = 40 + 0.00105·n
+ *   ring       3·(20 + (n/4)/1000)                       = 60 + 0.00075·n
+ * equal at n = 20 / 0.0003 = 66666.67 B: recursive below, ring above. The two-tier
+ * allgather, 21 + 0.0007·n, is below both, so the table is one range of it.
+ */
+static void test_allgather_shared_link(void **state)
+{
+    sta_dims_t d = dims_4x1;
+    sta_select_t t;
+
+    d.contiguous = 1;
+    assert_int_equal(sta_select_build(&model_m, &d, STA_ALGO_AUTO, &t), STRATA_OK);
+    assert_true(cost(&t, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, 66666) <
+                cost(&t, STA_COLL_ALLGATHER, STA_ALGO_RING, 66666));
+    assert_true(cost(&t, STA_COLL_ALLGATHER, STA_ALGO_RING, 66667) <
+                cost(&t, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, 66667));
+    assert_int_equal(t.nranges[STA_COLL_ALLGATHER], 1);
+    assert_int_equal(t.ranges[STA_COLL_ALLGATHER][0].algo, STA_ALGO_HIERARCHICAL);
+    /* allreduce runs over the node-major flat group either way: placement changes nothing */
+    sta_select_t u;
+    assert_int_equal(sta_select_build(&model_m, &dims_4x1, STA_ALGO_AUTO, &u), STRATA_OK);
+    assert_int_equal(t.nranges[STA_COLL_ALLREDUCE], u.nranges[STA_COLL_ALLREDUCE]);
+    assert_memory_equal(t.ranges[STA_COLL_ALLREDUCE], u.ranges[STA_COLL_ALLREDUCE],
+                        sizeof(t.ranges[0][0]) * (size_t)t.nranges[STA_COLL_ALLREDUCE]);
 }
 
 /* Every boundary of every table is a crossing, and lookups are optimal where formulas are
@@ -132,9 +166,12 @@ static void check_table(const sta_select_t *t)
 static void test_property_many_shapes(void **state)
 {
     static const sta_dims_t shapes[] = {
-        {1, 1, 1, 1, 0}, {2, 1, 2, 1, 0}, {2, 2, 1, 1, 0}, {4, 2, 2, 1, 0}, {4, 2, 2, 2, 0},
-        {6, 3, 2, 1, 0}, {8, 2, 4, 2, 0}, {16, 4, 4, 4, 0}, {12, 3, 4, 1, 0}, {64, 8, 8, 2, 0},
-        {5, 5, 1, 1, 0}, {5, 2, 3, 1, 1},
+        {1, 1, 1, 1, 0, 0}, {2, 1, 2, 1, 0, 0}, {2, 2, 1, 1, 0, 0}, {4, 2, 2, 1, 0, 0},
+        {4, 2, 2, 2, 0, 0}, {6, 3, 2, 1, 0, 0}, {8, 2, 4, 2, 0, 0}, {16, 4, 4, 4, 0, 0},
+        {12, 3, 4, 1, 0, 0}, {64, 8, 8, 2, 0, 0}, {5, 5, 1, 1, 0, 0}, {5, 2, 3, 1, 1, 0},
+        /* the same with ranks known to be contiguous per node */
+        {4, 2, 2, 1, 0, 1}, {8, 2, 4, 2, 0, 1}, {16, 4, 4, 4, 0, 1}, {12, 3, 4, 1, 0, 1},
+        {6, 2, 3, 1, 0, 1}, {5, 2, 3, 1, 1, 1},
     };
     sta_model_t models[3];
     sta_select_t t;
@@ -251,6 +288,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_crossover),
+        cmocka_unit_test(test_allgather_shared_link),
         cmocka_unit_test(test_property_many_shapes),
         cmocka_unit_test(test_single_rank_table),
         cmocka_unit_test(test_forced_and_fallback),
