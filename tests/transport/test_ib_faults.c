@@ -218,6 +218,71 @@ static void test_qp_timeout(void **state)
     free(dst);
 }
 
+/*
+ * The sender reads clear-to-send entries from memory the NIC writes. A slot
+ * whose seq matches while another field is still stale (a write landing out
+ * of order) must be read again, not fail the comm. Here the receive's real
+ * CTS lands first; the test then makes the entry look torn (a stale n next
+ * to the right seq), lets the send read it fewer times than
+ * STT_IB_FIFO_SETTLE_READS, and "finishes the write" by restoring n.
+ */
+static void test_cts_torn_heals(void **state)
+{
+    ib_pair_t p;
+    uint8_t src[4096], dst[4096];
+    void *data[1] = {dst};
+    size_t size = sizeof(dst);
+    int tag = 7;
+
+    IB_NEED_DEVICE();
+    ib_pair_open(&p);
+    stt_ib_send_t *sc = (stt_ib_send_t *)p.send;
+    volatile stt_ib_fifo_entry_t *e = &sc->fifo[0].e[0];
+    stt_req_t *sreq = NULL, *rreq = NULL;
+    assert_int_equal(ops->irecv(p.recv, 1, data, &size, &tag, NULL, &rreq), STRATA_OK);
+    uint64_t start = stu_time_ns();
+    while (e->seq != 1 || e->n != 1) {       /* the receiver's CTS write has landed */
+        int done = 0;
+        assert_int_equal(ops->test(rreq, &done, NULL), STRATA_OK);
+        assert_false(ib_past(start));
+    }
+    e->n = 0;                                /* torn: no receive has that many buffers */
+    ib_fill(src, sizeof(src), 31);
+    assert_int_equal(ops->isend(p.send, src, sizeof(src), tag, NULL, &sreq), STRATA_OK);
+    assert_non_null(sreq);
+    for (unsigned i = 0; i + 2 < STT_IB_FIFO_SETTLE_READS; i++) {
+        int done = 0;
+        assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);   /* read again, no error */
+        assert_false(done);
+    }
+    e->n = 1;                                /* the rest of the write lands */
+    size_t got[1] = {0};
+    assert_int_equal(ib_wait2(sreq, rreq, got, NULL), STRATA_OK);
+    assert_int_equal(got[0], sizeof(src));
+    assert_true(ib_check(dst, sizeof(src), 31));
+    ib_pair_close(&p);
+}
+
+/* A slot that stays malformed fails the send comm with STRATA_ERR_REMOTE, after the settle time. */
+static void test_cts_malformed_fails(void **state)
+{
+    ib_pair_t p;
+    uint8_t src[64];
+    double secs = 0;
+
+    IB_NEED_DEVICE();
+    ib_pair_open(&p);
+    stt_ib_send_t *sc = (stt_ib_send_t *)p.send;
+    volatile stt_ib_fifo_entry_t *e = &sc->fifo[0].e[0];
+    e->n = STT_MAX_RECVS + 1;
+    e->seq = 1;
+    stt_req_t *sreq = NULL;
+    assert_int_equal(ops->isend(p.send, src, sizeof(src), 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(until_end(sreq, &secs), STRATA_ERR_REMOTE);
+    fprintf(stderr, "a malformed clear-to-send failed the send after %.3f s\n", secs);
+    ib_pair_close(&p);
+}
+
 static void test_bad_handles(void **state)
 {
     uint8_t handle[STT_HANDLE_SIZE];
@@ -301,6 +366,8 @@ int main(void)
         cmocka_unit_test(test_killed_receiver),
         cmocka_unit_test(test_peer_closes),
         cmocka_unit_test(test_qp_timeout),
+        cmocka_unit_test(test_cts_torn_heals),
+        cmocka_unit_test(test_cts_malformed_fails),
         cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_listener_junk),
     };

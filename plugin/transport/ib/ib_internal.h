@@ -254,6 +254,7 @@ typedef struct stt_ib_send {
     bool slot_sizes;                     /* sizes go through the sizes array */
     stt_ib_fifo_entry_t slot[STT_MAX_RECVS];
     uint64_t slot_bad_since;             /* stu_time_ns() when recv_seq's slot first read malformed; 0: not */
+    uint32_t slot_bad_reads;             /* malformed reads since then */
     uint32_t rr;                         /* round robin over QPs for unsplit messages */
     bool ar;
     uint64_t ar_threshold;

@@ -62,11 +62,14 @@ _Static_assert(sizeof(stt_ib_fifo_entry_t) == 32, "a FIFO entry is 32 bytes");
 _Static_assert(offsetof(stt_ib_fifo_entry_t, seq) == 28, "seq is the entry's last field");
 
 /*
- * A slot whose seq matches but whose fields are inconsistent is read again
- * for this long before the connection fails: placement order within a write
- * is what NICs do, not what the verbs spec promises.
+ * A slot whose seq matches but whose fields are inconsistent is read again,
+ * and fails the connection only once it stayed so for this long and this
+ * many reads (a stalled process must not mistake a slow write for a broken
+ * peer): placement order within a write is what NICs do, not what the verbs
+ * spec promises.
  */
 #define STT_IB_FIFO_SETTLE_NS (100ull * 1000 * 1000)
+#define STT_IB_FIFO_SETTLE_READS 64u
 
 /* One FIFO slot: the entries of one receive. */
 typedef struct stt_ib_fifo_slot {

@@ -92,9 +92,12 @@ static bool send_slot_load(stt_ib_send_t *sc)
     if (status != STRATA_OK) {
         /* Possibly a write still landing: fail only if it stays malformed. */
         uint64_t now = stu_time_ns();
-        if (sc->slot_bad_since == 0)
+        if (sc->slot_bad_since == 0) {
             sc->slot_bad_since = now;
-        if (now - sc->slot_bad_since >= STT_IB_FIFO_SETTLE_NS)
+            sc->slot_bad_reads = 0;
+        }
+        if (++sc->slot_bad_reads >= STT_IB_FIFO_SETTLE_READS &&
+            now - sc->slot_bad_since >= STT_IB_FIFO_SETTLE_NS)
             stt_ib_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "invalid clear-to-send for receive"
                              " %u: %s", sc->recv_seq, why);
         return false;
