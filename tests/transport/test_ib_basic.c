@@ -448,6 +448,10 @@ static void test_flush_read(void **state)
     /* Data still flows on the comm with its flush QP. */
     ib_xfer_one(&p, 100000, 100000, 5, 77, false, true);
     assert_int_equal(ops->dereg_mr(p.recv, mh), STRATA_OK);
+    /* A flush still in flight at close (its on-the-fly registration goes with it). */
+    req = NULL;
+    assert_int_equal(ops->iflush(p.recv, 2, data, sizes, NULL, &req), STRATA_OK);
+    assert_non_null(req);
     ib_pair_close(&p);
     unsetenv("STRATA_IB_FLUSH");
     stu_param_reload();

@@ -417,8 +417,11 @@ void stt_ib_close_recv(stt_comm_t *comm)
         return;
     }
     stt_ib_conn_quiesce(&rc->conn);      /* no DMA into a registration released below */
-    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
+    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++) {
         if (rc->reqs[i].state != STT_IB_REQ_FREE)
             recv_req_release(rc, &rc->reqs[i]);
+        if (rc->flushes[i].state != STT_IB_REQ_FREE)
+            recv_req_release(rc, &rc->flushes[i]);   /* drops a flush read's registration */
+    }
     stt_ib_conn_destroy(&rc->conn);
 }
