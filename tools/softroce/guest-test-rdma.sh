@@ -98,6 +98,12 @@ figures() {
     perftest "perftest rxe0->rxe0" ib_write_bw rxe0 rxe0 1 -s 1048576 -n 200 || rc=1
     STRATA_IB_HCA==rxe0 "$TESTS"/transport/helper_ib_perf 0 0 1048576 200 8 | sed 's/^/   /' \
         || rc=1
+    # NCCL_DEBUG=INFO names the transport and the GID it chose (the check)
+    echo "   NCCL_DEBUG=INFO through the plugin's logger (strata-netperf -v):"
+    NCCL_DEBUG=INFO STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 timeout 120 "$BUILD"/bin/strata-netperf \
+        -v -b 8 -e 8 -n 10 -w 2 >"$LOG/info" 2>&1 || rc=1
+    grep -E "^strata-netperf: .*(transport ib|GID index)" "$LOG/info" | sed 's/^/   /'
+    grep -q "GID index" "$LOG/info" || { echo "   no GID line at NCCL_DEBUG=INFO"; rc=1; }
     # strata-netperf through the plugin's NCCL API over ib, as NCCL would drive it
     echo "   strata-netperf, STRATA_TRANSPORT=ib on rxe0 (8 B .. 1 MiB):"
     STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 1M \
