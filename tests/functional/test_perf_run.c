@@ -28,6 +28,7 @@
 
 #define RUN_BIN STRATA_BUILD_DIR "/bin/strata-run"
 #define PERF_BIN STRATA_BUILD_DIR "/bin/strata-perf"
+#define PLAN_BIN STRATA_BUILD_DIR "/bin/strata-plan"
 /* Generous bounds for a 2-core shared machine; a hang fails the test, never blocks it. */
 #define RUN_WALL_MS 240000
 #define EXIT_NO_NETNS 3       /* strata-run's STB_RUN_EXIT_NO_NETNS */
@@ -207,6 +208,69 @@ static void test_every_collective(void **state)
         check_table(p.buf[0], colls[i][1], 4, 4);
         proc_free(&p);
     }
+}
+
+/* The text after "selection <coll> :" (any spaces before the colon) up to the line's end. */
+static char *selection_of(const char *out, const char *coll)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "selection %s", coll);
+    const char *at = out;
+    for (;;) {
+        at = strstr(at, key);
+        if (at == NULL)
+            return NULL;
+        at += strlen(key);
+        while (*at == ' ')
+            at++;
+        if (*at == ':')
+            break;                      /* not "reduce" inside "reduce_scatter" */
+    }
+    at++;
+    while (*at == ' ')
+        at++;
+    return strndup(at, strcspn(at, "\n"));
+}
+
+/*
+ * strata-plan predicts what the library would do: for the shape strata-run makes (2 nodes
+ * of 2), its selection table for each collective is the one strata-perf's ranks built.
+ */
+static void test_plan_matches_the_library(void **state)
+{
+    (void)state;
+    static const char *const colls[] = {"allreduce", "reduce_scatter", "allgather",
+                                        "broadcast", "reduce"};
+    proc_t plan;
+    char *pargv[] = {PLAN_BIN, "-N", "2", "-L", "2", "--coll", "all", "-b", "8", "-e", "1M",
+                     NULL};
+    proc_start(&plan, pargv);
+    assert_int_equal(proc_finish(&plan), 0);
+    assert_non_null(strstr(plan.buf[0], "# cluster  : 2 node(s) x 2 rank(s) = 4 ranks"));
+    for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
+        char *argv[] = {RUN_BIN, "-n", "4", "--nodes", "2", "--", PERF_BIN, "--coll",
+                        (char *)colls[i], "-b", "8", "-e", "8", "-n", "1", "-w", "0", NULL};
+        proc_t p;
+        proc_start(&p, argv);
+        assert_int_equal(proc_finish(&p), 0);
+        char *want = selection_of(p.buf[0], colls[i]), *got = selection_of(plan.buf[0], colls[i]);
+        assert_non_null(want);
+        assert_non_null(got);
+        if (strcmp(want, got) != 0)
+            fail_msg("%s: strata-perf selected \"%s\", strata-plan predicts \"%s\"", colls[i],
+                     want, got);
+        free(want);
+        free(got);
+        proc_free(&p);
+    }
+    /* a bad shape is refused with exit status 2 and a reason */
+    char *bad[] = {PLAN_BIN, "-L", "2", "-R", "4", NULL};
+    proc_t b;
+    proc_start(&b, bad);
+    assert_int_equal(proc_finish(&b), 2);
+    assert_non_null(strstr(b.buf[1], "--rails"));
+    proc_free(&b);
+    proc_free(&plan);
 }
 
 static void test_types_and_ops(void **state)
@@ -440,6 +504,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_three_ranks),
         cmocka_unit_test(test_every_collective),
+        cmocka_unit_test(test_plan_matches_the_library),
         cmocka_unit_test(test_types_and_ops),
         cmocka_unit_test(test_failing_rank_fails_the_run),
         cmocka_unit_test(test_killed_rank_plain),
