@@ -1,6 +1,8 @@
 /* Bench helpers: tagged stderr messages, sizes, deadlines. */
 #include "bench_util.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,4 +151,18 @@ double stb_median(double *v, size_t n)
         return 0.0;
     qsort(v, n, sizeof(*v), median_cmp);
     return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+strata_status_t stb_int_parse(const char *text, long lo, long hi, int *value_p)
+{
+    char *end;
+
+    if (text == NULL || *text == '\0' || (lo >= 0 && (*text < '0' || *text > '9')))
+        return STRATA_ERR_INVALID;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi || v < INT_MIN || v > INT_MAX)
+        return STRATA_ERR_INVALID;
+    *value_p = (int)v;
+    return STRATA_OK;
 }

@@ -23,6 +23,9 @@ void stb_log_err(const char *fmt, ...) STU_PRINTF(1, 2);
 /* Printed to stderr only when stb_log_verbose is set. */
 void stb_log_info(const char *fmt, ...) STU_PRINTF(1, 2);
 
+/* A whole decimal integer in [lo, hi] (no sign unless lo < 0, no trailing text). */
+strata_status_t stb_int_parse(const char *text, long lo, long hi, int *value_p);
+
 /* "4096", "64K", "4M", "1G" (binary multiples). OK or STRATA_ERR_INVALID. */
 strata_status_t stb_size_parse(const char *text, size_t *value_p);
 

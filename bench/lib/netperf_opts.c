@@ -131,16 +131,10 @@ static void np_usage(FILE *out)
 /* Parses a decimal integer in [lo, hi]; logs and returns -1 when it is not one. */
 static int np_int_parse(const char *opt, const char *text, long lo, long hi, int *value_p)
 {
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
+    if (stb_int_parse(text, lo, hi, value_p) != STRATA_OK) {
         stb_log_err("%s: '%s' is not an integer in %ld..%ld", opt, text, lo, hi);
         return -1;
     }
-    *value_p = (int)v;
     return 0;
 }
 

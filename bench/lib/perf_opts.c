@@ -1,5 +1,6 @@
 /* strata-perf's command line, size sweep, geometry and bus bandwidth factors. */
 #include "perf_opts.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -142,19 +143,6 @@ strata_status_t stb_perf_size_parse(const char *text, size_t *bytes_p)
     return STRATA_OK;
 }
 
-static strata_status_t int_parse(const char *text, int *v_p)
-{
-    char *end;
-    if (text == NULL || *text < '0' || *text > '9')
-        return STRATA_ERR_INVALID;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || *end != '\0' || v > INT32_MAX)
-        return STRATA_ERR_INVALID;
-    *v_p = (int)v;
-    return STRATA_OK;
-}
-
 strata_status_t stb_perf_dtype_parse(const char *text, strata_dtype_t *dtype_p)
 {
     for (size_t i = 0; text != NULL && i < sizeof(dtype_names) / sizeof(dtype_names[0]); i++)
@@ -195,7 +183,7 @@ static strata_status_t opt_apply(const opt_def_t *def, const char *value, stb_pe
 
     switch (def->kind) {
     case OPT_SIZE: status = stb_perf_size_parse(value, &bytes); break;
-    case OPT_INT: status = int_parse(value, &v); break;
+    case OPT_INT: status = stb_int_parse(value, 0, INT32_MAX, &v); break;
     case OPT_DTYPE: status = stb_perf_dtype_parse(value, &o->dtype); break;
     case OPT_OP: status = stb_perf_op_parse(value, &o->op); break;
     case OPT_COLL: status = stb_perf_coll_parse(value, &o->coll); break;

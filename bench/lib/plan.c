@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "perf_opts.h"
 
 /* Command-line names of the model's fields, in sta_field_t order. */
@@ -60,13 +61,7 @@ static int fail(char *err, size_t errlen, const char *what, const char *why)
 
 static int parse_int(const char *text, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
-        return 0;
-    *out = (int)v;
-    return 1;
+    return stb_int_parse(text, lo, hi, out) == STRATA_OK;
 }
 
 static int parse_double(const char *text, int positive, double *out)

@@ -1,5 +1,6 @@
 /* strata-run's command line and the pure helpers beside it (see run_opts.h). */
 #include "run_opts.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,19 +48,6 @@ static strata_status_t run_fail(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return STRATA_ERR_INVALID;
-}
-
-static strata_status_t run_int(const char *text, int lo, int hi, int *v_p)
-{
-    char *end;
-    if (text == NULL || *text == '\0')
-        return STRATA_ERR_INVALID;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi)
-        return STRATA_ERR_INVALID;
-    *v_p = (int)v;
-    return STRATA_OK;
 }
 
 strata_status_t stb_run_rate_parse(const char *text, uint64_t *bps_p)
@@ -122,12 +110,12 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
         } else if (strcmp(a, "--netns") == 0) {
             opts->netns = 1;
         } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
-            if (run_int(v, 1, STB_RUN_MAX_RANKS, &opts->nranks) != STRATA_OK)
+            if (stb_int_parse(v, 1, STB_RUN_MAX_RANKS, &opts->nranks) != STRATA_OK)
                 return run_fail(err, errlen, "%s: a rank count 1..%d, not '%s'", a,
                                 STB_RUN_MAX_RANKS, v ? v : "");
             i++;
         } else if (strcmp(a, "--nodes") == 0) {
-            if (run_int(v, 1, STB_RUN_MAX_NODES, &opts->nodes) != STRATA_OK)
+            if (stb_int_parse(v, 1, STB_RUN_MAX_NODES, &opts->nodes) != STRATA_OK)
                 return run_fail(err, errlen, "--nodes: 1..%d, not '%s'", STB_RUN_MAX_NODES,
                                 v ? v : "");
             i++;
@@ -143,7 +131,7 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
             opts->bind = strcmp(v, "core") == 0 ? STB_RUN_BIND_CORE : STB_RUN_BIND_NONE;
             i++;
         } else if (strcmp(a, "--timeout") == 0) {
-            if (run_int(v, 1, 86400, &opts->timeout_s) != STRATA_OK)
+            if (stb_int_parse(v, 1, 86400, &opts->timeout_s) != STRATA_OK)
                 return run_fail(err, errlen, "--timeout: seconds 1..86400, not '%s'",
                                 v ? v : "");
             i++;
