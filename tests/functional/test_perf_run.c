@@ -29,6 +29,7 @@
 #define RUN_BIN STRATA_BUILD_DIR "/bin/strata-run"
 #define PERF_BIN STRATA_BUILD_DIR "/bin/strata-perf"
 #define PLAN_BIN STRATA_BUILD_DIR "/bin/strata-plan"
+#define DOCTOR_BIN STRATA_BUILD_DIR "/bin/strata-doctor"
 /* Generous bounds for a 2-core shared machine; a hang fails the test, never blocks it. */
 #define RUN_WALL_MS 240000
 #define EXIT_NO_NETNS 3       /* strata-run's STB_RUN_EXIT_NO_NETNS */
@@ -273,6 +274,36 @@ static void test_plan_matches_the_library(void **state)
     proc_free(&plan);
 }
 
+/*
+ * strata-doctor on this host: whatever sysfs holds (no RDMA on the CI machine: a warning,
+ * not a failure), the plugin loads and moves 1 MiB through a connection to itself on every
+ * device. A sysfs root without devices and a missing plugin give the expected verdicts.
+ */
+static void test_doctor(void **state)
+{
+    (void)state;
+    char *argv[] = {DOCTOR_BIN, NULL};
+    proc_t p;
+    proc_start(&p, argv);
+    assert_int_equal(proc_finish(&p), 0);
+    assert_non_null(strstr(p.buf[0], "[ ok ] plugin device 0: "));
+    assert_non_null(strstr(p.buf[0], "1 MiB through a connection to itself, intact"));
+    assert_non_null(strstr(p.buf[0], " 0 failure(s)"));
+    proc_free(&p);
+
+    char *none[] = {DOCTOR_BIN, "--sysfs", "/nonexistent", "--plugin", "/nonexistent.so", NULL};
+    proc_start(&p, none);
+    assert_int_equal(proc_finish(&p), 1);
+    assert_non_null(strstr(p.buf[0], "[warn] RDMA devices: none"));
+    assert_non_null(strstr(p.buf[0], "[FAIL] plugin: /nonexistent.so did not load"));
+    proc_free(&p);
+
+    char *bad[] = {DOCTOR_BIN, "--bogus", NULL};
+    proc_start(&p, bad);
+    assert_int_equal(proc_finish(&p), 2);
+    proc_free(&p);
+}
+
 static void test_types_and_ops(void **state)
 {
     (void)state;
@@ -505,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_plain_three_ranks),
         cmocka_unit_test(test_every_collective),
         cmocka_unit_test(test_plan_matches_the_library),
+        cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_types_and_ops),
         cmocka_unit_test(test_failing_rank_fails_the_run),
         cmocka_unit_test(test_killed_rank_plain),

@@ -73,6 +73,12 @@ if [ -n "$coll" ]; then
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 tests/run.sh $coll
 fi
 
+# The bring-up doctor on the real verbs stack: both ports ACTIVE with a RoCE v2
+# GID, uverbs nodes, and 1 MiB through the plugin on each device (warnings, such
+# as the veth's 1500-byte MTU, do not fail it).
+group "strata-doctor on rxe0 and rxe1 (STRATA_TRANSPORT=ib)" \
+    env STRATA_TRANSPORT=ib "$BUILD"/bin/strata-doctor
+
 # perftest: server in the background, client against it; prints the figure line.
 A=192.0.2.1
 perftest() {   # perftest LABEL TOOL SERVER-DEV CLIENT-DEV GID ARGS...

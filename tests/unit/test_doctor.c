@@ -1,0 +1,214 @@
+/*
+ * strata-doctor's sysfs checks on fixture trees made in a temporary
+ * directory: no device, an InfiniBand port with and without a LID, ports
+ * down and stuck in INIT, RoCE with a v2 GID on a 1500-byte netdev, RoCE
+ * without a v2 GID, a device without its uverbs node, the peer-memory module,
+ * and the memlock limit. Each case checks the counts and the advice printed.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "doctor.h"
+
+static char root[PATH_MAX];
+
+static void put(const char *rel, const char *text)
+{
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; *p != '\0'; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    snprintf(root, sizeof(root), "/tmp/strata-doctor-XXXXXX");
+    return mkdtemp(root) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Runs the rdma checks into a string; *usable_p gets the return value. */
+static char *run(stb_doc_t *doc, int *usable_p)
+{
+    char *text = NULL;
+    size_t len = 0;
+    memset(doc, 0, sizeof(*doc));
+    doc->out = open_memstream(&text, &len);
+    assert_non_null(doc->out);
+    *usable_p = stb_doc_check_rdma(doc, root);
+    fclose(doc->out);
+    return text;
+}
+
+static void ib_port(const char *dev, const char *state, const char *phys, const char *lid)
+{
+    char rel[256];
+    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/state", dev);
+    put(rel, state);
+    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/phys_state", dev);
+    put(rel, phys);
+    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/link_layer", dev);
+    put(rel, lid != NULL ? "InfiniBand" : "Ethernet");
+    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/rate", dev);
+    put(rel, "200 Gb/sec (4X HDR)");
+    if (lid != NULL) {
+        snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/lid", dev);
+        put(rel, lid);
+    }
+}
+
+static void test_no_device(void **state)
+{
+    stb_doc_t doc;
+    int usable;
+    char *out = run(&doc, &usable);
+    assert_int_equal(usable, 0);
+    assert_int_equal(doc.count[STB_DOC_WARN], 1);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 0);
+    assert_non_null(strstr(out, "the plugin will use TCP"));
+    free(out);
+}
+
+static void test_infiniband(void **state)
+{
+    stb_doc_t doc;
+    int usable;
+
+    ib_port("mlx5_0", "4: ACTIVE", "5: LinkUp", "0x12");
+    put("class/infiniband_verbs/uverbs0/ibdev", "mlx5_0");
+    char *out = run(&doc, &usable);
+    assert_int_equal(usable, 1);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 0);
+    assert_non_null(strstr(out, "[ ok ] mlx5_0 port 1: ACTIVE, 5: LinkUp, InfiniBand, 200 Gb"));
+    assert_non_null(strstr(out, "LID 0x12"));
+    assert_non_null(strstr(out, "/dev/infiniband/uverbs0"));
+    assert_non_null(strstr(out, "[info] GPU Direct RDMA"));
+    free(out);
+
+    /* no subnet manager: ACTIVE needs one on IB, a LID of 0 says none swept the fabric */
+    ib_port("mlx5_0", "4: ACTIVE", "5: LinkUp", "0x0");
+    out = run(&doc, &usable);
+    assert_int_equal(usable, 0);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(out, "without a LID"));
+    free(out);
+
+    ib_port("mlx5_0", "2: INIT", "5: LinkUp", "0x0");
+    out = run(&doc, &usable);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(out, "subnet manager running"));
+    free(out);
+
+    ib_port("mlx5_0", "1: DOWN", "3: Disabled", "0x0");
+    out = run(&doc, &usable);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(out, "no link"));
+    free(out);
+
+    put("module/nvidia_peermem/refcnt", "0");
+    ib_port("mlx5_0", "4: ACTIVE", "5: LinkUp", "0x12");
+    out = run(&doc, &usable);
+    assert_non_null(strstr(out, "[ ok ] GPU Direct RDMA: nvidia_peermem loaded"));
+    free(out);
+}
+
+static void test_roce(void **state)
+{
+    stb_doc_t doc;
+    int usable;
+    const char *p = "class/infiniband/rxe0/ports/1/";
+    char rel[256];
+
+    ib_port("rxe0", "4: ACTIVE", "5: LinkUp", NULL);
+    snprintf(rel, sizeof(rel), "%sgids/0", p);
+    put(rel, "fe80:0000:0000:0000:0000:00ff:fe00:0001");
+    snprintf(rel, sizeof(rel), "%sgid_attrs/types/0", p);
+    put(rel, "IB/RoCE v1");
+    snprintf(rel, sizeof(rel), "%sgids/1", p);
+    put(rel, "0000:0000:0000:0000:0000:0000:0000:0000");   /* an empty slot is skipped */
+    /* no v2 GID yet: the netdev has no address */
+    char *out = run(&doc, &usable);
+    assert_int_equal(usable, 0);
+    assert_non_null(strstr(out, "[FAIL] rxe0 port 1: no RoCE v2 GID"));
+    assert_non_null(strstr(out, "[FAIL] rxe0: no uverbs node"));
+    free(out);
+
+    snprintf(rel, sizeof(rel), "%sgids/2", p);
+    put(rel, "0000:0000:0000:0000:0000:ffff:c000:0201");
+    snprintf(rel, sizeof(rel), "%sgid_attrs/types/2", p);
+    put(rel, "RoCE v2");
+    snprintf(rel, sizeof(rel), "%sgid_attrs/ndevs/2", p);
+    put(rel, "veth9");
+    put("class/net/veth9/mtu", "1500");
+    put("class/infiniband_verbs/uverbs3/ibdev", "rxe0");
+    out = run(&doc, &usable);
+    assert_int_equal(usable, 1);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 0);
+    assert_int_equal(doc.count[STB_DOC_WARN], 1);
+    assert_non_null(strstr(out, "RoCE v2 GID index 2 0000:0000:0000:0000:0000:ffff:c000:0201 on "
+                                "veth9 (IPv4)"));
+    assert_non_null(strstr(out, "veth9 has MTU 1500"));
+    free(out);
+
+    put("class/net/veth9/mtu", "9000");
+    out = run(&doc, &usable);
+    assert_int_equal(doc.count[STB_DOC_WARN], 0);
+    assert_non_null(strstr(out, "veth9 MTU 9000"));
+    free(out);
+}
+
+static void test_memlock(void **state)
+{
+    stb_doc_t doc;
+    char *text = NULL;
+    size_t len = 0;
+
+    memset(&doc, 0, sizeof(doc));
+    doc.out = open_memstream(&text, &len);
+    stb_doc_check_memlock(&doc, 0, 1);
+    stb_doc_check_memlock(&doc, (uint64_t)2 << 30, 0);
+    stb_doc_check_memlock(&doc, 64 << 10, 0);
+    fclose(doc.out);
+    assert_int_equal(doc.count[STB_DOC_OK], 2);
+    assert_int_equal(doc.count[STB_DOC_WARN], 1);
+    assert_non_null(strstr(text, "[ ok ] memlock: unlimited"));
+    assert_non_null(strstr(text, "[ ok ] memlock: 2048 MiB"));
+    assert_non_null(strstr(text, "[warn] memlock: 64 KiB"));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_no_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_infiniband, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roce, setup, teardown),
+        cmocka_unit_test(test_memlock),
+    };
+    return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
+}
