@@ -207,42 +207,51 @@ static strata_status_t connect_handle_check(const stt_ib_handle_t *h)
     return STRATA_ERR_INVALID;
 }
 
+/* Writes the in-progress state (cs, or NULL when done or reset) back into the caller's handle. */
+static void connect_handle_store(void *handle, stt_ib_handle_t *h, stt_ib_connect_t *cs)
+{
+    h->connect = cs;
+    h->connect_check = cs != NULL ? connect_check(h, cs) : 0;
+    memcpy(handle, h, sizeof(*h));
+}
+
 strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p)
 {
-    stt_ib_handle_t *h = handle;
+    stt_ib_handle_t h;
     stt_ib_connect_t *cs;
     strata_status_t status;
 
-    if (h == NULL || send_p == NULL) {
-        STU_WARN("ib: connect(dev %d) called with a NULL %s", dev, h ? "output" : "handle");
+    if (handle == NULL || send_p == NULL) {
+        STU_WARN("ib: connect(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
         return STRATA_ERR_INVALID;
     }
-    status = connect_handle_check(h);
+    /* The handle is the caller's bytes, aligned or not (NCCL embeds it in its own
+     * structures): work on an aligned copy and store the in-progress state back. */
+    memcpy(&h, handle, sizeof(h));
+    status = connect_handle_check(&h);
     if (status != STRATA_OK)
         return status;
-    cs = h->connect;
+    cs = h.connect;
     if (cs == NULL) {
         if (stt_ib_device_at(dev) == NULL)
             return STRATA_ERR_NOT_FOUND;
-        status = connect_start(dev, h, cfg, &cs);
+        status = connect_start(dev, &h, cfg, &cs);
         if (status != STRATA_OK)
             return status;
-        h->connect = cs;
-        h->connect_check = connect_check(h, cs);
-    } else if (h->connect_check != connect_check(h, cs)) {
+        connect_handle_store(handle, &h, cs);
+    } else if (h.connect_check != connect_check(&h, cs)) {
         STU_WARN("ib: connect: the handle's in-progress state is corrupt (handle copied or"
                  " overwritten while connecting?)");
         return STRATA_ERR_INVALID;
     }
 
-    status = connect_step(cs, h);
+    status = connect_step(cs, &h);
     if (status == STRATA_OK) {
         stt_ib_conn_t *conn = cs->conn;
         cs->conn = NULL;
         connect_state_free(cs);
-        h->connect = NULL;
-        h->connect_check = 0;
+        connect_handle_store(handle, &h, NULL);
         STU_INFO(STU_LOG_NET, "ib: connected to %s", conn->peer);
         *send_p = &conn->base;
         return STRATA_OK;
@@ -261,7 +270,6 @@ strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
 
 err_reset:
     connect_state_free(cs);
-    h->connect = NULL;
-    h->connect_check = 0;
+    connect_handle_store(handle, &h, NULL);
     return status;
 }

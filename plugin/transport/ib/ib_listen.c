@@ -89,12 +89,14 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
         l->pend[i].fd = -1;
     stt_ib_oob_format((struct sockaddr *)&addr, l->local, sizeof(l->local));
 
-    stt_ib_handle_t *h = handle;
+    stt_ib_handle_t h;                  /* the caller's bytes may be unaligned: build, then copy */
+    memset(&h, 0, sizeof(h));
+    h.magic = STT_IB_HANDLE_MAGIC;
+    h.version = STT_IB_PROTO_VERSION;
+    h.listener_id = l->listener_id;
+    memcpy(&h.addr, &addr, len);
     memset(handle, 0, STT_HANDLE_SIZE);
-    h->magic = STT_IB_HANDLE_MAGIC;
-    h->version = STT_IB_PROTO_VERSION;
-    h->listener_id = l->listener_id;
-    memcpy(&h->addr, &addr, len);
+    memcpy(handle, &h, sizeof(h));
     STU_INFO(STU_LOG_NET, "ib: dev %d listening on %s, id %016llx", dev, l->local,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
