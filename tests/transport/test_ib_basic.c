@@ -379,6 +379,28 @@ static void test_adaptive_routing(void **state)
     env_reset();
 }
 
+/* Sets STRATA_IB_FLUSH for one test; flush_env_restore puts back what the caller's env had. */
+static char flush_env_saved[32];
+static int flush_env_had;
+
+static void flush_env_set(const char *value)
+{
+    const char *old = getenv("STRATA_IB_FLUSH");
+    flush_env_had = old != NULL;
+    snprintf(flush_env_saved, sizeof(flush_env_saved), "%s", old ? old : "");
+    setenv("STRATA_IB_FLUSH", value, 1);
+    stu_param_reload();
+}
+
+static void flush_env_restore(void)
+{
+    if (flush_env_had)
+        setenv("STRATA_IB_FLUSH", flush_env_saved, 1);
+    else
+        unsetenv("STRATA_IB_FLUSH");
+    stu_param_reload();
+}
+
 static void test_flush(void **state)
 {
     ib_pair_t p;
@@ -389,7 +411,8 @@ static void test_flush(void **state)
     int done = 0;
 
     IB_NEED_DEVICE();
-    /* Default on a device without GPU memory: no flush QP, done at once. */
+    /* The default on a device without GPU memory: no flush QP, done at once. */
+    flush_env_set("-1");
     ib_pair_open(&p);
     assert_null(((stt_ib_recv_t *)p.recv)->conn.flush_qp.qp);
     assert_int_equal(ops->iflush(p.recv, 1, data, sizes, NULL, &req), STRATA_OK);
@@ -398,6 +421,7 @@ static void test_flush(void **state)
     assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 1);
     ib_pair_close(&p);
+    flush_env_restore();
 }
 
 /*
@@ -413,8 +437,7 @@ static void test_flush_read(void **state)
     void *mh = NULL;
 
     IB_NEED_DEVICE();
-    setenv("STRATA_IB_FLUSH", "1", 1);
-    stu_param_reload();
+    flush_env_set("1");
     ib_pair_open(&p);
     stt_ib_recv_t *rc = (stt_ib_recv_t *)p.recv;
     assert_non_null(rc->conn.flush_qp.qp);
@@ -453,8 +476,7 @@ static void test_flush_read(void **state)
     assert_int_equal(ops->iflush(p.recv, 2, data, sizes, NULL, &req), STRATA_OK);
     assert_non_null(req);
     ib_pair_close(&p);
-    unsetenv("STRATA_IB_FLUSH");
-    stu_param_reload();
+    flush_env_restore();
 }
 
 /* reg_mr of a sub-range of a registered range is a cache hit: the same handle. */
