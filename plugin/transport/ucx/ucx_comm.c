@@ -198,7 +198,7 @@ err_close:
 }
 
 /* The side channel after the handshake: the peer never writes, so readable means gone. */
-static void conn_check_peer(stt_ucx_conn_t *conn)
+void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn)
 {
     char b;
     ssize_t r = recv(conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -228,7 +228,7 @@ strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
     if (!conn->peer_eof) {
         if (++conn->idle >= STT_UCX_LIVENESS_EVERY) {
             conn->idle = 0;
-            conn_check_peer(conn);
+            stt_ucx_conn_check_peer(conn);
         }
     } else if (stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS) {
         stt_ucx_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed the connection");

@@ -38,7 +38,11 @@
 /* Props. Latency: UCX 1.13 point-to-point over TCP, 4.7 us (MACHINE-NOTES.md). */
 #define STT_UCX_LATENCY_US 4.7f
 #define STT_UCX_MAX_COMMS 65536
-/* Largest message: ucp tag messages have a size_t length; keep NCCL's 1 GiB-class bound. */
+/*
+ * Largest message advertised (max_p2p_bytes) and accepted by isend. UCP tag
+ * messages take size_t lengths; 2 GiB is a conservative bound, not a measured
+ * limit (NCCL splits larger transfers).
+ */
 #define STT_UCX_MAX_MSG_BYTES (1ull << 31)
 #define STT_UCX_MAX_COLL_BYTES (512ull << 20)  /* NCCL's MAX_COLLNET_SIZE */
 
@@ -197,6 +201,9 @@ strata_status_t stt_ucx_conn_create(stt_ucx_kind_t kind, int dev, stt_ucx_worker
 /* Marks the comm failed with status and logs why (only the first time). */
 void stt_ucx_conn_fail(stt_ucx_conn_t *conn, strata_status_t status, const char *fmt, ...)
     STU_PRINTF(3, 4);
+
+/* Peeks at the side channel: EOF sets peer_eof, a reset or stray bytes fail the comm. */
+void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
 
 /*
  * Progresses the worker; when it was idle, checks the side channel now and

@@ -8,8 +8,11 @@
  * and for a failed comm, one whose peer closed (its socket stays readable),
  * a worker without a descriptor, or an array too small for both, the answer
  * is 0 (the caller naps and calls test()): a partial set could sleep through
- * the event that matters. The worker is progressed before arming, as UCP
- * requires; completions this finds are reported by the next test().
+ * the event that matters. The side channel is peeked first (one recv, paid
+ * only by a caller about to sleep), so a closed peer is seen here rather than
+ * leaving a descriptor that stays readable. The worker is progressed before
+ * arming, as UCP requires; completions this finds are reported by the next
+ * test().
  */
 #include "plugin/transport/ucx/ucx_internal.h"
 
@@ -19,6 +22,9 @@ int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 
     if (conn == NULL || conn->base.ops != &stt_ucx_ops || fds == NULL || max < 2 ||
         conn->efd < 0 || conn->failed != STRATA_OK || conn->peer_eof)
+        return 0;
+    stt_ucx_conn_check_peer(conn);
+    if (conn->failed != STRATA_OK || conn->peer_eof)
         return 0;
     while (ucp_worker_progress(conn->worker) != 0)
         ;
