@@ -44,6 +44,11 @@ not_ib = $(foreach f,$(1),$(if $(findstring _ib_,$(notdir $(f))),,$(f)))
 TEST_SRC := $(call not_ib,$(TEST_SRC))
 HELPER_SRC := $(call not_ib,$(HELPER_SRC))
 endif
+ifneq ($(HAVE_UCX),1)
+# Likewise the ucx transport's (test_ucx_*).
+not_ucx = $(foreach f,$(1),$(if $(findstring _ucx_,$(notdir $(f))),,$(f)))
+TEST_SRC := $(call not_ucx,$(TEST_SRC))
+endif
 TESTS := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
 
@@ -110,8 +115,16 @@ $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
+# With UCX, the NCCL-plugin functional tests and one collective test run a second time
+# over the ucx transport (named only, so the first pass never uses it); ~30 s.
+UCX_AGAIN := $(filter $(BUILD)/tests/functional/test_plugin_% \
+	$(BUILD)/tests/functional/test_coll_allreduce,$(TESTS))
 test: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
+ifeq ($(HAVE_UCX),1)
+	@echo "-- again over the ucx transport (STRATA_TRANSPORT=ucx)"
+	@STRATA_TRANSPORT=ucx STS_CYCLES=300 BUILD=$(BUILD) tests/run.sh $(UCX_AGAIN)
+endif
 
 # What CI runs: the layering lint, the tests, then the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in build/san).

@@ -13,14 +13,17 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "log level: NONE, VERSION, WARN, INFO or TRACE (NCCL's logger is used when NCCL loaded us)"},
     [STU_PARAM_TRANSPORT] = {"STRATA_TRANSPORT", STU_PARAM_TYPE_STR, "auto",
         "transport: auto (the first built-in one that probes and has a device; ib, then tcp),"
-        " ib, tcp, or loop (in-process, for tests)"},
+        " ib, tcp, ucx (when built with UCX; never chosen by auto, see docs/ucx-protocol.md),"
+        " or loop (in-process, for tests)"},
     [STU_PARAM_ABORT_ON_ERROR] = {"STRATA_ABORT_ON_ERROR", STU_PARAM_TYPE_INT, "0",
         "1: abort() at the first error returned to NCCL, for a core dump at the cause"},
     [STU_PARAM_SOCKET_IFNAME] = {"STRATA_SOCKET_IFNAME", STU_PARAM_TYPE_STR, "",
-        "interfaces for the TCP transport: prefixes 'eth,ib', '^' excludes, '=' exact names;"
+        "interfaces for the TCP and UCX transports (UCX: its side channel; UCX picks its own"
+        " data devices, see UCX_NET_DEVICES): prefixes 'eth,ib', '^' excludes, '=' exact names;"
         " empty: every up interface except loopback and docker, loopback if nothing else"},
     [STU_PARAM_SOCKET_FAMILY] = {"STRATA_SOCKET_FAMILY", STU_PARAM_TYPE_STR, "",
-        "address family of TCP devices: AF_INET, AF_INET6, or empty for either (IPv4 first)"},
+        "address family of TCP and UCX devices: AF_INET, AF_INET6, or empty for either (IPv4"
+        " first)"},
     [STU_PARAM_SOCKET_NSOCKS] = {"STRATA_SOCKET_NSOCKS", STU_PARAM_TYPE_INT, "4",
         "TCP sockets per connection (1..8); large messages are striped across them."
         " Default 4, kept after re-measuring 4 MiB messages (helper_tcp_stream, 10 interleaved"

@@ -225,9 +225,9 @@ int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 /*
  * The registry: an ordered, const table of every transport built in.
  * stt_registry_find returns NULL for an unknown name. stt_registry_select
- * resolves "auto" (or NULL) to the first transport, in order ib, ucx, tcp,
- * that probes, initialises and has at least one device; a named transport is
- * taken as is or fails. On success the transport holds one init reference
+ * resolves "auto" (or NULL) to the first transport, in order ib, tcp, that
+ * probes, initialises and has at least one device (ucx and loop are taken
+ * only when named); a named transport is taken as is or fails. On success the transport holds one init reference
  * that the caller releases with ops->fini().
  */
 const stt_ops_t *stt_registry_find(const char *name);

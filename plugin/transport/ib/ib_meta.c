@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "plugin/transport/ib/ib_proto.h"
+#include "util/le.h"
 
 /*
  * Offsets:
@@ -13,52 +14,13 @@
 #define META_OFF_QPN 84
 _Static_assert(META_OFF_QPN + 4 * STT_IB_MAX_QPS <= STT_IB_META_BYTES, "metadata fits");
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf)
 {
     uint32_t order = STT_IB_BYTE_ORDER;
 
     memset(buf, 0, STT_IB_META_BYTES);
-    put32(buf + 0, STT_IB_META_MAGIC);
-    put16(buf + 4, STT_IB_PROTO_VERSION);
+    stu_le_put32(buf + 0, STT_IB_META_MAGIC);
+    stu_le_put16(buf + 4, STT_IB_PROTO_VERSION);
     buf[6] = meta->kind;
     buf[7] = meta->nqps;
     buf[8] = meta->link_layer;
@@ -67,16 +29,16 @@ void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf)
     buf[11] = meta->has_alt;
     buf[12] = meta->gid_choice;
     buf[13] = meta->tc;
-    put16(buf + 14, meta->lid);
+    stu_le_put16(buf + 14, meta->lid);
     memcpy(buf + 16, &order, 4);          /* deliberately host order */
-    put64(buf + 24, meta->listener_id);
-    put64(buf + 32, meta->conn_id);
+    stu_le_put64(buf + 24, meta->listener_id);
+    stu_le_put64(buf + 32, meta->conn_id);
     memcpy(buf + 40, meta->gid, 16);
     memcpy(buf + 56, meta->alt_gid, 16);
-    put64(buf + 72, meta->addr);
-    put32(buf + 80, meta->rkey);
+    stu_le_put64(buf + 72, meta->addr);
+    stu_le_put32(buf + 80, meta->rkey);
     for (int i = 0; i < STT_IB_MAX_QPS; i++)
-        put32(buf + META_OFF_QPN + 4 * i, meta->qpn[i]);
+        stu_le_put32(buf + META_OFF_QPN + 4 * i, meta->qpn[i]);
 }
 
 strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_meta_t *meta_p,
@@ -87,11 +49,11 @@ strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_m
 
     memset(&m, 0, sizeof(m));
     memcpy(&order, buf + 16, 4);
-    if (get32(buf) != STT_IB_META_MAGIC) {
+    if (stu_le_get32(buf) != STT_IB_META_MAGIC) {
         *why_p = "bad magic (not an ib transport peer)";
         return STRATA_ERR_REMOTE;
     }
-    if (get16(buf + 4) != STT_IB_PROTO_VERSION) {
+    if (stu_le_get16(buf + 4) != STT_IB_PROTO_VERSION) {
         *why_p = "protocol version differs from ours";
         return STRATA_ERR_REMOTE;
     }
@@ -111,16 +73,16 @@ strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_m
     m.has_alt = buf[11];
     m.gid_choice = buf[12];
     m.tc = buf[13];
-    m.lid = get16(buf + 14);
+    m.lid = stu_le_get16(buf + 14);
     m.byte_order = order;
-    m.listener_id = get64(buf + 24);
-    m.conn_id = get64(buf + 32);
+    m.listener_id = stu_le_get64(buf + 24);
+    m.conn_id = stu_le_get64(buf + 32);
     memcpy(m.gid, buf + 40, 16);
     memcpy(m.alt_gid, buf + 56, 16);
-    m.addr = get64(buf + 72);
-    m.rkey = get32(buf + 80);
+    m.addr = stu_le_get64(buf + 72);
+    m.rkey = stu_le_get32(buf + 80);
     for (int i = 0; i < STT_IB_MAX_QPS; i++)
-        m.qpn[i] = get32(buf + META_OFF_QPN + 4 * i);
+        m.qpn[i] = stu_le_get32(buf + META_OFF_QPN + 4 * i);
 
     if (m.kind != STT_IB_META_READY) {
         if (m.nqps < 1 || m.nqps > STT_IB_MAX_QPS) {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "plugin/transport/tcp/tcp_internal.h"
-#include "plugin/transport/tcp/tcp_mr.h"
+#include "plugin/transport/hostmr.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -122,12 +122,9 @@ strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag
     }
     if (STU_UNLIKELY(sc->conn.failed != STRATA_OK))
         return sc->conn.failed;
-    if (STU_UNLIKELY(size > STT_TCP_MAX_MSG_BYTES || (data == NULL && size > 0) ||
-                     !stt_tcp_mr_valid(comm, mh, data, size))) {
-        STU_WARN("tcp: isend to %s: bad arguments (data %p, %zu bytes, limit %llu, mh %p)",
-                 sc->conn.peer, data, size, (unsigned long long)STT_TCP_MAX_MSG_BYTES, mh);
+    if (STU_UNLIKELY(stt_hostmr_isend_check(comm, sc->conn.peer, data, size,
+                                            STT_TCP_MAX_MSG_BYTES, mh) != STRATA_OK))
         return STRATA_ERR_INVALID;
-    }
     if (sc->nfree == 0) {
         *req_p = NULL;
         return STRATA_OK;
@@ -156,25 +153,11 @@ strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t
 {
     stt_tcp_recv_t *rc = (stt_tcp_recv_t *)conn_of(comm, STT_TCP_KIND_RECV, "irecv");
 
-    if (rc == NULL)
+    if (rc == NULL ||
+        stt_hostmr_irecv_check(comm, rc->conn.peer, n, data, sizes, tags, mhs, req_p) != STRATA_OK)
         return STRATA_ERR_INVALID;
-    if (req_p == NULL || n < 1 || n > STT_MAX_RECVS || data == NULL || sizes == NULL ||
-        tags == NULL) {
-        STU_WARN("tcp: irecv from %s: bad arguments (n %d of at most %d, data %p, sizes %p,"
-                 " tags %p, request output %p)", rc->conn.peer, n, STT_MAX_RECVS,
-                 (void *)data, (const void *)sizes, (const void *)tags, (void *)req_p);
-        return STRATA_ERR_INVALID;
-    }
     if (STU_UNLIKELY(rc->conn.failed != STRATA_OK))
         return rc->conn.failed;
-    for (int i = 0; i < n; i++) {
-        if ((data[i] == NULL && sizes[i] > 0) ||
-            !stt_tcp_mr_valid(comm, mhs ? mhs[i] : NULL, data[i], sizes[i])) {
-            STU_WARN("tcp: irecv from %s: buffer %d is invalid (data %p, %zu bytes, mh %p)",
-                     rc->conn.peer, i, data[i], sizes[i], mhs ? mhs[i] : NULL);
-            return STRATA_ERR_INVALID;
-        }
-    }
     if (rc->nfree == 0) {
         *req_p = NULL;
         return STRATA_OK;
@@ -213,13 +196,8 @@ strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *
 {
     stt_tcp_recv_t *rc = (stt_tcp_recv_t *)conn_of(comm, STT_TCP_KIND_RECV, "iflush");
 
-    if (rc == NULL)
+    if (rc == NULL || stt_hostmr_iflush_check(comm, rc->conn.peer, n, req_p) != STRATA_OK)
         return STRATA_ERR_INVALID;
-    if (req_p == NULL || n < 1 || n > STT_MAX_RECVS) {
-        STU_WARN("tcp: iflush on the comm from %s: bad arguments (n %d, request output %p)",
-                 rc->conn.peer, n, (void *)req_p);
-        return STRATA_ERR_INVALID;
-    }
     if (rc->conn.failed != STRATA_OK)
         return rc->conn.failed;
     if (rc->nfree == 0) {

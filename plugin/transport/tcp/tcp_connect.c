@@ -84,8 +84,8 @@ static strata_status_t connect_start(stt_tcp_handle_t *h, stt_tcp_connect_t **cs
     /* Out-of-range values were reported once at init. */
     cs->nsocks = (int)(nsocks < 1 ? 1 : nsocks > STT_TCP_MAX_SOCKS ? STT_TCP_MAX_SOCKS : nsocks);
     cs->start_ns = stu_time_ns();
-    cs->conn_id = stt_tcp_random_u64();
-    stt_tcp_addr_format(&h->addr, cs->peer, sizeof(cs->peer));
+    cs->conn_id = stt_netif_random_u64();
+    stt_netif_addr_format(&h->addr, cs->peer, sizeof(cs->peer));
     for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
         cs->fds[i] = -1;
     for (int i = 0; i < cs->nsocks; i++) {
@@ -96,7 +96,7 @@ static strata_status_t connect_start(stt_tcp_handle_t *h, stt_tcp_connect_t **cs
         status = stt_tcp_sock_open(h->addr.sa.sa_family, &cs->fds[i]);
         if (status != STRATA_OK)
             goto err_free;
-        if (connect(cs->fds[i], &h->addr.sa, stt_tcp_addr_len(&h->addr)) != 0 &&
+        if (connect(cs->fds[i], &h->addr.sa, stt_netif_addr_len(&h->addr)) != 0 &&
             errno != EINPROGRESS && errno != EINTR) {
             STU_WARN("tcp: connect to %s (socket %d of %d): %s", cs->peer, i, cs->nsocks,
                      strerror(errno));

@@ -3,53 +3,16 @@
 
 #include <stddef.h>
 
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
+#include "util/le.h"
 
 void stt_tcp_hello_encode(const stt_tcp_hello_t *hello, uint8_t *buf)
 {
-    put_u32(buf + 0, STT_TCP_HELLO_MAGIC);
-    put_u16(buf + 4, hello->version);
+    stu_le_put32(buf + 0, STT_TCP_HELLO_MAGIC);
+    stu_le_put16(buf + 4, hello->version);
     buf[6] = hello->index;
     buf[7] = hello->nsocks;
-    put_u64(buf + 8, hello->listener_id);
-    put_u64(buf + 16, hello->conn_id);
+    stu_le_put64(buf + 8, hello->listener_id);
+    stu_le_put64(buf + 16, hello->conn_id);
 }
 
 strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_p,
@@ -57,15 +20,15 @@ strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_
 {
     stt_tcp_hello_t h;
 
-    if (get_u32(buf + 0) != STT_TCP_HELLO_MAGIC) {
+    if (stu_le_get32(buf + 0) != STT_TCP_HELLO_MAGIC) {
         *why_p = "bad hello magic (not a Strata TCP peer)";
         return STRATA_ERR_REMOTE;
     }
-    h.version = get_u16(buf + 4);
+    h.version = stu_le_get16(buf + 4);
     h.index = buf[6];
     h.nsocks = buf[7];
-    h.listener_id = get_u64(buf + 8);
-    h.conn_id = get_u64(buf + 16);
+    h.listener_id = stu_le_get64(buf + 8);
+    h.conn_id = stu_le_get64(buf + 16);
     if (h.version != STT_TCP_PROTO_VERSION) {
         *why_p = "protocol version differs from ours";
         return STRATA_ERR_REMOTE;
@@ -84,25 +47,25 @@ strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_
 
 void stt_tcp_ack_encode(const stt_tcp_ack_t *ack, uint8_t *buf)
 {
-    put_u32(buf + 0, STT_TCP_ACK_MAGIC);
-    put_u16(buf + 4, ack->version);
+    stu_le_put32(buf + 0, STT_TCP_ACK_MAGIC);
+    stu_le_put16(buf + 4, ack->version);
     buf[6] = ack->nsocks;
     buf[7] = ack->status;
-    put_u64(buf + 8, ack->conn_id);
+    stu_le_put64(buf + 8, ack->conn_id);
 }
 
 strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, const char **why_p)
 {
     stt_tcp_ack_t a;
 
-    if (get_u32(buf + 0) != STT_TCP_ACK_MAGIC) {
+    if (stu_le_get32(buf + 0) != STT_TCP_ACK_MAGIC) {
         *why_p = "bad ack magic";
         return STRATA_ERR_REMOTE;
     }
-    a.version = get_u16(buf + 4);
+    a.version = stu_le_get16(buf + 4);
     a.nsocks = buf[6];
     a.status = buf[7];
-    a.conn_id = get_u64(buf + 8);
+    a.conn_id = stu_le_get64(buf + 8);
     if (a.version != STT_TCP_PROTO_VERSION) {
         *why_p = "protocol version differs from ours";
         return STRATA_ERR_REMOTE;
@@ -121,11 +84,11 @@ strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, con
 
 void stt_tcp_hdr_encode(const stt_tcp_hdr_t *hdr, uint8_t *buf)
 {
-    put_u32(buf + 0, STT_TCP_HDR_MAGIC);
-    put_u32(buf + 4, hdr->flags);
-    put_u32(buf + 8, (uint32_t)hdr->tag);
-    put_u32(buf + 12, hdr->seq);
-    put_u64(buf + 16, hdr->size);
+    stu_le_put32(buf + 0, STT_TCP_HDR_MAGIC);
+    stu_le_put32(buf + 4, hdr->flags);
+    stu_le_put32(buf + 8, (uint32_t)hdr->tag);
+    stu_le_put32(buf + 12, hdr->seq);
+    stu_le_put64(buf + 16, hdr->size);
 }
 
 strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
@@ -133,14 +96,14 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
 {
     stt_tcp_hdr_t h;
 
-    if (get_u32(buf + 0) != STT_TCP_HDR_MAGIC) {
+    if (stu_le_get32(buf + 0) != STT_TCP_HDR_MAGIC) {
         *why_p = "bad message header magic (stream out of sync or garbage)";
         return STRATA_ERR_REMOTE;
     }
-    h.flags = get_u32(buf + 4);
-    h.tag = (int32_t)get_u32(buf + 8);
-    h.seq = get_u32(buf + 12);
-    h.size = get_u64(buf + 16);
+    h.flags = stu_le_get32(buf + 4);
+    h.tag = (int32_t)stu_le_get32(buf + 8);
+    h.seq = stu_le_get32(buf + 12);
+    h.size = stu_le_get64(buf + 16);
     if ((h.flags & ~STT_TCP_HDR_KNOWN_FLAGS) != 0) {
         *why_p = "unknown message header flags";
         return STRATA_ERR_REMOTE;

@@ -24,14 +24,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "plugin/transport/netif.h"
 #include "plugin/transport/tcp/tcp.h"
 #include "plugin/transport/tcp/tcp_frame.h"
 #include "util/compiler.h"
 
 /* ------------------------------------------------------------------ constants */
 
-#define STT_TCP_MAX_DEVS 32              /* interfaces kept after filtering */
-#define STT_TCP_DEFAULT_SPEED_MBPS 10000 /* when sysfs has no speed (virtual, or -1) */
 /*
  * Added by NCCL to its network latency term. Kernel TCP with polling costs
  * 4-7 us one way on these machines (MACHINE-NOTES.md, busy-polled ping-pong).
@@ -64,15 +63,12 @@
  */
 #define STT_TCP_STAGE_EAGER 4096u
 
-#define STT_TCP_ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
+#define STT_TCP_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
 
 /* ------------------------------------------------------------------ devices */
 
-typedef union stt_tcp_addr {
-    struct sockaddr sa;
-    struct sockaddr_in in4;
-    struct sockaddr_in6 in6;
-} stt_tcp_addr_t;
+/* Interfaces and their addresses are shared with the ucx transport (netif.h). */
+typedef stt_netif_addr_t stt_tcp_addr_t;
 
 typedef struct stt_tcp_dev {
     char name[IF_NAMESIZE];
@@ -103,18 +99,12 @@ typedef struct stt_tcp_handle {
 
 _Static_assert(sizeof(stt_tcp_handle_t) <= STT_HANDLE_SIZE, "TCP handle exceeds 128 bytes");
 
-/* ------------------------------------------------------------------ sockets (tcp_sock.c) */
-
-/* "192.0.2.1:4242" or "[fd00::1]:4242"; never fails (writes "?" for unknown families). */
-void stt_tcp_addr_format(const stt_tcp_addr_t *addr, char *buf, size_t len);
-socklen_t stt_tcp_addr_len(const stt_tcp_addr_t *addr);
+/* ------------------------------------------------------------------ sockets (tcp_sock.c; addresses in netif.h) */
 
 /* Non-blocking, close-on-exec stream socket with SO_SNDBUF/SO_RCVBUF applied. */
 strata_status_t stt_tcp_sock_open(int family, int *fd_p);
 /* TCP_NODELAY, keepalive and TCP_USER_TIMEOUT; on connected sockets. */
 strata_status_t stt_tcp_sock_tune(int fd, const char *peer);
-/* Best effort 64-bit random value for ids. */
-uint64_t stt_tcp_random_u64(void);
 
 /* ------------------------------------------------------------------ listen */
 
@@ -291,11 +281,6 @@ strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg
                                 stt_comm_t **send_p);
 strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_tcp_close_listen(stt_listen_t *listen);
-strata_status_t stt_tcp_reg_mr(stt_comm_t *comm, void *data, size_t size, int type,
-                               void **mh_p);
-strata_status_t stt_tcp_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
-                                      uint64_t offset, int fd, void **mh_p);
-strata_status_t stt_tcp_dereg_mr(stt_comm_t *comm, void *mh);
 strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                               stt_req_t **req_p);
 strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,

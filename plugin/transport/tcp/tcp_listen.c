@@ -38,9 +38,9 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     status = stt_tcp_sock_open(d.addr.sa.sa_family, &fd);
     if (status != STRATA_OK)
         return status;
-    if (bind(fd, &d.addr.sa, stt_tcp_addr_len(&d.addr)) != 0) {
+    if (bind(fd, &d.addr.sa, stt_netif_addr_len(&d.addr)) != 0) {
         char a[STT_TCP_ADDR_STRLEN];
-        stt_tcp_addr_format(&d.addr, a, sizeof(a));
+        stt_netif_addr_format(&d.addr, a, sizeof(a));
         STU_WARN("tcp: bind to %s (%s): %s", a, d.name, strerror(errno));
         status = STRATA_ERR_IO;
         goto err_close;
@@ -59,10 +59,10 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     l->base.ops = &stt_tcp_ops;
     l->base.dev = dev;
     l->fd = fd;
-    l->listener_id = stt_tcp_random_u64();
+    l->listener_id = stt_netif_random_u64();
     for (int i = 0; i < STT_TCP_PEND_SOCKS; i++)
         l->socks[i].fd = -1;
-    stt_tcp_addr_format(&addr, l->local, sizeof(l->local));
+    stt_netif_addr_format(&addr, l->local, sizeof(l->local));
 
     /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
     stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
@@ -112,7 +112,7 @@ static void listen_accept_new(stt_tcp_listen_t *l, uint64_t now)
                 STU_WARN("tcp: accept on %s: %s", l->local, strerror(errno));
             return;
         }
-        stt_tcp_addr_format(&addr, ps->peer, sizeof(ps->peer));
+        stt_netif_addr_format(&addr, ps->peer, sizeof(ps->peer));
         if (stt_tcp_sock_tune(fd, ps->peer) != STRATA_OK) {
             close(fd);
             continue;

@@ -1,4 +1,5 @@
 /* The TCP transport's operations table. */
+#include "plugin/transport/hostmr.h"
 #include "plugin/transport/tcp/tcp_internal.h"
 
 const stt_ops_t stt_tcp_ops = {
@@ -11,9 +12,9 @@ const stt_ops_t stt_tcp_ops = {
     .listen = stt_tcp_listen,
     .connect = stt_tcp_connect,
     .accept = stt_tcp_accept,
-    .reg_mr = stt_tcp_reg_mr,
-    .reg_mr_dmabuf = stt_tcp_reg_mr_dmabuf,
-    .dereg_mr = stt_tcp_dereg_mr,
+    .reg_mr = stt_hostmr_reg,           /* host memory, nothing pinned */
+    .reg_mr_dmabuf = stt_hostmr_reg_dmabuf,
+    .dereg_mr = stt_hostmr_dereg,
     .isend = stt_tcp_isend,
     .irecv = stt_tcp_irecv,
     .iflush = stt_tcp_iflush,

@@ -1,18 +1,14 @@
-/* Socket helpers of the TCP transport: addresses, options, ids. */
-#include <arpa/inet.h>
+/* Socket helpers of the TCP transport: socket options (addresses and ids: netif.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "plugin/transport/tcp/tcp_internal.h"
 #include "util/log.h"
 #include "util/param.h"
-#include "util/time.h"
 
 /*
  * Keepalive probes: the first after a third of the user timeout idle, then
@@ -20,26 +16,6 @@
  * after about three unanswered probes.
  */
 #define TCP_KEEPALIVE_PROBES 3
-
-void stt_tcp_addr_format(const stt_tcp_addr_t *addr, char *buf, size_t len)
-{
-    char host[INET6_ADDRSTRLEN];
-
-    if (addr->sa.sa_family == AF_INET &&
-        inet_ntop(AF_INET, &addr->in4.sin_addr, host, sizeof(host)) != NULL) {
-        snprintf(buf, len, "%s:%u", host, ntohs(addr->in4.sin_port));
-    } else if (addr->sa.sa_family == AF_INET6 &&
-               inet_ntop(AF_INET6, &addr->in6.sin6_addr, host, sizeof(host)) != NULL) {
-        snprintf(buf, len, "[%s]:%u", host, ntohs(addr->in6.sin6_port));
-    } else {
-        snprintf(buf, len, "?(family %d)", addr->sa.sa_family);
-    }
-}
-
-socklen_t stt_tcp_addr_len(const stt_tcp_addr_t *addr)
-{
-    return addr->sa.sa_family == AF_INET6 ? sizeof(addr->in6) : sizeof(addr->in4);
-}
 
 strata_status_t stt_tcp_sock_open(int family, int *fd_p)
 {
@@ -99,19 +75,4 @@ strata_status_t stt_tcp_sock_tune(int fd, const char *peer)
         status = sock_setopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, (int)timeout_ms,
                              "TCP_USER_TIMEOUT", peer);
     return status;
-}
-
-uint64_t stt_tcp_random_u64(void)
-{
-    uint64_t v;
-
-    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
-        return v;
-    /* No entropy yet (early boot): mix the clock, pid and an address; ids only need
-     * to differ between concurrent connections, not to be secret. */
-    v = stu_time_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
-    v ^= v >> 33;
-    v *= 0xff51afd7ed558ccdull;
-    v ^= v >> 33;
-    return v;
 }
