@@ -138,7 +138,7 @@ endif
 # The RDMA tests: boots the Soft-RoCE guest once (tools/softroce) and runs the
 # ib transport's tests, the conformance suite, the functional tests over ib and
 # perftest next to the transport's own figures inside it. Root, both cores.
-SOFTROCE_TIMEOUT ?= 1500
+SOFTROCE_TIMEOUT ?= 2400
 test-rdma: all tests
 	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
 		tools/softroce/run-in-softroce.sh tools/softroce/guest-test-rdma.sh $(BUILD)
