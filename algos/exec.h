@@ -81,6 +81,8 @@ strata_status_t sta_binomial_reduce(sta_ctx_t *ctx, const sta_group_t *g, int ro
  * broadcast. Broadcast / reduce: binomial tree over the nodes on the root's
  * rail, shm broadcast / reduce inside each node. src may equal dst.
  */
+/* Fails ctx (STRATA_ERR_INTERNAL) unless every node has the same number of ranks. */
+strata_status_t sta_hier_check(sta_ctx_t *ctx);
 strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
                                    strata_dtype_t dtype, strata_op_t op);
 strata_status_t sta_leader_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,

@@ -34,7 +34,7 @@ void sta_rail_group(const sta_ctx_t *ctx, int local, int *ranks, sta_group_t *g)
     g->pos = ctx->node;
 }
 
-static strata_status_t hier_check(sta_ctx_t *ctx)
+strata_status_t sta_hier_check(sta_ctx_t *ctx)
 {
     if (!ctx->uniform)
         return sta_ctx_fail(ctx, STRATA_ERR_INTERNAL, "two-tier algorithms need the same "
@@ -51,7 +51,7 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
     strata_status_t status;
     size_t off, len;
 
-    if ((status = hier_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     if (ctx->nnodes == 1 && count * esz <= STA_NODE_SMALL_BYTES)
         return sta_node_allreduce_small(ctx, src, dst, count, dtype, op);   /* one round */
@@ -74,7 +74,7 @@ strata_status_t sta_leader_allreduce(sta_ctx_t *ctx, const void *src, void *dst,
     sta_group_t leaders;
     strata_status_t status;
 
-    if ((status = hier_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     if ((status = sta_node_reduce(ctx, src, dst, count, dtype, op, 0)) != STRATA_OK)
         return status;
@@ -94,7 +94,7 @@ strata_status_t sta_hier_bcast(sta_ctx_t *ctx, int root, void *buf, size_t count
     sta_group_t rail;
     strata_status_t status;
 
-    if ((status = hier_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     if (ctx->local_rank == root_local && ctx->nnodes > 1) {
         sta_rail_group(ctx, root_local, ranks, &rail);
@@ -114,7 +114,7 @@ strata_status_t sta_hier_reduce(sta_ctx_t *ctx, int root, const void *src, void 
     strata_status_t status;
     char *arena;
 
-    if ((status = hier_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     /*
      * The node's partial result needs a home on the rail ranks that are not the

@@ -62,14 +62,6 @@ static int blocks_in_rank_order(const sta_ctx_t *ctx)
     return 1;
 }
 
-static strata_status_t blocks_check(sta_ctx_t *ctx)
-{
-    if (!ctx->uniform)
-        return sta_ctx_fail(ctx, STRATA_ERR_INTERNAL, "two-tier algorithms need the same "
-                            "number of ranks on every node");
-    return STRATA_OK;
-}
-
 strata_status_t sta_hier_reduce_scatter(sta_ctx_t *ctx, const void *src, void *dst, void *work,
                                         size_t count, strata_dtype_t dtype, strata_op_t op)
 {
@@ -81,7 +73,7 @@ strata_status_t sta_hier_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
     sta_group_t rail;
     strata_status_t status;
 
-    if ((status = blocks_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     const void *in = src;
     if (!blocks_in_rank_order(ctx)) {
@@ -112,7 +104,7 @@ strata_status_t sta_hier_allgather(sta_ctx_t *ctx, const void *src, void *dst, v
     sta_group_t rail;
     strata_status_t status;
 
-    if ((status = blocks_check(ctx)) != STRATA_OK)
+    if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
     int direct = blocks_in_rank_order(ctx);
     if (direct)

@@ -166,3 +166,14 @@ strata_status_t stb_int_parse(const char *text, long lo, long hi, int *value_p)
     *value_p = (int)v;
     return STRATA_OK;
 }
+
+strata_status_t stb_err_set(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return STRATA_ERR_INVALID;
+}

@@ -23,6 +23,9 @@ void stb_log_err(const char *fmt, ...) STU_PRINTF(1, 2);
 /* Printed to stderr only when stb_log_verbose is set. */
 void stb_log_info(const char *fmt, ...) STU_PRINTF(1, 2);
 
+/* Formats a one-line reason into err (NULL or errlen 0: nothing); returns STRATA_ERR_INVALID. */
+strata_status_t stb_err_set(char *err, size_t errlen, const char *fmt, ...) STU_PRINTF(3, 4);
+
 /* A whole decimal integer in [lo, hi] (no sign unless lo < 0, no trailing text). */
 strata_status_t stb_int_parse(const char *text, long lo, long hi, int *value_p);
 

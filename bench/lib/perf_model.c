@@ -41,8 +41,8 @@ static strata_status_t model_size(stb_exec_t *x, const sta_dims_t *dims, size_t 
 
     row->bytes = g.bytes;
     row->chosen = stb_comm_algo(x->comm, o->coll, g.bytes);
-    /* only what the selector may pick: a modelled but unimplemented algorithm would run the
-     * fallback when forced, and time that under the wrong name */
+    /* only what the selector may pick: an algorithm that cannot run here (a two-tier one on
+     * nodes of unequal size) would run the fallback when forced, under the wrong name */
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
         row->pred_us[a] = sta_algo_selectable(dims, o->coll, (sta_algo_t)a)
                               ? stb_comm_predict_us(x->comm, o->coll, (sta_algo_t)a, g.bytes)

@@ -107,17 +107,6 @@ const char *stb_perf_usage(void)
     return usage_text;
 }
 
-static strata_status_t opt_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return STRATA_ERR_INVALID;
-}
-
 strata_status_t stb_perf_size_parse(const char *text, size_t *bytes_p)
 {
     char *end;
@@ -190,7 +179,7 @@ static strata_status_t opt_apply(const opt_def_t *def, const char *value, stb_pe
     case OPT_FLAG: break;
     }
     if (status != STRATA_OK)
-        return opt_fail(err, errlen, "--%s: bad value '%s'", def->longname, value);
+        return stb_err_set(err, errlen, "--%s: bad value '%s'", def->longname, value);
     switch (def->id) {
     case OPT_MINBYTES: o->min_bytes = bytes; break;
     case OPT_MAXBYTES: o->max_bytes = bytes; break;
@@ -242,7 +231,7 @@ static strata_status_t opt_next(int argc, char *const argv[], int *i, const opt_
                 def = &opt_table[k];
         if (def != NULL && eq != NULL) {
             if (def->kind == OPT_FLAG)
-                return opt_fail(err, errlen, "--%s takes no value", def->longname);
+                return stb_err_set(err, errlen, "--%s takes no value", def->longname);
             value = eq + 1;
         }
     } else if (arg[0] == '-' && arg[1] != '\0' && arg[1] != '-') {
@@ -251,15 +240,15 @@ static strata_status_t opt_next(int argc, char *const argv[], int *i, const opt_
                 def = &opt_table[k];
         if (def != NULL && arg[2] != '\0') {
             if (def->kind == OPT_FLAG)
-                return opt_fail(err, errlen, "-%c takes no value", arg[1]);
+                return stb_err_set(err, errlen, "-%c takes no value", arg[1]);
             value = arg + 2;
         }
     }
     if (def == NULL)
-        return opt_fail(err, errlen, "unknown option '%s' (see --help)", arg);
+        return stb_err_set(err, errlen, "unknown option '%s' (see --help)", arg);
     if (def->kind != OPT_FLAG && value == NULL) {
         if (*i + 1 >= argc)
-            return opt_fail(err, errlen, "%s needs a value", arg);
+            return stb_err_set(err, errlen, "%s needs a value", arg);
         value = argv[++*i];
     }
     *def_p = def;
@@ -285,19 +274,19 @@ strata_status_t stb_perf_opts_parse(int argc, char *const argv[], stb_perf_opts_
     if (opts->help)
         return STRATA_OK;
     if (opts->max_bytes < opts->min_bytes)
-        return opt_fail(err, errlen, "maxbytes %zu is below minbytes %zu", opts->max_bytes,
+        return stb_err_set(err, errlen, "maxbytes %zu is below minbytes %zu", opts->max_bytes,
                         opts->min_bytes);
     if (opts->step_factor <= 1 && opts->step_bytes == 0 && opts->max_bytes > opts->min_bytes)
-        return opt_fail(err, errlen, "stepbytes 0 with stepfactor 1 would never end");
+        return stb_err_set(err, errlen, "stepbytes 0 with stepfactor 1 would never end");
     if (opts->step_factor > 1 && opts->min_bytes == 0)
-        return opt_fail(err, errlen, "minbytes 0 with stepfactor %zu would never grow",
+        return stb_err_set(err, errlen, "minbytes 0 with stepfactor %zu would never grow",
                         opts->step_factor);
     if (opts->iters < 1)
-        return opt_fail(err, errlen, "iters must be at least 1");
+        return stb_err_set(err, errlen, "iters must be at least 1");
     if ((int)opts->average < 0 || opts->average > STB_PERF_AVG_MAX)
-        return opt_fail(err, errlen, "average must be 0, 1, 2 or 3");
+        return stb_err_set(err, errlen, "average must be 0, 1, 2 or 3");
     if (opts->rounds < 1)
-        return opt_fail(err, errlen, "rounds must be at least 1");
+        return stb_err_set(err, errlen, "rounds must be at least 1");
     return STRATA_OK;
 }
 

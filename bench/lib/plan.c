@@ -54,8 +54,7 @@ const char *stb_plan_usage(void)
 /* Writes "<what>: <why>" into err; returns 0 (a failed parse). */
 static int fail(char *err, size_t errlen, const char *what, const char *why)
 {
-    if (err != NULL && errlen > 0)
-        snprintf(err, errlen, "%s: %s", what, why);
+    stb_err_set(err, errlen, "%s: %s", what, why);
     return 0;
 }
 

@@ -39,17 +39,6 @@ const char *stb_run_usage(void)
     return usage_text;
 }
 
-static strata_status_t run_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return STRATA_ERR_INVALID;
-}
-
 strata_status_t stb_run_rate_parse(const char *text, uint64_t *bps_p)
 {
     static const struct {
@@ -111,45 +100,45 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
             opts->netns = 1;
         } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
             if (stb_int_parse(v, 1, STB_RUN_MAX_RANKS, &opts->nranks) != STRATA_OK)
-                return run_fail(err, errlen, "%s: a rank count 1..%d, not '%s'", a,
+                return stb_err_set(err, errlen, "%s: a rank count 1..%d, not '%s'", a,
                                 STB_RUN_MAX_RANKS, v ? v : "");
             i++;
         } else if (strcmp(a, "--nodes") == 0) {
             if (stb_int_parse(v, 1, STB_RUN_MAX_NODES, &opts->nodes) != STRATA_OK)
-                return run_fail(err, errlen, "--nodes: 1..%d, not '%s'", STB_RUN_MAX_NODES,
+                return stb_err_set(err, errlen, "--nodes: 1..%d, not '%s'", STB_RUN_MAX_NODES,
                                 v ? v : "");
             i++;
         } else if (strcmp(a, "--inter-rate") == 0) {
             if (stb_run_rate_parse(v, &opts->rate_bps) != STRATA_OK)
-                return run_fail(err, errlen, "--inter-rate: a tc rate such as 2gbit or "
+                return stb_err_set(err, errlen, "--inter-rate: a tc rate such as 2gbit or "
                                 "500mbit, not '%s'", v ? v : "");
             opts->inter_rate = v;
             i++;
         } else if (strcmp(a, "--bind") == 0) {
             if (v == NULL || (strcmp(v, "core") != 0 && strcmp(v, "none") != 0))
-                return run_fail(err, errlen, "--bind: core or none, not '%s'", v ? v : "");
+                return stb_err_set(err, errlen, "--bind: core or none, not '%s'", v ? v : "");
             opts->bind = strcmp(v, "core") == 0 ? STB_RUN_BIND_CORE : STB_RUN_BIND_NONE;
             i++;
         } else if (strcmp(a, "--timeout") == 0) {
             if (stb_int_parse(v, 1, 86400, &opts->timeout_s) != STRATA_OK)
-                return run_fail(err, errlen, "--timeout: seconds 1..86400, not '%s'",
+                return stb_err_set(err, errlen, "--timeout: seconds 1..86400, not '%s'",
                                 v ? v : "");
             i++;
         } else if (a[0] == '-') {
-            return run_fail(err, errlen, "unknown option '%s' (see --help)", a);
+            return stb_err_set(err, errlen, "unknown option '%s' (see --help)", a);
         } else {
             break;    /* the program, without "--" */
         }
     }
     if (i >= argc)
-        return run_fail(err, errlen, "no program to run (strata-run -n N -- program ...)");
+        return stb_err_set(err, errlen, "no program to run (strata-run -n N -- program ...)");
     opts->prog_index = i;
     if (opts->nranks == 0)
-        return run_fail(err, errlen, "-n N is required");
+        return stb_err_set(err, errlen, "-n N is required");
     if (opts->nodes > opts->nranks)
-        return run_fail(err, errlen, "%d nodes for %d ranks: every node needs a rank",
+        return stb_err_set(err, errlen, "%d nodes for %d ranks: every node needs a rank",
                         opts->nodes, opts->nranks);
     if (opts->inter_rate != NULL && !opts->netns)
-        return run_fail(err, errlen, "--inter-rate shapes the namespaces' links: add --netns");
+        return stb_err_set(err, errlen, "--inter-rate shapes the namespaces' links: add --netns");
     return STRATA_OK;
 }
