@@ -12,27 +12,34 @@ VERSION := 0.1.0
 LDFLAGS_BASE += -Wl,--as-needed
 
 # ---------------------------------------------------------------- sources
-# The library: util <- transport <- algos <- plugin/api. Each folder is
-# globbed, so adding a file needs no Makefile edit. Optional transports are
-# compiled only when their dependency was found.
-LIB_DIRS := util plugin/transport plugin/transport/tcp plugin/transport/loop algos coll plugin/api
+# Layers (docs/architecture.md): util <- transport <- algos <- coll <- tools, and plugin/
+# (the NCCL edge) on transport. Each folder is globbed, so adding a file needs no Makefile
+# edit. Optional transports are compiled only when their dependency was found.
+XPORT_DIRS := transport transport/base transport/tcp transport/loop
 ifeq ($(HAVE_IBVERBS),1)
-LIB_DIRS += plugin/transport/ib
+XPORT_DIRS += transport/ib
 endif
 ifeq ($(HAVE_UCX),1)
-LIB_DIRS += plugin/transport/ucx
+XPORT_DIRS += transport/ucx
 endif
-LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+srcs_in = $(foreach d,$(1),$(wildcard $(d)/*.c))
+objs_of = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+XPORT_OBJ := $(call objs_of,$(call srcs_in,util $(XPORT_DIRS)))
+COLL_OBJ := $(call objs_of,$(call srcs_in,algos coll))
+PLUGIN_OBJ := $(call objs_of,$(call srcs_in,plugin))
+LIB_OBJ := $(XPORT_OBJ) $(COLL_OBJ)
 
 SUPPORT_SRC := $(wildcard tests/support/*.c)
 SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
-BENCHLIB_SRC := $(wildcard bench/lib/*.c)
-BENCHLIB_OBJ := $(BENCHLIB_SRC:%.c=$(BUILD)/obj/%.o)
 
-# Every bench/<name>.c is a tool, build/bin/strata-<name>.
-TOOL_SRC := $(wildcard bench/*.c)
-TOOLS := $(patsubst bench/%.c,$(BUILD)/bin/strata-%,$(TOOL_SRC))
+# Tools and benchmarks: every tools/<name>/<name>_main.c and bench/<name>/<name>_main.c is
+# build/bin/strata-<name>; the other files of those folders and tools/lib form one archive.
+TOOL_MAINS := $(wildcard tools/*/*_main.c bench/*/*_main.c)
+TOOLLIB_SRC := $(filter-out %_main.c,$(wildcard tools/*/*.c bench/perf/*.c bench/netperf/*.c \
+	bench/reduce/*.c))
+TOOLLIB_OBJ := $(TOOLLIB_SRC:%.c=$(BUILD)/obj/%.o)
+tool_name = $(notdir $(patsubst %/,%,$(dir $(1))))
+TOOLS := $(foreach m,$(TOOL_MAINS),$(BUILD)/bin/strata-$(call tool_name,$(m)))
 
 # Every tests/<tier>/test_<name>.c is one cmocka binary.
 TEST_SRC := $(wildcard tests/unit/test_*.c tests/transport/test_*.c tests/functional/test_*.c)
@@ -55,17 +62,19 @@ HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
 PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
-# The tools' helpers (bench/lib) as an archive, so unit tests can link the pure parts.
-BENCH_LIB := $(BUILD)/lib/libstrata_bench.a
+# The plugin's objects as an archive, for the unit tests of its shims.
+PLUGIN_LIB := $(BUILD)/lib/libstrata_plugin.a
+# tools/lib and the tools' and benchmarks' own files, so unit tests can link the pure parts.
+TOOL_LIB := $(BUILD)/lib/libstrata_tools.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
 	-DSTRATA_SOURCE_DIR='"$(CURDIR)"' \
 	-DSTRATA_BUILD_DIR='"$(abspath $(BUILD))"'
 
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
-TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support -Ibench/lib
+TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
 .PHONY: all lib tools tests test check lint clean install demo bench
-.SECONDARY:   # keep every intermediate object (bench/lib, tests/support) test-rdma
+.SECONDARY:   # keep every intermediate object (tools, tests/support) test-rdma
 all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
 lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
 tools: $(TOOLS)
@@ -81,33 +90,44 @@ $(INTERNAL_LIB): $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BENCH_LIB): $(BENCHLIB_OBJ)
+$(TOOL_LIB): $(TOOLLIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(PLUGIN_SO): $(LIB_OBJ) plugin/exports.map
+$(PLUGIN_LIB): $(PLUGIN_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The plugin links the transports and the NCCL edge only: no algos/, no coll/.
+$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) plugin/exports.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS_BASE) -Wl,--version-script=plugin/exports.map \
+	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(XPORT_OBJ) $(LDFLAGS_BASE) \
+		-Wl,--version-script=plugin/exports.map \
 		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
 
 $(PLUGIN_LINK): $(PLUGIN_SO)
 	$(Q)ln -sf libnccl-net-strata.so $@
 
-$(BUILD)/bin/strata-%: bench/%.c $(BENCHLIB_OBJ) $(INTERNAL_LIB)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -DSTRATA_VERSION='"$(VERSION)"' -Ibench/lib \
-		-MMD -MP -MF $@.d -o $@ $< $(BENCHLIB_OBJ) $(INTERNAL_LIB) \
-		$(LDFLAGS_BASE) $(LDLIBS_BASE)
+define tool_rule
+$(BUILD)/bin/strata-$(call tool_name,$(1)): $(1) $(TOOL_LIB) $(INTERNAL_LIB)
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	$$(Q)$$(CC) $$(CFLAGS) $$(PLUGIN_PATH_DEF) -DSTRATA_VERSION='"$$(VERSION)"' \
+		-MMD -MP -MF $$@.d -o $$@ $$< $(TOOL_LIB) $(INTERNAL_LIB) \
+		$$(LDFLAGS_BASE) $$(LDLIBS_BASE)
+endef
+$(foreach m,$(TOOL_MAINS),$(eval $(call tool_rule,$(m))))
 
 ifeq ($(HAVE_CMOCKA),1)
 tests: $(TESTS) $(HELPERS) $(PLUGIN_SO) $(TOOLS)
-$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(BENCH_LIB) $(INTERNAL_LIB)
+$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) $(INTERNAL_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(BENCH_LIB) $(INTERNAL_LIB) \
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) \
+		$(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
@@ -135,17 +155,17 @@ tests test check:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1
 endif
 
-# The RDMA tests: boots the Soft-RoCE guest once (tools/softroce) and runs the
+# The RDMA tests: boots the Soft-RoCE guest once (scripts/softroce) and runs the
 # ib transport's tests, the conformance suite, the functional tests over ib and
 # perftest next to the transport's own figures inside it. Root, both cores.
 SOFTROCE_TIMEOUT ?= 2400
 test-rdma: all tests
 	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
-		tools/softroce/run-in-softroce.sh tools/softroce/guest-test-rdma.sh $(BUILD)
+		scripts/softroce/run-in-softroce.sh scripts/softroce/guest-test-rdma.sh $(BUILD)
 
 # Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
 lint:
-	@tools/lint.sh
+	@scripts/lint.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/strata \
@@ -159,10 +179,10 @@ install: all
 		-e 's|@LIBS@|$(strip $(LDLIBS_BASE))|' strata.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
 
-# The demo, the README's first command: build, then tools/demo.sh (a 4-rank allreduce over two
+# The demo, the README's first command: build, then scripts/demo.sh (a 4-rank allreduce over two
 # emulated nodes, the nccl-tests table, plots in $(BUILD)/demo/).
 demo: all
-	@BUILD=$(BUILD) tools/demo.sh
+	@BUILD=$(BUILD) scripts/demo.sh
 
 clean:
 	rm -rf build
@@ -170,5 +190,5 @@ clean:
 # A/B programs against OpenMPI and Gloo, when those are installed.
 include bench/ab/ab.mk
 
--include $(LIB_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(BENCHLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
+-include $(LIB_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(TOOLLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
 	$(TOOLS:=.d)

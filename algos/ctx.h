@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "strata/status.h"
-#include "strata/transport.h"
+#include "transport/transport.h"
 #include "strata/types.h"
 #include "util/compiler.h"
 

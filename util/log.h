@@ -1,6 +1,6 @@
 /*
  * Logging for every layer. One sink at a time: NCCL's logger when NCCL loaded
- * the plugin (installed by plugin/api), stderr otherwise.
+ * the plugin (installed by plugin/), stderr otherwise.
  *
  * The level is checked before anything is formatted, so a disabled INFO or
  * TRACE costs one load and one compare. Levels and subsystem flags have the

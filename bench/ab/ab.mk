@@ -28,11 +28,11 @@ all: ab
 ab: $(AB_TARGETS)
 ifneq ($(AB_HAVE_MPI),1)
 	@echo "bench/ab: $(MPICC) not found: the OpenMPI A/B program is not built" \
-		"(apt-get install openmpi-bin libopenmpi-dev, or tools/setup-debian.sh)"
+		"(apt-get install openmpi-bin libopenmpi-dev, or scripts/setup-debian.sh)"
 endif
 ifneq ($(AB_HAVE_GLOO),1)
 	@echo "bench/ab: Gloo headers not found by $(CXX): the Gloo A/B program is not built" \
-		"(apt-get install libgloo-dev, or tools/setup-debian.sh)"
+		"(apt-get install libgloo-dev, or scripts/setup-debian.sh)"
 endif
 
 $(AB_COMMON_OBJ): bench/ab/ab_common.c bench/ab/ab_common.h

@@ -1,7 +1,7 @@
 /*
  * The NCCL net plugin ABI, version 11 (first in NCCL 2.28): the version
- * Strata implements natively (plugin/api/net_v11.c). Older versions are
- * adapters over this one (plugin/api/net_v10.c ... net_v6.c).
+ * Strata implements natively (plugin/net_v11.c). Older versions are
+ * adapters over this one (plugin/net_v10.c ... net_v6.c).
  *
  * What v11 changed from v10: init runs once per communicator and returns a
  * context, which listen and connect receive; the traffic class moved from

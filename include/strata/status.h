@@ -3,7 +3,7 @@
  *
  * 0 is success, 1 means "in progress / try again", every error is negative.
  * The plugin layer translates a status to ncclResult_t in exactly one place
- * (plugin/api/net_status.c); nothing else in Strata speaks ncclResult_t.
+ * (plugin/net_status.c); nothing else in Strata speaks ncclResult_t.
  */
 #ifndef STRATA_STATUS_H
 #define STRATA_STATUS_H

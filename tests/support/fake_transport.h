@@ -29,7 +29,7 @@
 #ifndef STS_FAKE_TRANSPORT_H
 #define STS_FAKE_TRANSPORT_H
 
-#include "strata/transport.h"
+#include "transport/transport.h"
 
 typedef struct sts_fake_faults {
     int connect_nulls;

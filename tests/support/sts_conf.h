@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strata/transport.h"
+#include "transport/transport.h"
 #include "sts_xport.h"
 
 #define KiB ((size_t)1 << 10)

@@ -1,5 +1,5 @@
 /*
- * Contract helpers for driving a Strata transport (include/strata/transport.h)
+ * Contract helpers for driving a Strata transport (transport/transport.h)
  * from one thread: both ends of a connection in the same process, every wait
  * bounded by a deadline so a transport bug fails a test instead of hanging it.
  *
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strata/transport.h"
+#include "transport/transport.h"
 
 /* Generous bound for a connection handshake on a loaded machine. */
 #define STS_CONNECT_TIMEOUT_S 30.0

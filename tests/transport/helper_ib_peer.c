@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/transport/ib/ib.h"
+#include "transport/ib/ib.h"
 #include "util/time.h"
 
 #define PEER_MSG (1u << 20)

@@ -1,6 +1,6 @@
 /*
  * A small in-process measurement of the ib transport, printed next to
- * perftest's ib_write_bw / ib_write_lat by tools/softroce/guest-test-rdma.sh.
+ * perftest's ib_write_bw / ib_write_lat by scripts/softroce/guest-test-rdma.sh.
  * One thread drives both ends through the transport contract (registered
  * buffers, as NCCL does):
  *
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/transport/ib/ib.h"
+#include "transport/ib/ib.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "netns.h"
-#include "plugin/transport/tcp/tcp.h"
+#include "transport/tcp/tcp.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/ib/ib.h"
-#include "plugin/transport/ib/ib_internal.h"
+#include "transport/ib/ib.h"
+#include "transport/ib/ib_internal.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/tcp/tcp.h"
-#include "plugin/transport/tcp/tcp_frame.h"
-#include "plugin/transport/tcp/tcp_internal.h"
+#include "transport/tcp/tcp.h"
+#include "transport/tcp/tcp_wire.h"
+#include "transport/tcp/tcp_internal.h"
 #include "util/param.h"
 #include "util/time.h"
 

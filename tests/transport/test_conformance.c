@@ -1,6 +1,6 @@
 /*
  * Transport conformance, the data path: the contract of
- * include/strata/transport.h for moving bytes (size matrix, receive larger or
+ * transport/transport.h for moving bytes (size matrix, receive larger or
  * smaller than the send, the request budget, grouped receives with tags,
  * "again" answers), written once and run over every transport of the
  * registry plus the fault-injecting fake with no fault armed. A transport

@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "netns.h"
-#include "plugin/transport/tcp/tcp.h"
+#include "transport/tcp/tcp.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -3,7 +3,7 @@
  * v6..v10 adapters (test_nccl_shims_fwd.c, test_nccl_shims_props.c).
  *
  * Include it in exactly one file of a test binary: it defines
- * ncclNetPlugin_v11, so the linker never takes plugin/api/net_v11.o from the
+ * ncclNetPlugin_v11, so the linker never takes plugin/net_v11.o from the
  * internal library (nothing else in these binaries refers to it). The
  * stand-in records every argument it receives and returns what the test
  * asks for, which shows exactly what each adapter passes down: contexts and
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "plugin/api/net_compat.h"
+#include "plugin/net_compat.h"
 
 /* ------------------------------------------------------------------ the stand-in */
 

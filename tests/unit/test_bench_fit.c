@@ -1,7 +1,7 @@
 /*
- * Unit tests for the alpha-beta fit of strata-netperf (bench/lib/bench_fit.c).
+ * Unit tests for the alpha-beta fit of strata-netperf (tools/lib/tool_fit.c).
  *
- * bench/lib is not part of the internal library, so the implementation is
+ * tools/lib is not part of the internal library, so the implementation is
  * compiled into this test directly; bench_fit.c depends on nothing else.
  */
 #include <math.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../bench/lib/bench_fit.c"
+#include "tools/lib/tool_fit.c"
 
 #define SWEEP_MAX 32
 

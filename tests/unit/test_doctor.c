@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "doctor.h"
+#include "tools/doctor/doctor_checks.h"
 
 static char root[PATH_MAX];
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/ib/ib_mrcache.h"
+#include "transport/ib/ib_mrcache.h"
 
 #define PAGE 4096u
 

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/ib/ib_internal.h"
-#include "plugin/transport/ib/ib_proto.h"
+#include "transport/ib/ib_internal.h"
+#include "transport/ib/ib_wire.h"
 
 static void test_fifo_fill_check(void **state)
 {

@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/ib/ib_gid.h"
-#include "plugin/transport/ib/ib_sysfs.h"
+#include "transport/ib/ib_gid.h"
+#include "transport/ib/ib_sysfs.h"
 #include "util/name_filter.h"
 
 static char root[PATH_MAX];

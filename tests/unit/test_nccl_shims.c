@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "plugin/api/net_compat.h"
+#include "plugin/net_compat.h"
 #include "util/param.h"
 #include "util/time.h"
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_data.h"
-#include "perf_fmt.h"
-#include "perf_model.h"
-#include "perf_opts.h"
+#include "bench/perf/perf_data.h"
+#include "bench/perf/perf_fmt.h"
+#include "bench/perf/perf_model.h"
+#include "bench/perf/perf_opts.h"
 #include "sts_cmocka.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "algos/profile.h"
-#include "plan.h"
+#include "tools/plan/plan_table.h"
 
 static strata_status_t parse(stb_plan_opts_t *o, char *err, int argc, char **argv)
 {

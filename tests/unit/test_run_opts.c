@@ -5,7 +5,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "run_opts.h"
+#include "tools/run/run_opts.h"
 #include "sts_cmocka.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))

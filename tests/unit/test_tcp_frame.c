@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/tcp/tcp_frame.h"
+#include "transport/tcp/tcp_wire.h"
 
 static void test_hello_roundtrip(void **state)
 {

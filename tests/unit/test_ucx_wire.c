@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "plugin/transport/ucx/ucx_wire.h"
-#include "strata/transport.h"
+#include "transport/ucx/ucx_wire.h"
+#include "transport/transport.h"
 
 static void test_handle_v4_roundtrip(void **state)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/api/plugin.h"
+#include "plugin/plugin.h"
 #include "util/name_filter.h"
 #include "util/param.h"
 

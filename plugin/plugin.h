@@ -1,0 +1,54 @@
+/*
+ * Internal interface of the plugin layer, the only layer that speaks NCCL.
+ *
+ * stp_status_to_nccl is the one place a strata_status_t becomes an
+ * ncclResult_t. The plugin state (selected transport, device properties,
+ * per-communicator contexts) is process-wide and reference counted by the v11
+ * init/finalize pairs; it is rebuilt from scratch after the last finalize, so
+ * NCCL can dlclose and dlopen the library again.
+ */
+#ifndef STP_PLUGIN_H
+#define STP_PLUGIN_H
+
+#include <stdint.h>
+
+#include "nccl/net.h"
+#include "transport/transport.h"
+
+#define STP_PLUGIN_NAME "Strata"
+#define STP_VERSION "0.1.0"
+#define STP_MAX_DEVS 64
+
+/* One per ncclNet init (per NCCL communicator). */
+typedef struct stp_ctx {
+    uint64_t magic;
+    uint64_t comm_id;
+    int traffic_class;
+} stp_ctx_t;
+
+/* Translates a status for NCCL; aborts first when STRATA_ABORT_ON_ERROR=1. */
+ncclResult_t stp_status_to_nccl(strata_status_t status);
+
+/* Installs NCCL's logger as the sink (NULL keeps stderr). */
+void stp_log_attach(ncclDebugLogger_t logger);
+
+/*
+ * Takes one reference on the plugin state, selecting and initialising the
+ * transport on the first one. Returns a new context in *ctx_p.
+ */
+strata_status_t stp_state_acquire(uint64_t comm_id, int traffic_class, stp_ctx_t **ctx_p);
+
+/* Drops the reference a context holds and frees it; NULL or a bad context is ignored. */
+void stp_state_release(stp_ctx_t *ctx);
+
+/* The transport in use, or NULL before the first init / after the last finalize. */
+const stt_ops_t *stp_state_transport(void);
+int stp_state_ndev(void);
+
+/* Cached properties of dev (strings stay valid until the last finalize), or NULL. */
+const stt_props_t *stp_state_props(int dev);
+
+/* True if ctx is a live context handed out by stp_state_acquire. */
+int stp_ctx_valid(const stp_ctx_t *ctx);
+
+#endif /* STP_PLUGIN_H */

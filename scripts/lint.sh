@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Checks Strata's layering and file-size rules (docs/style.md, docs/architecture.md).
+# Prints every violation and exits non-zero if there is one.
+#
+#   util <- transport <- algos <- coll <- tools, bench
+#   plugin/ (the NCCL edge) <- transport; its CollNet and tuner also <- algos; never coll
+#
+# Includes are written from the repository root ("transport/tcp/tcp_wire.h"), so a
+# grep per folder sees every dependency.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+bad=0
+report() { echo "lint: $*"; bad=1; }
+# includes DIRS REGEX: the files under DIRS that include a header matching REGEX.
+includes() {
+    local re=$1
+    shift
+    grep -rlE "#include *[<\"]($re)" "$@" 2>/dev/null
+}
+
+# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* stands where NCCL stands
+# (it dlopens the plugin and calls it as NCCL's proxy does).
+for f in $(includes 'nccl/' util transport algos coll tools bench include/strata |
+           grep -v '^tools/lib/plugin_loader\.[ch]$'); do
+    report "$f includes an NCCL ABI header (only plugin/ may)"
+done
+# util is the bottom layer.
+for f in $(includes '(transport|algos|coll|plugin|tools|bench)/' util); do
+    report "$f (util) includes an upper layer"
+done
+# Transports know util and each other's shared base only.
+for f in $(includes '(algos|coll|plugin|tools|bench)/' transport); do
+    report "$f (transport) includes an upper layer"
+done
+# A transport's private headers stay inside its folder (tests aside).
+for t in tcp ucx ib loop; do
+    for f in $(includes "transport/$t/" transport util algos coll plugin tools bench | grep -v "^transport/$t/"); do
+        case "$f" in plugin/net_state.c|transport/registry.c) continue ;; esac
+        grep -qE "#include *\"transport/$t/$t\\.h\"" "$f" &&
+            ! grep -qE "#include *\"transport/$t/[a-z_]+_internal\\.h\"" "$f" && continue
+        report "$f reaches into transport/$t/ (use its $t.h or transport/transport.h)"
+    done
+done
+# algos use the transport contract, never one transport.
+for f in $(includes 'transport/(tcp|ucx|ib|loop|base)/' algos); do
+    report "$f (algos) includes one transport (use transport/transport.h)"
+done
+for f in $(includes '(coll|plugin|tools|bench)/' algos); do
+    report "$f (algos) includes an upper layer"
+done
+# coll is the collective library; it never reaches the NCCL edge or the tools.
+for f in $(includes '(plugin|tools|bench)/' coll); do
+    report "$f (coll) includes plugin/, tools/ or bench/"
+done
+# Only coll/ (and its unit tests) see the communicator's insides.
+for f in $(includes 'coll/comm\.h' util transport algos plugin tools bench); do
+    report "$f includes coll/comm.h (the communicator's private header)"
+done
+# plugin/: the ncclNet edge uses transports only; the CollNet and tuner may use algos'
+# headers; nothing in plugin/ uses coll/.
+for f in $(includes '(coll|tools|bench)/' plugin); do
+    report "$f (plugin) includes coll/, tools/ or bench/"
+done
+for f in $(includes 'algos/' plugin | grep -vE '^plugin/(collnet|tuner)[a-z0-9_]*\.[ch]$'); do
+    report "$f (the ncclNet edge) includes algos/ (only plugin/collnet_* and tuner_* may)"
+done
+# The installed headers stand alone.
+for f in $(includes '(util|transport|algos|coll|plugin|tools|bench)/' include/strata); do
+    report "$f (installed header) includes a private header"
+done
+# Files past 800 lines ask to be split.
+for f in $(find util transport plugin algos coll tools bench tests include -name '*.[ch]' 2>/dev/null); do
+    n=$(wc -l <"$f")
+    [ "$n" -gt 800 ] && report "$f has $n lines (split past 800)"
+done
+[ $bad = 0 ] && echo "lint: ok"
+exit $bad

@@ -1,0 +1,324 @@
+/*
+ * strata-run: a local launcher for Strata programs.
+ *
+ *   strata-run -n 4 --nodes 2 [--netns [--inter-rate 2gbit]] -- strata-perf -b 8 -e 64M -f 4
+ *
+ * Binds the rendezvous socket on port 0 (no fixed port), forks the ranks with
+ * the environment strata_comm_init() reads, emulates nodes (STRATA_NODE_ID,
+ * and with --netns a network and mount namespace per node, see
+ * tools/run/run_netns.h), relays each rank's stderr with a "[rank N] "
+ * prefix, and waits. The first rank to fail makes it stop the others (SIGTERM,
+ * then SIGKILL after a grace period) and exit with that rank's status (128 +
+ * signal when killed); SIGINT, SIGTERM, SIGHUP and --timeout do the same.
+ *
+ * Everything it creates goes away on every path through one cleanup that
+ * runs once: ranks are killed and reaped, namespace keepers too (the
+ * namespaces, veths, qdiscs and the nodes' /dev/shm vanish with them), the
+ * socket is closed, and without namespaces a /dev/shm/strata-* segment that
+ * a dead rank left is removed. Ranks and keepers carry PR_SET_PDEATHSIG, so a
+ * `kill -9` of strata-run still takes them (and the namespaces) with it.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools/run/run_netns.h"
+#include "tools/run/run_opts.h"
+#include "tools/run/run_proc.h"
+#include "util/sock.h"
+#include "util/time.h"
+
+/* How long ranks get between SIGTERM and SIGKILL. */
+#define RUN_GRACE_MS 3000
+/* Poll period of the main loop: bounds how late a death or a signal is noticed. */
+#define RUN_POLL_MS 100
+/* After a rank fails, how long other failures are collected before the cause is named and
+ * the rest are stopped (a killed rank's peers can fail before it is reapable). */
+#define RUN_SETTLE_MS 2000
+/* After the last rank is reaped, how long its stderr may still be drained. */
+#define RUN_DRAIN_MS 1000
+
+typedef struct run {
+    stb_run_opts_t opts;
+    stb_launch_t launch;
+    stb_netns_t ns;
+    stb_rank_t ranks[STB_RUN_MAX_RANKS];
+    stb_shm_list_t shm_before;
+    int started;                /* ranks forked so far */
+    int failed_rank;            /* the failure's cause once named, -1 */
+    int cause;                  /* candidate cause while settling, -1 */
+    uint64_t settle_at;         /* end of the settling window; 0: no failure yet */
+    int exit_code;
+    uint64_t kill_at;           /* SIGKILL deadline once stopping; 0: not stopping */
+    int cleaned;
+} run_t;
+
+static volatile sig_atomic_t run_signal;
+static int run_wake[2] = {-1, -1};
+
+static void run_on_signal(int sig)
+{
+    int saved = errno;
+    if (sig != SIGCHLD && run_signal == 0)
+        run_signal = sig;
+    if (run_wake[1] >= 0 && write(run_wake[1], "x", 1) < 0) {
+        /* the pipe is full: the loop will wake anyway */
+    }
+    errno = saved;
+}
+
+static strata_status_t run_signals_install(void)
+{
+    struct sigaction sa;
+    if (pipe2(run_wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return STRATA_ERR_IO;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = run_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0)
+            return STRATA_ERR_IO;
+    signal(SIGPIPE, SIG_IGN);
+    return STRATA_OK;
+}
+
+/* Sends sig to every rank still running. */
+static void run_kill_all(run_t *run, int sig)
+{
+    for (int r = 0; r < run->started; r++)
+        if (run->ranks[r].pid > 0 && !run->ranks[r].done)
+            kill(run->ranks[r].pid, sig);
+}
+
+/* Starts stopping everything (once); the exit code is the cause's. */
+static void run_stop(run_t *run, int exit_code)
+{
+    if (run->kill_at != 0)
+        return;
+    run->exit_code = exit_code;
+    run_kill_all(run, SIGTERM);
+    run->kill_at = stu_time_ns() + (uint64_t)RUN_GRACE_MS * 1000000ull;
+}
+
+/*
+ * Reaps whatever ended: ranks, and keepers (a keeper's death fails the run). A failed rank
+ * opens a short settling window before anything is stopped: a rank killed by a signal closes
+ * its sockets before it becomes reapable, so its peers may fail and be reaped first. When
+ * the window closes, a rank killed by a signal (nothing here has signalled any rank yet) is
+ * the cause; otherwise the first rank that failed.
+ */
+static void run_reap(run_t *run)
+{
+    int wstatus;
+    pid_t pid;
+    char why[96];
+
+    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+        if (stb_netns_is_keeper(&run->ns, pid)) {
+            stb_netns_keeper_gone(&run->ns, pid);
+            if (run->kill_at == 0) {
+                fprintf(stderr, "strata-run: a namespace keeper (pid %d) died; stopping\n",
+                        (int)pid);
+                run_stop(run, 1);
+            }
+            continue;
+        }
+        for (int r = 0; r < run->started; r++) {
+            stb_rank_t *k = &run->ranks[r];
+            if (k->pid != pid)
+                continue;
+            k->done = 1;
+            k->wstatus = wstatus;
+            if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+                continue;
+            if (run->cause < 0 ||
+                (WIFSIGNALED(wstatus) && !WIFSIGNALED(run->ranks[run->cause].wstatus)))
+                run->cause = r;
+            if (run->settle_at == 0)
+                run->settle_at = stu_time_ns() + (uint64_t)RUN_SETTLE_MS * 1000000ull;
+        }
+    }
+    int alive = 0;
+    for (int r = 0; r < run->started; r++)
+        alive += !run->ranks[r].done;
+    if (run->cause < 0 || run->failed_rank >= 0 || run->kill_at != 0 ||
+        (alive > 0 && stu_time_ns() < run->settle_at))
+        return;
+    stb_rank_t *k = &run->ranks[run->cause];
+    stb_wstatus_str(k->wstatus, why, sizeof(why));
+    fprintf(stderr, "strata-run: rank %d (pid %d, node %d) %s; stopping the other ranks\n",
+            run->cause, (int)k->pid, k->node, why);
+    run->failed_rank = run->cause;
+    run_stop(run, WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : 128 + WTERMSIG(k->wstatus));
+}
+
+/* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
+static void run_supervise(run_t *run)
+{
+    const uint64_t deadline = stu_time_ns() + (uint64_t)run->opts.timeout_s * 1000000000ull;
+    struct pollfd pfd[STB_RUN_MAX_RANKS + 1];
+    uint64_t drain_until = 0;
+
+    for (;;) {
+        int n = 0, alive = 0, open = 0;
+        pfd[n++] = (struct pollfd){run_wake[0], POLLIN, 0};
+        for (int r = 0; r < run->started; r++) {
+            alive += !run->ranks[r].done;
+            if (run->ranks[r].err_fd >= 0) {
+                pfd[n++] = (struct pollfd){run->ranks[r].err_fd, POLLIN, 0};
+                open++;
+            }
+        }
+        uint64_t now = stu_time_ns();
+        if (alive == 0) {
+            if (drain_until == 0)
+                drain_until = now + (uint64_t)RUN_DRAIN_MS * 1000000ull;
+            if (open == 0 || now > drain_until)
+                break;
+        }
+        if (poll(pfd, (nfds_t)n, RUN_POLL_MS) < 0 && errno != EINTR)
+            break;
+        char sink[64];
+        while (read(run_wake[0], sink, sizeof(sink)) > 0)
+            ;
+        for (int r = 0; r < run->started; r++)
+            stb_rank_relay(&run->ranks[r], r);
+        run_reap(run);
+        now = stu_time_ns();
+        if (run_signal != 0 && run->kill_at == 0) {
+            fprintf(stderr, "strata-run: %s; stopping the ranks\n", strsignal(run_signal));
+            run_stop(run, 128 + run_signal);
+        }
+        if (now > deadline && run->kill_at == 0) {
+            fprintf(stderr, "strata-run: --timeout %d s expired; stopping the ranks\n",
+                    run->opts.timeout_s);
+            run_stop(run, 124);
+        }
+        if (run->kill_at != 0 && now > run->kill_at)
+            run_kill_all(run, SIGKILL);
+    }
+    /* anything not yet ended is killed; ranks never outlive strata-run */
+    run_kill_all(run, SIGKILL);
+    for (int r = 0; r < run->started; r++)
+        if (!run->ranks[r].done && waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) > 0)
+            run->ranks[r].done = 1;
+}
+
+/* The one cleanup: every path out of main goes through it, once. */
+static void run_cleanup(run_t *run)
+{
+    if (run->cleaned)
+        return;
+    run->cleaned = 1;
+    run_kill_all(run, SIGKILL);
+    for (int r = 0; r < run->started; r++) {
+        if (!run->ranks[r].done && run->ranks[r].pid > 0)
+            while (waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) < 0 && errno == EINTR)
+                ;
+        run->ranks[r].done = 1;
+        if (run->ranks[r].err_fd >= 0)
+            close(run->ranks[r].err_fd);
+        run->ranks[r].err_fd = -1;
+    }
+    stb_netns_destroy(&run->ns);
+    if (run->launch.root_fd >= 0)
+        close(run->launch.root_fd);
+    run->launch.root_fd = -1;
+    if (!run->opts.netns && (run->exit_code != 0 || run->failed_rank >= 0))
+        stb_shm_sweep(&run->shm_before, run->opts.verbose);
+    stb_shm_list_free(&run->shm_before);
+    if (run->opts.verbose)
+        fprintf(stderr, "strata-run: cleaned up, exit status %d\n", run->exit_code);
+}
+
+/* The rendezvous socket, the namespaces if asked for, and the ranks. */
+static int run_start(run_t *run, char **argv)
+{
+    stb_launch_t *l = &run->launch;
+    strata_status_t status;
+
+    l->opts = &run->opts;
+    l->argv = &argv[run->opts.prog_index];
+    l->root_fd = -1;
+    if (stb_prog_resolve(argv[run->opts.prog_index], l->prog, sizeof(l->prog)) != STRATA_OK) {
+        fprintf(stderr, "strata-run: %s: not found next to strata-run nor in PATH\n",
+                argv[run->opts.prog_index]);
+        return 127;
+    }
+    if (getcwd(l->cwd, sizeof(l->cwd)) == NULL)
+        snprintf(l->cwd, sizeof(l->cwd), "/");
+    if (run->opts.netns) {
+        status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.inter_rate,
+                                  run->opts.rate_bps, run->opts.verbose);
+        if (status == STRATA_ERR_UNSUPPORTED)
+            return STB_RUN_EXIT_NO_NETNS;
+        if (status != STRATA_OK)
+            return 1;
+        l->ns = &run->ns;
+        status = stb_netns_listen(&run->ns, 0, &l->root_fd, l->root_addr, sizeof(l->root_addr));
+    } else {
+        stu_addr_t a, bound;
+        status = stu_addr_parse("127.0.0.1:0", &a);
+        if (status == STRATA_OK)
+            status = stu_sock_listen(&a, SOMAXCONN, &l->root_fd, &bound);
+        if (status == STRATA_OK)
+            stu_addr_format(&bound, l->root_addr, sizeof(l->root_addr));
+    }
+    if (status != STRATA_OK) {
+        fprintf(stderr, "strata-run: rendezvous socket: %s\n", strata_status_str(status));
+        return 1;
+    }
+    if (run->opts.verbose)
+        fprintf(stderr, "strata-run: %d ranks on %d node(s)%s, rendezvous %s, program %s\n",
+                run->opts.nranks, run->opts.nodes, run->opts.netns ? " (namespaces)" : "",
+                l->root_addr, l->prog);
+    for (int r = 0; r < run->opts.nranks; r++) {
+        if (stb_rank_spawn(l, r, &run->ranks[r]) != STRATA_OK)
+            return 1;
+        run->started++;
+        if (run_signal != 0)
+            return 128 + run_signal;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static run_t run;
+    char err[256];
+
+    run.failed_rank = -1;
+    run.cause = -1;
+    run.launch.root_fd = -1;
+    stb_netns_init(&run.ns);
+    if (stb_run_opts_parse(argc, argv, &run.opts, err, sizeof(err)) != STRATA_OK) {
+        fprintf(stderr, "strata-run: %s\n%s", err, stb_run_usage());
+        return 2;
+    }
+    if (run.opts.help) {
+        fputs(stb_run_usage(), stdout);
+        return 0;
+    }
+    if (run_signals_install() != STRATA_OK) {
+        fprintf(stderr, "strata-run: installing signal handlers: %s\n", strerror(errno));
+        return 1;
+    }
+    stb_shm_snapshot(&run.shm_before);
+    run.exit_code = run_start(&run, argv);
+    if (run.exit_code == 0 || run.started > 0) {
+        if (run.exit_code != 0)
+            run_stop(&run, run.exit_code);
+        run_supervise(&run);
+    }
+    run_cleanup(&run);
+    return run.exit_code;
+}

@@ -1,0 +1,280 @@
+/* strata-run's ranks: spawn, stderr relay, /dev/shm sweep (see run_proc.h). */
+#define _GNU_SOURCE 1   /* pipe2 */
+#include "tools/run/run_proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SHM_DIR "/dev/shm"
+#define SHM_PREFIX "strata-"
+
+strata_status_t stb_prog_resolve(const char *name, char *path, size_t len)
+{
+    char self[PATH_MAX];
+
+    if (strchr(name, '/') != NULL) {
+        snprintf(path, len, "%s", name);
+        return access(path, X_OK) == 0 ? STRATA_OK : STRATA_ERR_NOT_FOUND;
+    }
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            if ((size_t)snprintf(path, len, "%s/%s", self, name) < len &&
+                access(path, X_OK) == 0)
+                return STRATA_OK;
+        }
+    }
+    const char *env = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof(dirs), "%s", env != NULL ? env : "/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d != NULL;
+         d = strtok_r(NULL, ":", &save))
+        if ((size_t)snprintf(path, len, "%s/%s", *d ? d : ".", name) < len &&
+            access(path, X_OK) == 0)
+            return STRATA_OK;
+    return STRATA_ERR_NOT_FOUND;
+}
+
+/* In the child, before exec: the environment of this rank. */
+static int rank_env(const stb_launch_t *l, int rank, int node)
+{
+    char v[64];
+    snprintf(v, sizeof(v), "%d", rank);
+    if (setenv("STRATA_RANK", v, 1) != 0)
+        return -1;
+    snprintf(v, sizeof(v), "%d", l->opts->nranks);
+    if (setenv("STRATA_NRANKS", v, 1) != 0 || setenv("STRATA_ROOT_ADDR", l->root_addr, 1) != 0)
+        return -1;
+    snprintf(v, sizeof(v), "node%d", node);
+    if (setenv("STRATA_NODE_ID", v, 1) != 0)
+        return -1;
+    if (rank == 0) {
+        /* the listening socket survives exec for rank 0 only */
+        int flags = fcntl(l->root_fd, F_GETFD);
+        if (flags < 0 || fcntl(l->root_fd, F_SETFD, flags & ~FD_CLOEXEC) != 0)
+            return -1;
+        snprintf(v, sizeof(v), "%d", l->root_fd);
+        return setenv("STRATA_ROOT_FD", v, 1);
+    }
+    close(l->root_fd);
+    return unsetenv("STRATA_ROOT_FD");
+}
+
+/*
+ * Pins rank i to core i mod ncpu, as mpirun binds to cores: unpinned ranks can end up
+ * stacked on one core while the other idles (seen on the 2-core CI machines). Not when ranks
+ * outnumber cores, unless asked: then the scheduler balances better than a fixed split.
+ */
+static void rank_bind(const stb_run_opts_t *o, int rank)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int bind = o->bind == STB_RUN_BIND_CORE ||
+               (o->bind == STB_RUN_BIND_AUTO && ncpu > 0 && o->nranks <= ncpu);
+    if (!bind || ncpu <= 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(rank % ncpu), &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        fprintf(stderr, "strata-run: binding rank %d to core %ld: %s (running unbound)\n", rank,
+                rank % ncpu, strerror(errno));
+}
+
+static void rank_child(const stb_launch_t *l, int rank, int node, int err_fd, pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    /* strata-run's handlers and mask are not the rank's */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(err_fd, STDERR_FILENO) < 0)
+        _exit(127);
+    close(err_fd);
+    if (l->ns != NULL && stb_netns_enter(l->ns, node, l->cwd) != STRATA_OK)
+        _exit(127);
+    rank_bind(l->opts, rank);
+    if (rank_env(l, rank, node) != 0) {
+        fprintf(stderr, "strata-run: setting the environment: %s\n", strerror(errno));
+        _exit(127);
+    }
+    execv(l->prog, l->argv);
+    fprintf(stderr, "strata-run: exec %s: %s\n", l->prog, strerror(errno));
+    _exit(127);
+}
+
+strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r)
+{
+    int p[2];
+
+    memset(r, 0, sizeof(*r));
+    r->err_fd = -1;
+    r->node = stb_run_node_of(rank, l->opts->nranks, l->opts->nodes);
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        fprintf(stderr, "strata-run: pipe: %s\n", strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    fflush(NULL);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "strata-run: fork: %s\n", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return STRATA_ERR_IO;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        rank_child(l, rank, r->node, p[1], parent);
+    }
+    close(p[1]);
+    fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+    r->pid = pid;
+    r->err_fd = p[0];
+    return STRATA_OK;
+}
+
+static void rank_emit(stb_rank_t *r, int rank)
+{
+    fprintf(stderr, "[rank %d] %.*s\n", rank, (int)r->len, r->line);
+    r->len = 0;
+}
+
+void stb_rank_relay(stb_rank_t *r, int rank)
+{
+    char buf[4096];
+
+    while (r->err_fd >= 0) {
+        ssize_t n = read(r->err_fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0) {                  /* EOF, or an error that ends the stream alike */
+            if (r->len > 0)
+                rank_emit(r, rank);
+            close(r->err_fd);
+            r->err_fd = -1;
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\n') {
+                rank_emit(r, rank);
+                continue;
+            }
+            r->line[r->len++] = buf[i];
+            if (r->len == sizeof(r->line))
+                rank_emit(r, rank);
+        }
+    }
+    fflush(stderr);
+}
+
+void stb_wstatus_str(int wstatus, char *buf, size_t len)
+{
+    if (WIFEXITED(wstatus))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
+    else if (WIFSIGNALED(wstatus))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(wstatus),
+                 strsignal(WTERMSIG(wstatus)));
+    else
+        snprintf(buf, len, "ended with wait status %#x", wstatus);
+}
+
+void stb_shm_snapshot(stb_shm_list_t *list)
+{
+    DIR *d = opendir(SHM_DIR);
+    struct dirent *e;
+    size_t cap = 0;
+
+    list->n = 0;
+    list->names = NULL;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, SHM_PREFIX, strlen(SHM_PREFIX)) != 0)
+            continue;
+        if (list->n == cap) {
+            size_t ncap = cap ? 2 * cap : 16;
+            void *p = realloc(list->names, ncap * sizeof(*list->names));
+            if (p == NULL)
+                break;
+            list->names = p;
+            cap = ncap;
+        }
+        snprintf(list->names[list->n++], sizeof(list->names[0]), "%s", e->d_name);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+void stb_shm_list_free(stb_shm_list_t *list)
+{
+    free(list->names);
+    list->names = NULL;
+    list->n = 0;
+}
+
+/* Whether any process has /dev/shm/<name> mapped (scans /proc/<pid>/maps). */
+static int shm_mapped(const char *name)
+{
+    char needle[300], path[300], line[1024];
+    DIR *proc = opendir("/proc");
+    struct dirent *e;
+    int found = 0;
+
+    snprintf(needle, sizeof(needle), SHM_DIR "/%s", name);
+    while (proc != NULL && !found && (e = readdir(proc)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/maps", e->d_name);
+        FILE *f = fopen(path, "r");
+        while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
+            found = strstr(line, needle) != NULL;
+        if (f != NULL)
+            fclose(f);
+    }
+    if (proc != NULL)
+        closedir(proc);
+    return found;
+}
+
+int stb_shm_sweep(const stb_shm_list_t *before, int verbose)
+{
+    stb_shm_list_t now;
+    int removed = 0;
+
+    stb_shm_snapshot(&now);
+    for (size_t i = 0; i < now.n; i++) {
+        int old = 0;
+        for (size_t j = 0; j < before->n && !old; j++)
+            old = strcmp(now.names[i], before->names[j]) == 0;
+        if (old || shm_mapped(now.names[i]))
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), SHM_DIR "/%s", now.names[i]);
+        if (unlink(path) == 0) {
+            removed++;
+            if (verbose)
+                fprintf(stderr, "strata-run: removed %s, left by a rank that died\n", path);
+        }
+    }
+    stb_shm_list_free(&now);
+    return removed;
+}

@@ -1,0 +1,77 @@
+/*
+ * strata-run's ranks: forking one with the environment Strata reads, relaying
+ * its stderr line by line with a "[rank N] " prefix, and the /dev/shm sweep
+ * for a run that ended badly without namespaces.
+ *
+ * Single-threaded (strata-run's main loop).
+ */
+#ifndef STB_RUN_PROC_H
+#define STB_RUN_PROC_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "tools/run/run_netns.h"
+#include "tools/run/run_opts.h"
+
+/* A longer stderr line is relayed in pieces of this size. */
+#define STB_RANK_LINE 4096
+
+typedef struct stb_rank {
+    pid_t pid;                  /* 0: not started */
+    int node;
+    int err_fd;                 /* read end of its stderr; -1 after EOF */
+    int done;                   /* reaped */
+    int wstatus;                /* waitpid's status once done */
+    size_t len;
+    char line[STB_RANK_LINE];
+} stb_rank_t;
+
+/* What every rank is started with. */
+typedef struct stb_launch {
+    const stb_run_opts_t *opts;
+    char *const *argv;          /* the program's argv, NULL-terminated */
+    char prog[PATH_MAX];        /* argv[0] resolved */
+    char root_addr[64];         /* "host:port" of the rendezvous socket */
+    int root_fd;                /* listening; passed to rank 0 only */
+    const stb_netns_t *ns;      /* NULL without --netns */
+    char cwd[PATH_MAX];
+} stb_launch_t;
+
+/*
+ * A program named without '/' is looked for next to this executable first (so
+ * "strata-run -- strata-perf" finds build/bin/strata-perf), then in PATH.
+ * STRATA_ERR_NOT_FOUND when neither has it.
+ */
+strata_status_t stb_prog_resolve(const char *name, char *path, size_t len);
+
+/*
+ * Forks rank `rank`: death signal SIGKILL (it never outlives strata-run), its node's
+ * namespaces with --netns, stderr into a pipe, STRATA_RANK / NRANKS / ROOT_ADDR /
+ * NODE_ID (= "node<k>") set, STRATA_ROOT_FD for rank 0 only. r->pid and r->err_fd are set.
+ */
+strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r);
+
+/* Relays what r's stderr has ready; at EOF flushes a partial line and closes err_fd. */
+void stb_rank_relay(stb_rank_t *r, int rank);
+
+/* A description of a wait status: "exited with status 3", "was killed by signal 9 (Killed)". */
+void stb_wstatus_str(int wstatus, char *buf, size_t len);
+
+/* The names in /dev/shm that start with "strata-" (a snapshot to compare against). */
+typedef struct stb_shm_list {
+    size_t n;
+    char (*names)[256];
+} stb_shm_list_t;
+
+void stb_shm_snapshot(stb_shm_list_t *list);
+void stb_shm_list_free(stb_shm_list_t *list);
+
+/*
+ * Removes every /dev/shm/strata-* that is not in `before` and that no process maps (a
+ * segment whose creator died before unlinking it). Returns how many it removed.
+ */
+int stb_shm_sweep(const stb_shm_list_t *before, int verbose);
+
+#endif /* STB_RUN_PROC_H */

@@ -1,0 +1,390 @@
+/*
+ * Objects of the ib transport, shared by its files. Nothing outside
+ * transport/ib includes this (tests aside).
+ *
+ *   stt_ib_ctx_t     one opened verbs device: context, protection domain,
+ *                    registration cache, async-event thread (ib_device.c,
+ *                    ib_async.c, ib_mr.c)
+ *   stt_ib_dev_t     one ACTIVE port of a context: a Strata device (ib_device.c)
+ *   stt_ib_handle_t  the connection handle, in the caller's 128 bytes
+ *   stt_ib_listen_t  the side-channel listener and its half-open connections
+ *                    (ib_listen.c)
+ *   stt_ib_conn_t    what both comm kinds share: CQ, QPs, the registered control
+ *                    block, the side-channel socket (ib_comm.c, ib_qp.c)
+ *   stt_ib_send_t / stt_ib_recv_t  the two ends, with preallocated request
+ *                    rings (ib_send.c, ib_recv.c)
+ *
+ * Threading: the device table is guarded by a mutex in ib_device.c; each
+ * context's registration cache by the context's mutex. Comms are used by one
+ * thread at a time (the contract); the async thread only sets atomic flags.
+ */
+#ifndef STT_IB_INTERNAL_H
+#define STT_IB_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transport/ib/ib.h"
+#include "transport/ib/ib_gid.h"
+#include "transport/ib/ib_mrcache.h"
+#include "transport/ib/ib_wire.h"
+#include "util/compiler.h"
+
+/* ------------------------------------------------------------------ constants */
+
+#define STT_IB_MAX_DEVS 32               /* ports kept after filtering */
+#define STT_IB_MAX_RECVS 8               /* max_recvs property: NCCL's IB value */
+/* Added by NCCL to its network latency; NCCL's IB transport reports 0 too. */
+#define STT_IB_LATENCY_US 0.0f
+#define STT_IB_MAX_COLL_BYTES (512ull << 20)   /* NCCL's MAX_COLLNET_SIZE */
+#define STT_IB_SEND_RING STT_MAX_SEND_REQUESTS
+/* Work requests one FIFO slot can need per QP: every buffer's payload, sizes, immediate. */
+#define STT_IB_WR_PER_SLOT (STT_MAX_RECVS + 2)
+#define STT_IB_SEND_SQ_DEPTH (STT_IB_FIFO_DEPTH * STT_IB_WR_PER_SLOT + 32)
+#define STT_IB_RECV_SQ_DEPTH (2 * STT_IB_FIFO_DEPTH + 8)
+/* Receive WRs kept posted per QP: at most one immediate per receive in flight, doubled. */
+#define STT_IB_RQ_DEPTH (2 * STT_IB_FIFO_DEPTH)
+#define STT_IB_CQ_BATCH 16               /* completions taken per ibv_poll_cq */
+#define STT_IB_CTS_SIGNAL_EVERY 8        /* one CTS write in 8 is signalled */
+#define STT_IB_SPLIT_ALIGN 128u          /* chunk boundaries across QPs (LL128 lines) */
+#define STT_IB_INLINE_WANT 256u          /* inline bytes asked for: a whole CTS slot */
+/* A side channel found closed is checked at most this often (ns): a clock read, then a peek. */
+#define STT_IB_EOF_CHECK_NS (10ull * 1000000ull)
+/*
+ * After the peer closed its side channel, sends already posted get this long
+ * for their acknowledgements (which the peer's NIC sent before the process
+ * could exit), then fail; unposted work fails at once.
+ */
+#define STT_IB_EOF_GRACE_NS (2000ull * 1000000ull)
+#define STT_IB_ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
+#define STT_IB_MRC_KEEP_MAX 64           /* idle registrations kept with STRATA_IB_MR_KEEP=1 */
+
+/* ------------------------------------------------------------------ devices */
+
+typedef struct stt_ib_ctx {
+    char name[64];
+    struct ibv_context *vctx;
+    struct ibv_pd *pd;
+    struct ibv_device_attr attr;
+    bool dmabuf;                 /* ibv_reg_dmabuf_mr works here */
+    pthread_mutex_t lock;        /* the registration cache */
+    stt_ib_mrc_t mrc;
+    int fatal;                   /* device-fatal events seen (atomic) */
+    pthread_t async_thread;
+    bool async_running;
+    int async_stop_fd;           /* eventfd that ends the async thread */
+} stt_ib_ctx_t;
+
+typedef struct stt_ib_dev {
+    stt_ib_ctx_t *ctx;
+    int port;
+    uint8_t link_layer;          /* IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
+    enum ibv_mtu mtu;
+    uint16_t lid;
+    uint32_t max_qp_wr;
+    int gid_index;
+    uint8_t gid[16];
+    bool has_alt;                /* a link-local GID to fall back to */
+    int alt_index;
+    uint8_t alt_gid[16];
+    stt_props_t props;
+} stt_ib_dev_t;
+
+/* The device table entry for dev, valid until the last fini; NULL (and a warning) if none. */
+stt_ib_dev_t *stt_ib_device_at(int dev);
+
+/*
+ * Is gid one of this host's GIDs, on a device other than d's? (The peer is
+ * another device of this host: the case where only link-local GIDs reach.)
+ */
+bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16]);
+
+/* Side-channel address chosen at init (port 0): sockets bind to it. */
+strata_status_t stt_ib_device_oob_addr(struct sockaddr_storage *addr_p, socklen_t *len_p);
+
+/* Async-event thread of a context (ib_async.c). */
+strata_status_t stt_ib_async_start(stt_ib_ctx_t *ctx);
+void stt_ib_async_stop(stt_ib_ctx_t *ctx);
+
+/* ------------------------------------------------------------------ memory (ib_mr.c) */
+
+void stt_ib_mr_cache_init(stt_ib_ctx_t *ctx);
+/* For buffers passed without a handle: a cache reference, released after the request. */
+strata_status_t stt_ib_mr_fly_acquire(stt_ib_ctx_t *ctx, const void *data, size_t size,
+                                      stt_ib_mrc_entry_t **entry_p);
+void stt_ib_mr_fly_release(stt_ib_ctx_t *ctx, stt_ib_mrc_entry_t *entry);
+/* Does the handle cover [data, data + size)? */
+bool stt_ib_mr_covers(const stt_ib_mrc_entry_t *e, const void *data, size_t size);
+/* Resolves mh (or registers on the fly when NULL): keys in *lkey_p / *rkey_p. */
+strata_status_t stt_ib_mr_resolve(stt_ib_ctx_t *ctx, void *mh, void *data, size_t size,
+                                  uint32_t *lkey_p, uint32_t *rkey_p,
+                                  stt_ib_mrc_entry_t **fly_p);
+
+/* ------------------------------------------------------------------ handle */
+
+#define STT_IB_HANDLE_MAGIC 0x48425453u   /* "STBH" */
+
+typedef struct stt_ib_connect stt_ib_connect_t;
+
+typedef struct stt_ib_handle {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t reserved;
+    uint64_t listener_id;
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } addr;
+    stt_ib_connect_t *connect;   /* connect's in-progress state, NULL as listen writes it */
+    uint64_t connect_check;
+} stt_ib_handle_t;
+
+_Static_assert(sizeof(stt_ib_handle_t) <= STT_HANDLE_SIZE, "ib handle exceeds 128 bytes");
+
+/* ------------------------------------------------------------------ side channel (ib_oob.c) */
+
+void stt_ib_oob_format(const struct sockaddr *sa, char *buf, size_t len);
+/* Non-blocking close-on-exec stream socket with TCP_NODELAY. */
+strata_status_t stt_ib_oob_socket(int family, int *fd_p);
+/*
+ * Moves bytes [*done, len) of buf on a non-blocking socket (send when out).
+ * OK when all len are done, STRATA_INPROGRESS when it would block,
+ * STRATA_ERR_REMOTE (logged with what, peer) on EOF or error.
+ */
+strata_status_t stt_ib_oob_xfer(int fd, bool out, uint8_t *buf, uint32_t len, uint32_t *done,
+                                const char *what, const char *peer);
+uint64_t stt_ib_oob_random(void);
+
+/* ------------------------------------------------------------------ comms */
+
+typedef enum stt_ib_kind { STT_IB_KIND_SEND = 1, STT_IB_KIND_RECV = 2 } stt_ib_kind_t;
+
+/* Kinds of work request, in the low byte of wr_id. */
+enum {
+    STT_IB_WR_SEND = 1, STT_IB_WR_CTS = 2, STT_IB_WR_RECV = 3, STT_IB_WR_NONE = 4,
+    STT_IB_WR_FLUSH = 5,
+};
+
+static inline uint64_t stt_ib_wr_id(int kind, int qp, int req, uint32_t pos)
+{
+    return (uint64_t)kind | ((uint64_t)qp << 8) | ((uint64_t)req << 16) | ((uint64_t)pos << 32);
+}
+
+typedef struct stt_ib_qp {
+    struct ibv_qp *qp;
+    uint32_t sq_depth;
+    uint32_t sq_posted;          /* WRs posted, ever (wraps) */
+    uint32_t sq_done;            /* position retired by the last signalled completion */
+    uint32_t max_inline;
+    uint32_t remote_qpn;
+} stt_ib_qp_t;
+
+static inline uint32_t stt_ib_qp_room(const stt_ib_qp_t *q)
+{
+    return q->sq_depth - (q->sq_posted - q->sq_done);
+}
+
+typedef struct stt_ib_conn {
+    stt_comm_t base;
+    stt_ib_kind_t kind;
+    stt_ib_dev_t *dev;
+    stt_ib_ctx_t *ctx;
+    struct ibv_cq *cq;
+    int nqps;
+    stt_ib_qp_t qps[STT_IB_MAX_QPS];
+    /*
+     * Receive comms with flushing on: an RC QP connected to itself, whose
+     * 1-byte RDMA read of a received buffer makes the NIC's earlier writes to
+     * GPU memory visible (PCIe reads do not pass writes). qp NULL when off.
+     */
+    stt_ib_qp_t flush_qp;
+    void *ctl;                   /* registered control block (FIFO, sizes, CTS source) */
+    size_t ctl_bytes;
+    struct ibv_mr *ctl_mr;
+    int fd;                      /* side channel, watched for EOF */
+    strata_status_t failed;      /* first error; every later call returns it */
+    int async_err;               /* set by the async thread (atomic) */
+    int dev_fatal;               /* ctx->fatal when the comm was made */
+    uint64_t eof_check_ns;
+    uint64_t eof_ns;             /* when the side channel was found closed; 0: open */
+    uint8_t tc;
+    uint8_t sl;
+    uint64_t remote_addr;        /* FIFO (recv comm) or sizes array (send comm) */
+    uint32_t remote_rkey;
+    uint8_t local_gid[16];
+    uint8_t remote_gid[16];
+    char peer[STT_IB_ADDR_STRLEN];
+} stt_ib_conn_t;
+
+typedef enum stt_ib_req_state {
+    STT_IB_REQ_FREE = 0,
+    STT_IB_REQ_QUEUED,           /* send: waiting for its CTS */
+    STT_IB_REQ_ACTIVE,           /* posted to the NIC / receive published */
+    STT_IB_REQ_DONE,
+} stt_ib_req_state_t;
+
+typedef struct stt_ib_sreq {
+    stt_req_t base;
+    uint8_t state;
+    uint8_t cqes_left;           /* signalled completions still due */
+    strata_status_t status;
+    int tag;
+    char *data;
+    uint64_t size;
+    uint32_t lkey;
+    stt_ib_mrc_entry_t *fly;     /* registration made for a NULL handle */
+} stt_ib_sreq_t;
+
+typedef struct stt_ib_send {
+    stt_ib_conn_t conn;
+    volatile stt_ib_fifo_slot_t *fifo;   /* in ctl: STT_IB_FIFO_DEPTH slots */
+    uint32_t *sizes_src;                 /* in ctl: [DEPTH][MAX_RECVS] */
+    uint32_t recv_seq;                   /* the receive the next send goes to */
+    /* the FIFO slot of recv_seq once it arrived */
+    bool slot_ready;
+    uint8_t slot_n;
+    uint8_t slot_matched;                /* bit per buffer */
+    uint8_t slot_qps;                    /* bit per QP used so far */
+    bool slot_trunc;
+    bool slot_sizes;                     /* sizes go through the sizes array */
+    stt_ib_fifo_entry_t slot[STT_MAX_RECVS];
+    uint64_t slot_bad_since;             /* stu_time_ns() when recv_seq's slot first read malformed; 0: not */
+    uint32_t slot_bad_reads;             /* malformed reads since then */
+    uint32_t rr;                         /* round robin over QPs for unsplit messages */
+    bool ar;
+    uint64_t ar_threshold;
+    uint64_t split_min;
+    /* unmatched sends, in posting order */
+    uint32_t q_head;
+    uint32_t q_tail;
+    uint16_t queue[STT_IB_SEND_RING];
+    uint16_t nfree;
+    uint16_t free_slots[STT_IB_SEND_RING];
+    stt_ib_sreq_t reqs[STT_IB_SEND_RING];
+} stt_ib_send_t;
+
+typedef struct stt_ib_rreq {
+    stt_req_t base;
+    uint8_t state;
+    uint8_t is_flush;
+    uint8_t n;
+    uint8_t cqes_want;           /* 0 until the first immediate says */
+    uint8_t cqes_got;
+    uint32_t imm;                /* the first immediate */
+    strata_status_t status;
+    uint64_t cap[STT_MAX_RECVS];
+    uint64_t got[STT_MAX_RECVS];
+    stt_ib_mrc_entry_t *fly[STT_MAX_RECVS];
+} stt_ib_rreq_t;
+
+typedef struct stt_ib_recv {
+    stt_ib_conn_t conn;
+    stt_ib_fifo_slot_t *cts;             /* in ctl: CTS source, [DEPTH] */
+    volatile uint32_t *sizes;            /* in ctl: written by the sender, [DEPTH][MAX_RECVS] */
+    uint32_t seq;                        /* next receive */
+    stt_ib_rreq_t reqs[STT_IB_FIFO_DEPTH];
+    uint16_t nflush;
+    uint16_t flush_free[STT_IB_FIFO_DEPTH];
+    stt_ib_rreq_t flushes[STT_IB_FIFO_DEPTH];
+    uint64_t *flush_sink;                /* in ctl: where flush reads land */
+} stt_ib_recv_t;
+
+/*
+ * Whether receive comms on dev flush (STRATA_IB_FLUSH: 1 always, 0 never,
+ * -1 when the device takes GPU memory).
+ */
+bool stt_ib_flush_wanted(const stt_ib_dev_t *d);
+
+/*
+ * Makes a comm of either kind on dev with nqps QPs in INIT (ib_comm.c). It
+ * owns fd from then on, even on failure. conn_id names it in logs.
+ */
+strata_status_t stt_ib_conn_create(stt_ib_kind_t kind, int dev, int nqps, int fd,
+                                   const char *peer, stt_ib_conn_t **conn_p);
+void stt_ib_conn_destroy(stt_ib_conn_t *conn);
+/* Destroys the QPs (no more DMA), keeping the rest for destroy. */
+void stt_ib_conn_quiesce(stt_ib_conn_t *conn);
+
+/* Fills the metadata this end sends (kind, QPs, address, control block). */
+void stt_ib_conn_meta(const stt_ib_conn_t *conn, int kind, uint64_t listener_id,
+                      uint64_t conn_id, stt_ib_meta_t *meta);
+
+/*
+ * Takes every QP to RTR then RTS against the peer's metadata, using the GID
+ * pair gid_choice names. STRATA_ERR_REMOTE (logged) when a transition fails;
+ * quiet says not to warn (the caller will try the other pair).
+ */
+strata_status_t stt_ib_conn_connect_qps(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
+                                        int gid_choice, bool quiet);
+
+/* Marks the comm failed with status and logs why (only the first time). */
+void stt_ib_conn_fail(stt_ib_conn_t *conn, strata_status_t status, const char *fmt, ...)
+    STU_PRINTF(3, 4);
+
+/* Logs a failed work completion with everything known and fails the comm. */
+void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc);
+
+/*
+ * The checks every progress call makes besides the CQ: async errors, device
+ * fatal events, the side channel. Returns true when the peer closed its end
+ * (eof_ns set); failures go through stt_ib_conn_fail.
+ */
+bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending);
+
+/* ------------------------------------------------------------------ QPs (ib_qp.c) */
+
+strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t sq_depth,
+                                 uint32_t rq_depth);
+strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q);
+/* The RTR attributes: GRH and GID on RoCE, the remote LID on InfiniBand; MTU the smaller. */
+void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t remote_qpn,
+                        const stt_ib_meta_t *remote, int sgid_index, const uint8_t *dgid,
+                        struct ibv_qp_attr *attr);
+strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
+                                 int sgid_index, const uint8_t *dgid, bool quiet);
+strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q);
+
+/* Progress of each kind: polls the CQ, moves work on; returns the comm's state. */
+strata_status_t stt_ib_send_progress(stt_ib_send_t *sc);
+strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc);
+strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
+                                 size_t *sizes);
+strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,
+                                 size_t *sizes);
+/* Posts the initial receive WRs of every QP of a receive comm. */
+strata_status_t stt_ib_recv_post_initial(stt_ib_recv_t *rc);
+
+/* ------------------------------------------------------------------ ops */
+
+strata_status_t stt_ib_probe(void);
+strata_status_t stt_ib_init(void);
+void stt_ib_fini(void);
+strata_status_t stt_ib_devices(int *ndev_p);
+strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p);
+strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p);
+strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                               stt_comm_t **send_p);
+strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p);
+void stt_ib_close_listen(stt_listen_t *listen);
+strata_status_t stt_ib_reg_mr(stt_comm_t *comm, void *data, size_t size, int type,
+                              void **mh_p);
+strata_status_t stt_ib_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
+                                     uint64_t offset, int fd, void **mh_p);
+strata_status_t stt_ib_dereg_mr(stt_comm_t *comm, void *mh);
+strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                             stt_req_t **req_p);
+strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                             const int *tags, void **mhs, stt_req_t **req_p);
+strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                              void **mhs, stt_req_t **req_p);
+strata_status_t stt_ib_test(stt_req_t *req, int *done, size_t *sizes);
+void stt_ib_close_send(stt_comm_t *comm);
+void stt_ib_close_recv(stt_comm_t *comm);
+int stt_ib_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+
+#endif /* STT_IB_INTERNAL_H */

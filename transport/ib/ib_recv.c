@@ -1,0 +1,427 @@
+/*
+ * The receive side of the ib transport's data path.
+ *
+ * irecv takes the request of FIFO slot seq % STT_IB_FIFO_DEPTH (free once the
+ * receive STT_IB_FIFO_DEPTH earlier was tested), fills the CTS entries of its
+ * buffers and RDMA-writes them into the sender's FIFO; one CTS write in
+ * STT_IB_CTS_SIGNAL_EVERY is signalled, which retires the others.
+ *
+ * Every QP keeps STT_IB_RQ_DEPTH zero-length receive WRs posted; each write
+ * with immediate consumes one and is replaced in the same poll batch. The
+ * immediate names the slot and how many QPs carry a completion for it; the
+ * receive is done when that many arrived, with its sizes from the immediate
+ * or from the sizes array. Every field is checked against the receive: a
+ * peer that breaks the protocol fails the comm, it cannot write outside the
+ * posted buffers (their rkeys bound it) nor make us read out of range.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "transport/ib/ib_internal.h"
+#include "util/log.h"
+#include "util/time.h"
+
+static strata_status_t recv_post_wrs(stt_ib_recv_t *rc, int q, int count)
+{
+    struct ibv_recv_wr wr[STT_IB_RQ_DEPTH];
+    struct ibv_recv_wr *bad = NULL;
+
+    if (count <= 0)
+        return STRATA_OK;
+    for (int i = 0; i < count; i++) {
+        wr[i] = (struct ibv_recv_wr){.wr_id = stt_ib_wr_id(STT_IB_WR_RECV, q, 0, 0),
+                                     .next = i + 1 < count ? &wr[i + 1] : NULL,
+                                     .sg_list = NULL, .num_sge = 0};
+    }
+    int rc_post = ibv_post_recv(rc->conn.qps[q].qp, wr, &bad);
+    if (rc_post != 0) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_post_recv of %d receive WRs on QP 0x%x:"
+                         " %s", count, rc->conn.qps[q].qp->qp_num, strerror(rc_post));
+        return STRATA_ERR_IO;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t stt_ib_recv_post_initial(stt_ib_recv_t *rc)
+{
+    for (int q = 0; q < rc->conn.nqps; q++) {
+        strata_status_t status = recv_post_wrs(rc, q, STT_IB_RQ_DEPTH);
+        if (status != STRATA_OK)
+            return status;
+    }
+    return STRATA_OK;
+}
+
+/* Every completion of receive req arrived: take its sizes. */
+static void recv_complete(stt_ib_recv_t *rc, stt_ib_rreq_t *req, uint32_t slot)
+{
+    stt_ib_imm_t imm;
+
+    stt_ib_imm_decode(req->imm, &imm);
+    req->status = imm.trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
+    if (imm.sizes) {
+        for (int i = 0; i < req->n; i++) {
+            uint32_t v = rc->sizes[slot * STT_MAX_RECVS + (uint32_t)i];
+            uint64_t size = v & ~STT_IB_SIZE_TRUNC;
+            if (size > req->cap[i]) {
+                stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "the peer reports %llu bytes"
+                                 " for buffer %d of a %llu-byte receive (slot %u)",
+                                 (unsigned long long)size, i,
+                                 (unsigned long long)req->cap[i], slot);
+                return;
+            }
+            req->got[i] = (v & STT_IB_SIZE_TRUNC) ? 0 : size;
+            if (v & STT_IB_SIZE_TRUNC)
+                req->status = STRATA_ERR_TRUNCATED;
+        }
+    } else {
+        if (req->n != 1 || imm.size > req->cap[0]) {
+            stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediate size %u for a receive of"
+                             " %d buffers, %llu bytes (slot %u)", imm.size, req->n,
+                             (unsigned long long)req->cap[0], slot);
+            return;
+        }
+        req->got[0] = imm.trunc ? 0 : imm.size;
+    }
+    if (req->status == STRATA_ERR_TRUNCATED)
+        STU_INFO(STU_LOG_NET, "ib: receive in slot %u from %s failed: a send was larger than"
+                 " its buffer", slot, rc->conn.peer);
+    req->state = STT_IB_REQ_DONE;
+}
+
+static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
+{
+    stt_ib_imm_t imm;
+
+    if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM)) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "a receive completion that is no write"
+                         " with immediate (opcode %d, flags 0x%x)", (int)wc->opcode,
+                         (unsigned)wc->wc_flags);
+        return;
+    }
+    uint32_t value = ntohl(wc->imm_data);
+    stt_ib_imm_decode(value, &imm);
+    stt_ib_rreq_t *req = &rc->reqs[imm.slot];
+    if (req->state != STT_IB_REQ_ACTIVE || imm.nqps > (uint32_t)rc->conn.nqps) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediate 0x%08x names slot %u (%s)"
+                         " and %u QPs (the comm has %d)", value, imm.slot,
+                         req->state == STT_IB_REQ_ACTIVE ? "posted" : "no receive posted",
+                         imm.nqps, rc->conn.nqps);
+        return;
+    }
+    if (req->cqes_want == 0) {
+        req->cqes_want = (uint8_t)imm.nqps;
+        req->imm = value;
+    } else if (req->imm != value) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediates of one receive disagree"
+                         " (0x%08x, then 0x%08x)", req->imm, value);
+        return;
+    }
+    if (++req->cqes_got == req->cqes_want)
+        recv_complete(rc, req, imm.slot);
+}
+
+static void recv_flush_done(stt_ib_recv_t *rc, const struct ibv_wc *wc)
+{
+    uint32_t f = (uint32_t)((wc->wr_id >> 16) & 0xffff);
+
+    if (f >= STT_IB_FIFO_DEPTH || rc->flushes[f].state != STT_IB_REQ_ACTIVE) {
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_INTERNAL, "flush completion %016llx for no"
+                         " flush in flight", (unsigned long long)wc->wr_id);
+        return;
+    }
+    rc->flushes[f].state = STT_IB_REQ_DONE;
+}
+
+static void recv_poll_cq(stt_ib_recv_t *rc)
+{
+    struct ibv_wc wc[STT_IB_CQ_BATCH];
+    int repost[STT_IB_MAX_QPS] = {0};
+    int n;
+
+    do {
+        n = ibv_poll_cq(rc->conn.cq, STT_IB_CQ_BATCH, wc);
+        if (n < 0) {
+            stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            int kind = (int)(wc[i].wr_id & 0xff);
+            int q = (int)((wc[i].wr_id >> 8) & 0xff);
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                stt_ib_conn_wc_fail(&rc->conn, &wc[i]);
+                continue;
+            }
+            if (kind == STT_IB_WR_FLUSH) {
+                recv_flush_done(rc, &wc[i]);
+                continue;
+            }
+            if (q >= rc->conn.nqps || (kind != STT_IB_WR_CTS && kind != STT_IB_WR_RECV)) {
+                stt_ib_conn_fail(&rc->conn, STRATA_ERR_INTERNAL, "completion with an unknown"
+                                 " work request id %016llx",
+                                 (unsigned long long)wc[i].wr_id);
+                continue;
+            }
+            if (kind == STT_IB_WR_CTS) {
+                rc->conn.qps[q].sq_done = (uint32_t)(wc[i].wr_id >> 32);
+                continue;
+            }
+            repost[q]++;
+            if (rc->conn.failed == STRATA_OK)
+                recv_imm(rc, &wc[i]);
+        }
+    } while (n == STT_IB_CQ_BATCH);
+    for (int q = 0; q < rc->conn.nqps && rc->conn.failed == STRATA_OK; q++)
+        recv_post_wrs(rc, q, repost[q]);
+}
+
+strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc)
+{
+    stt_ib_conn_t *conn = &rc->conn;
+
+    if (conn->failed != STRATA_OK)
+        return conn->failed;
+    recv_poll_cq(rc);
+    int active = 0;
+    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
+        active += rc->reqs[i].state == STT_IB_REQ_ACTIVE;
+    if (stt_ib_conn_watch(conn, active > 0) && active > 0 && conn->failed == STRATA_OK) {
+        recv_poll_cq(rc);                  /* whatever the peer wrote before it left */
+        active = 0;
+        for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
+            active += rc->reqs[i].state == STT_IB_REQ_ACTIVE;
+        if (active > 0)
+            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel with"
+                             " %d receives pending", active);
+    }
+    return conn->failed;
+}
+
+static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
+{
+    for (int i = 0; i < req->n; i++) {
+        if (req->fly[i] != NULL) {
+            stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
+            req->fly[i] = NULL;
+        }
+    }
+    req->state = STT_IB_REQ_FREE;
+    if (req->is_flush)
+        rc->flush_free[rc->nflush++] = (uint16_t)(req - rc->flushes);
+}
+
+/* Resolves every buffer's keys; on failure releases what it took. */
+static strata_status_t recv_keys(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int n, void **data,
+                                 const size_t *sizes, void **mhs, uint32_t *rkeys)
+{
+    for (int i = 0; i < n; i++) {
+        uint32_t lkey;
+        if (data[i] == NULL && sizes[i] > 0) {
+            STU_WARN("ib: irecv from %s: buffer %d is NULL with %zu bytes", rc->conn.peer, i,
+                     sizes[i]);
+            goto err_release;
+        }
+        if (stt_ib_mr_resolve(rc->conn.ctx, mhs ? mhs[i] : NULL, data[i], sizes[i], &lkey,
+                              &rkeys[i], &req->fly[i]) != STRATA_OK)
+            goto err_release;
+    }
+    return STRATA_OK;
+
+err_release:
+    req->n = (uint8_t)n;
+    for (int i = 0; i < n; i++) {
+        if (req->fly[i] != NULL)
+            stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
+        req->fly[i] = NULL;
+    }
+    return STRATA_ERR_INVALID;
+}
+
+strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                             const int *tags, void **mhs, stt_req_t **req_p)
+{
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
+    uint32_t rkeys[STT_MAX_RECVS];
+
+    if (rc == NULL || rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV ||
+        req_p == NULL || n < 1 || n > STT_MAX_RECVS || data == NULL || sizes == NULL ||
+        tags == NULL) {
+        STU_WARN("ib: irecv: bad arguments (comm %p, n %d of at most %d, data %p, sizes %p,"
+                 " tags %p, request output %p)", (void *)comm, n, STT_MAX_RECVS, (void *)data,
+                 (const void *)sizes, (const void *)tags, (void *)req_p);
+        return STRATA_ERR_INVALID;
+    }
+    if (STU_UNLIKELY(rc->conn.failed != STRATA_OK))
+        return rc->conn.failed;
+    uint32_t slot = rc->seq % STT_IB_FIFO_DEPTH;
+    stt_ib_rreq_t *req = &rc->reqs[slot];
+    stt_ib_qp_t *q0 = &rc->conn.qps[0];
+    if (req->state != STT_IB_REQ_FREE || stt_ib_qp_room(q0) == 0) {
+        stt_ib_recv_progress(rc);
+        if (req->state != STT_IB_REQ_FREE || stt_ib_qp_room(q0) == 0) {
+            *req_p = NULL;
+            return rc->conn.failed;
+        }
+    }
+    if (recv_keys(rc, req, n, data, sizes, mhs, rkeys) != STRATA_OK)
+        return STRATA_ERR_INVALID;
+
+    stt_ib_fifo_fill(&rc->cts[slot], rc->seq, n, data, sizes, tags, rkeys);
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)&rc->cts[slot],
+                          .length = (uint32_t)(n * (int)sizeof(stt_ib_fifo_entry_t)),
+                          .lkey = rc->conn.ctl_mr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = rc->conn.remote_addr + slot * sizeof(stt_ib_fifo_slot_t);
+    wr.wr.rdma.rkey = rc->conn.remote_rkey;
+    if (sge.length <= q0->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    q0->sq_posted++;
+    if (rc->seq % STT_IB_CTS_SIGNAL_EVERY == STT_IB_CTS_SIGNAL_EVERY - 1 ||
+        stt_ib_qp_room(q0) < STT_IB_CTS_SIGNAL_EVERY) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_CTS, 0, (int)slot, q0->sq_posted);
+    } else {
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_NONE, 0, (int)slot, 0);
+    }
+    int rc_post = ibv_post_send(q0->qp, &wr, &bad);
+    if (rc_post != 0) {
+        req->n = (uint8_t)n;
+        recv_req_release(rc, req);
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_post_send of the clear-to-send on QP"
+                         " 0x%x: %s", q0->qp->qp_num, strerror(rc_post));
+        return rc->conn.failed;
+    }
+    req->state = STT_IB_REQ_ACTIVE;
+    req->is_flush = 0;
+    req->n = (uint8_t)n;
+    req->cqes_want = 0;
+    req->cqes_got = 0;
+    req->imm = 0;
+    req->status = STRATA_OK;
+    req->base.nsizes = n;
+    for (int i = 0; i < n; i++) {
+        req->cap[i] = sizes[i];
+        req->got[i] = 0;
+    }
+    rc->seq++;
+    *req_p = &req->base;
+    return STRATA_OK;
+}
+
+/* Posts the flush read of req: one byte of data, into the control block. */
+static strata_status_t recv_flush_post(stt_ib_recv_t *rc, stt_ib_rreq_t *req, void *data,
+                                       size_t size, void *mh)
+{
+    uint32_t lkey, rkey;
+
+    if (stt_ib_mr_resolve(rc->conn.ctx, mh, data, size, &lkey, &rkey, &req->fly[0]) !=
+        STRATA_OK) {
+        recv_req_release(rc, req);
+        return STRATA_ERR_INVALID;
+    }
+    req->n = 1;                          /* so that release drops fly[0] */
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)rc->flush_sink, .length = 1,
+                          .lkey = rc->conn.ctl_mr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = stt_ib_wr_id(STT_IB_WR_FLUSH, 0, (int)(req - rc->flushes), 0);
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)data;
+    wr.wr.rdma.rkey = rkey;
+    int rc_post = ibv_post_send(rc->conn.flush_qp.qp, &wr, &bad);
+    if (rc_post != 0) {
+        recv_req_release(rc, req);
+        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "posting a flush read on QP 0x%x: %s",
+                         rc->conn.flush_qp.qp->qp_num, strerror(rc_post));
+        return rc->conn.failed;
+    }
+    req->state = STT_IB_REQ_ACTIVE;
+    return STRATA_OK;
+}
+
+strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                              void **mhs, stt_req_t **req_p)
+{
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
+
+    if (rc == NULL || rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV ||
+        req_p == NULL || n < 1 || n > STT_MAX_RECVS) {
+        STU_WARN("ib: iflush: bad arguments (comm %p, n %d, request output %p)", (void *)comm,
+                 n, (void *)req_p);
+        return STRATA_ERR_INVALID;
+    }
+    if (rc->conn.failed != STRATA_OK)
+        return rc->conn.failed;
+    /* Host memory, or flushing off: the completions polled made the data visible. */
+    int last = n - 1;
+    while (last >= 0 && (sizes == NULL || sizes[last] <= 0 || data[last] == NULL))
+        last--;
+    bool read = rc->conn.flush_qp.qp != NULL && last >= 0;
+    if (rc->nflush == 0) {
+        if (!read) {
+            *req_p = NULL;               /* nothing to wait for */
+            return STRATA_OK;
+        }
+        STU_WARN("ib: iflush on the receive comm with %s: %d flushes in flight already",
+                 rc->conn.peer, STT_IB_FIFO_DEPTH);
+        return STRATA_ERR_NO_RESOURCE;
+    }
+    stt_ib_rreq_t *req = &rc->flushes[rc->flush_free[--rc->nflush]];
+    req->is_flush = 1;
+    req->n = 0;
+    req->status = STRATA_OK;
+    req->base.nsizes = 0;
+    req->state = STT_IB_REQ_DONE;
+    *req_p = &req->base;
+    if (!read)
+        return STRATA_OK;
+    return recv_flush_post(rc, req, data[last], (size_t)sizes[last], mhs ? mhs[last] : NULL);
+}
+
+strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,
+                                 size_t *sizes)
+{
+    if (req->state != STT_IB_REQ_DONE)
+        stt_ib_recv_progress(rc);
+    if (req->state != STT_IB_REQ_DONE && rc->conn.failed == STRATA_OK) {
+        *done = 0;
+        return STRATA_OK;
+    }
+    strata_status_t status = req->state == STT_IB_REQ_DONE ? req->status : rc->conn.failed;
+    recv_req_release(rc, req);
+    if (status != STRATA_OK)
+        return status;
+    *done = 1;
+    if (sizes != NULL && !req->is_flush)
+        for (int i = 0; i < req->n; i++)
+            sizes[i] = req->got[i];
+    return STRATA_OK;
+}
+
+void stt_ib_close_recv(stt_comm_t *comm)
+{
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
+
+    if (rc == NULL)
+        return;
+    if (rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV) {
+        STU_WARN("ib: close_recv called with something that is not an ib receive comm");
+        return;
+    }
+    stt_ib_conn_quiesce(&rc->conn);      /* no DMA into a registration released below */
+    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++) {
+        if (rc->reqs[i].state != STT_IB_REQ_FREE)
+            recv_req_release(rc, &rc->reqs[i]);
+        if (rc->flushes[i].state != STT_IB_REQ_FREE)
+            recv_req_release(rc, &rc->flushes[i]);   /* drops a flush read's registration */
+    }
+    stt_ib_conn_destroy(&rc->conn);
+}

@@ -1,0 +1,410 @@
+/*
+ * The send side of the ib transport's data path.
+ *
+ * isend queues a request; progress matches queued sends, in posting order,
+ * against the FIFO slot of the next receive (the CTS the receiver wrote),
+ * each to the first open buffer with its tag, and posts:
+ *   - the payload as RDMA writes into the receive buffer: whole on one QP
+ *     (round robin), or split in STT_IB_SPLIT_ALIGN-aligned chunks over every
+ *     QP from STRATA_IB_SPLIT_MIN bytes on;
+ *   - once the receive's last buffer is matched, its completion: the sizes into
+ *     the receiver's sizes array (grouped receives, large sizes), then a write
+ *     with immediate on every QP that carried payload. A single small message
+ *     turns its last payload write into the write with immediate instead,
+ *     unless adaptive routing asks for a separate 0-byte one.
+ * A send larger than its buffer moves no payload: it fails with TRUNCATED and
+ * its TRUNC flag fails the receive; the connection stays usable.
+ *
+ * The last work request a send posts on each QP is signalled, so a send
+ * completes on its own; everything else is unsignalled. Send-queue room is
+ * counted per QP (stt_ib_qp_t), and matching pauses when a QP is full.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "transport/ib/ib_internal.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* Work requests one send can post on one QP: payload, sizes, immediate. */
+#define SEND_WR_PER_QP 3
+
+typedef struct send_plan {
+    int nwr[STT_IB_MAX_QPS];
+    struct ibv_send_wr wr[STT_IB_MAX_QPS][SEND_WR_PER_QP];
+    struct ibv_sge sge[STT_IB_MAX_QPS][SEND_WR_PER_QP];
+} send_plan_t;
+
+static void send_req_release(stt_ib_send_t *sc, stt_ib_sreq_t *req)
+{
+    if (req->fly != NULL) {
+        stt_ib_mr_fly_release(sc->conn.ctx, req->fly);
+        req->fly = NULL;
+    }
+    req->state = STT_IB_REQ_FREE;
+    sc->free_slots[sc->nfree++] = (uint16_t)(req - sc->reqs);
+}
+
+static void send_poll_cq(stt_ib_send_t *sc)
+{
+    struct ibv_wc wc[STT_IB_CQ_BATCH];
+    int n;
+
+    do {
+        n = ibv_poll_cq(sc->conn.cq, STT_IB_CQ_BATCH, wc);
+        if (n < 0) {
+            stt_ib_conn_fail(&sc->conn, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                stt_ib_conn_wc_fail(&sc->conn, &wc[i]);
+                continue;
+            }
+            int qp = (int)((wc[i].wr_id >> 8) & 0xff);
+            int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
+            if ((wc[i].wr_id & 0xff) != STT_IB_WR_SEND || qp >= sc->conn.nqps ||
+                idx >= STT_IB_SEND_RING) {
+                stt_ib_conn_fail(&sc->conn, STRATA_ERR_INTERNAL, "completion with an unknown"
+                                 " work request id %016llx",
+                                 (unsigned long long)wc[i].wr_id);
+                continue;
+            }
+            sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
+            stt_ib_sreq_t *req = &sc->reqs[idx];
+            if (req->state == STT_IB_REQ_ACTIVE && --req->cqes_left == 0)
+                req->state = STT_IB_REQ_DONE;
+        }
+    } while (n == STT_IB_CQ_BATCH);
+}
+
+/* Loads the FIFO slot of the next receive; false when it has not arrived (or failed). */
+static bool send_slot_load(stt_ib_send_t *sc)
+{
+    const char *why = NULL;
+    int n = 0;
+    uint32_t slot = sc->recv_seq % STT_IB_FIFO_DEPTH;
+    strata_status_t status = stt_ib_fifo_check(&sc->fifo[slot], sc->recv_seq, &n, &why);
+
+    if (status == STRATA_INPROGRESS)
+        return false;
+    if (status != STRATA_OK) {
+        /* Possibly a write still landing: fail only if it stays malformed. */
+        uint64_t now = stu_time_ns();
+        if (sc->slot_bad_since == 0) {
+            sc->slot_bad_since = now;
+            sc->slot_bad_reads = 0;
+        }
+        if (++sc->slot_bad_reads >= STT_IB_FIFO_SETTLE_READS &&
+            now - sc->slot_bad_since >= STT_IB_FIFO_SETTLE_NS)
+            stt_ib_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "invalid clear-to-send for receive"
+                             " %u: %s", sc->recv_seq, why);
+        return false;
+    }
+    sc->slot_bad_since = 0;
+    for (int i = 0; i < n; i++)
+        memcpy(&sc->slot[i], (const void *)&sc->fifo[slot].e[i], sizeof(sc->slot[i]));
+    sc->slot_ready = true;
+    sc->slot_n = (uint8_t)n;
+    sc->slot_matched = 0;
+    sc->slot_qps = 0;
+    sc->slot_trunc = false;
+    sc->slot_sizes = n > 1;
+    return true;
+}
+
+static int send_buffer_find(const stt_ib_send_t *sc, int tag)
+{
+    for (int i = 0; i < sc->slot_n; i++)
+        if (!(sc->slot_matched & (1u << i)) && sc->slot[i].tag == tag)
+            return i;
+    return -1;
+}
+
+static struct ibv_send_wr *plan_add(send_plan_t *p, int q, enum ibv_wr_opcode op, uint64_t raddr,
+                                    uint32_t rkey)
+{
+    int k = p->nwr[q]++;
+    struct ibv_send_wr *wr = &p->wr[q][k];
+
+    memset(wr, 0, sizeof(*wr));
+    wr->opcode = op;
+    wr->wr.rdma.remote_addr = raddr;
+    wr->wr.rdma.rkey = rkey;
+    if (k > 0)
+        p->wr[q][k - 1].next = wr;
+    return wr;
+}
+
+static void plan_sge(send_plan_t *p, int q, struct ibv_send_wr *wr, uint64_t addr, uint32_t len,
+                     uint32_t lkey)
+{
+    struct ibv_sge *sge = &p->sge[q][wr - p->wr[q]];
+
+    sge->addr = addr;
+    sge->length = len;
+    sge->lkey = lkey;
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+}
+
+/* Which part of bytes goes on QP q: [*off, *off + *len). */
+static void send_chunk(const stt_ib_send_t *sc, uint64_t bytes, uint32_t qmask, int q,
+                       uint64_t *off, uint64_t *len)
+{
+    if (__builtin_popcount(qmask) == 1) {
+        *off = 0;
+        *len = bytes;
+        return;
+    }
+    uint64_t per = (bytes + (uint64_t)sc->conn.nqps - 1) / (uint64_t)sc->conn.nqps;
+    per = (per + STT_IB_SPLIT_ALIGN - 1) & ~(uint64_t)(STT_IB_SPLIT_ALIGN - 1);
+    uint64_t start = per * (uint64_t)q;
+    *off = start < bytes ? start : bytes;
+    *len = start < bytes ? STU_MIN(per, bytes - start) : 0;
+}
+
+/* Plans, checks room for, and posts the work requests of req into buffer i. */
+static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
+{
+    send_plan_t plan;
+    stt_ib_conn_t *conn = &sc->conn;
+    const stt_ib_fifo_entry_t *e = &sc->slot[i];
+    uint32_t slot = sc->recv_seq % STT_IB_FIFO_DEPTH;
+    bool trunc = req->size > e->size;
+    uint64_t bytes = trunc ? 0 : req->size;
+    bool last = __builtin_popcount(sc->slot_matched) + 1 == sc->slot_n;
+    bool sizes_path = sc->slot_sizes || bytes > STT_IB_IMM_SIZE_MAX;
+    bool ar_split = sc->ar && bytes > sc->ar_threshold;
+    uint32_t qmask;
+
+    if (conn->nqps > 1 && bytes >= sc->split_min && bytes > 0) {
+        qmask = 0;
+        for (int q = 0; q < conn->nqps; q++) {
+            uint64_t off, len;
+            send_chunk(sc, bytes, (1u << conn->nqps) - 1, q, &off, &len);
+            if (len > 0)
+                qmask |= 1u << q;
+        }
+    } else {
+        qmask = 1u << (sc->rr % (uint32_t)conn->nqps);
+    }
+    uint32_t union_mask = sc->slot_qps | qmask;
+
+    memset(plan.nwr, 0, sizeof(plan.nwr));
+    for (int q = 0; q < conn->nqps; q++) {
+        uint64_t off, len;
+        if (!(qmask & (1u << q)))
+            continue;
+        send_chunk(sc, bytes, qmask, q, &off, &len);
+        if (len == 0)
+            continue;
+        struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + off, e->rkey);
+        plan_sge(&plan, q, wr, (uint64_t)(uintptr_t)req->data + off, (uint32_t)len, req->lkey);
+    }
+    if (last) {
+        stt_ib_imm_t imm = {.slot = slot, .nqps = (uint32_t)__builtin_popcount(union_mask),
+                            .trunc = sc->slot_trunc || trunc, .sizes = sizes_path,
+                            .size = (uint32_t)bytes};
+        uint32_t imm_be = htonl(stt_ib_imm_encode(&imm));
+        int q0 = __builtin_ctz(union_mask);
+        uint64_t sizes_raddr = conn->remote_addr +
+                               (uint64_t)slot * STT_MAX_RECVS * sizeof(uint32_t);
+        if (sizes_path) {
+            uint32_t *src = &sc->sizes_src[slot * STT_MAX_RECVS];
+            src[i] = trunc ? STT_IB_SIZE_TRUNC : (uint32_t)bytes;
+            uint32_t len = sc->slot_n * (uint32_t)sizeof(uint32_t);
+            struct ibv_send_wr *wr = plan_add(&plan, q0, IBV_WR_RDMA_WRITE, sizes_raddr,
+                                              conn->remote_rkey);
+            plan_sge(&plan, q0, wr, (uint64_t)(uintptr_t)src, len, conn->ctl_mr->lkey);
+            if (len <= conn->qps[q0].max_inline)
+                wr->send_flags |= IBV_SEND_INLINE;
+        }
+        for (int q = 0; q < conn->nqps; q++) {
+            if (!(union_mask & (1u << q)))
+                continue;
+            int k = plan.nwr[q];
+            /* Only this send's payload is planned here: its last write can carry the imm. */
+            bool fold = !sizes_path && !ar_split && k > 0;
+            struct ibv_send_wr *wr = fold ? &plan.wr[q][k - 1]
+                                          : plan_add(&plan, q, IBV_WR_RDMA_WRITE_WITH_IMM,
+                                                     sizes_raddr, conn->remote_rkey);
+            wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+            wr->imm_data = imm_be;
+        }
+    } else if (sc->slot_sizes) {
+        sc->sizes_src[slot * STT_MAX_RECVS + i] = trunc ? STT_IB_SIZE_TRUNC : (uint32_t)bytes;
+    }
+
+    for (int q = 0; q < conn->nqps; q++)
+        if (plan.nwr[q] > 0 && stt_ib_qp_room(&conn->qps[q]) < (uint32_t)plan.nwr[q])
+            return false;                  /* wait for completions; nothing changed yet */
+
+    int idx = (int)(req - sc->reqs), cqes = 0;
+    for (int q = 0; q < conn->nqps; q++) {
+        struct ibv_send_wr *bad = NULL;
+        int k = plan.nwr[q];
+        if (k == 0)
+            continue;
+        for (int j = 0; j < k - 1; j++)     /* unsignalled: named only for error reports */
+            plan.wr[q][j].wr_id = stt_ib_wr_id(STT_IB_WR_NONE, q, idx, 0);
+        stt_ib_qp_t *qp = &conn->qps[q];
+        qp->sq_posted += (uint32_t)k;
+        plan.wr[q][k - 1].send_flags |= IBV_SEND_SIGNALED;
+        plan.wr[q][k - 1].wr_id = stt_ib_wr_id(STT_IB_WR_SEND, q, idx, qp->sq_posted);
+        int rc = ibv_post_send(qp->qp, &plan.wr[q][0], &bad);
+        if (rc != 0) {
+            stt_ib_conn_fail(conn, STRATA_ERR_IO, "ibv_post_send on QP 0x%x (%d work requests,"
+                             " %llu bytes): %s", qp->qp->qp_num, k,
+                             (unsigned long long)bytes, strerror(rc));
+            return false;
+        }
+        cqes++;
+    }
+    if (!(conn->nqps > 1 && bytes >= sc->split_min && bytes > 0))
+        sc->rr++;
+    sc->slot_matched |= (uint8_t)(1u << i);
+    sc->slot_qps = (uint8_t)union_mask;
+    sc->slot_trunc = sc->slot_trunc || trunc;
+    req->status = trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
+    req->cqes_left = (uint8_t)cqes;
+    req->state = cqes > 0 ? STT_IB_REQ_ACTIVE : STT_IB_REQ_DONE;
+    if (trunc)
+        STU_INFO(STU_LOG_NET, "ib: send of %llu bytes (tag %d) to %s is larger than its receive"
+                 " buffer of %llu bytes: truncated", (unsigned long long)req->size, req->tag,
+                 conn->peer, (unsigned long long)e->size);
+    if (last) {
+        sc->slot_ready = false;
+        sc->recv_seq++;
+    }
+    return true;
+}
+
+static void send_match(stt_ib_send_t *sc)
+{
+    while (sc->q_head != sc->q_tail && sc->conn.failed == STRATA_OK) {
+        if (!sc->slot_ready && !send_slot_load(sc))
+            return;
+        stt_ib_sreq_t *req = &sc->reqs[sc->queue[sc->q_head % STT_IB_SEND_RING]];
+        int i = send_buffer_find(sc, req->tag);
+        if (i < 0) {
+            stt_ib_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "send with tag %d matches no open"
+                             " buffer of receive %u (%d buffers, first tag %d)", req->tag,
+                             sc->recv_seq, sc->slot_n, sc->slot[0].tag);
+            return;
+        }
+        if (!send_post(sc, req, i))
+            return;
+        sc->q_head++;
+    }
+}
+
+strata_status_t stt_ib_send_progress(stt_ib_send_t *sc)
+{
+    stt_ib_conn_t *conn = &sc->conn;
+
+    if (conn->failed != STRATA_OK)
+        return conn->failed;
+    send_poll_cq(sc);
+    send_match(sc);
+    bool queued = sc->q_head != sc->q_tail;
+    bool pending = queued || sc->nfree < STT_IB_SEND_RING;
+    if (stt_ib_conn_watch(conn, pending) && conn->failed == STRATA_OK) {
+        int active = 0;
+        for (int i = 0; i < STT_IB_SEND_RING; i++)
+            active += sc->reqs[i].state == STT_IB_REQ_ACTIVE;
+        if (queued)
+            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel with"
+                             " %u sends waiting for receives", sc->q_tail - sc->q_head);
+        else if (active > 0 && stu_time_ns() - conn->eof_ns > STT_IB_EOF_GRACE_NS)
+            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel and"
+                             " %d posted sends were not acknowledged within %llu ms", active,
+                             (unsigned long long)(STT_IB_EOF_GRACE_NS / 1000000));
+    }
+    return conn->failed;
+}
+
+strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                             stt_req_t **req_p)
+{
+    stt_ib_send_t *sc = (stt_ib_send_t *)comm;
+    strata_status_t status;
+    stt_ib_mrc_entry_t *fly;
+    uint32_t lkey, rkey;
+
+    if (sc == NULL || sc->conn.base.ops != &stt_ib_ops || sc->conn.kind != STT_IB_KIND_SEND ||
+        req_p == NULL) {
+        STU_WARN("ib: isend called with %s", req_p == NULL ? "a NULL request output" :
+                 "something that is not an ib send comm");
+        return STRATA_ERR_INVALID;
+    }
+    if (STU_UNLIKELY(sc->conn.failed != STRATA_OK))
+        return sc->conn.failed;
+    if (STU_UNLIKELY(size > STT_IB_MAX_MSG_BYTES || (data == NULL && size > 0))) {
+        STU_WARN("ib: isend to %s: bad arguments (data %p, %zu bytes, limit %llu)",
+                 sc->conn.peer, data, size, (unsigned long long)STT_IB_MAX_MSG_BYTES);
+        return STRATA_ERR_INVALID;
+    }
+    if (sc->nfree == 0) {
+        *req_p = NULL;
+        return STRATA_OK;
+    }
+    status = stt_ib_mr_resolve(sc->conn.ctx, mh, data, size, &lkey, &rkey, &fly);
+    if (status != STRATA_OK)
+        return status;
+    uint16_t idx = sc->free_slots[--sc->nfree];
+    stt_ib_sreq_t *req = &sc->reqs[idx];
+    req->state = STT_IB_REQ_QUEUED;
+    req->status = STRATA_OK;
+    req->cqes_left = 0;
+    req->tag = tag;
+    req->data = data;
+    req->size = size;
+    req->lkey = lkey;
+    req->fly = fly;
+    req->base.nsizes = 1;
+    sc->queue[sc->q_tail % STT_IB_SEND_RING] = idx;
+    sc->q_tail++;
+    stt_ib_send_progress(sc);
+    *req_p = &req->base;
+    return STRATA_OK;
+}
+
+/* test() for a send request; the caller checked req belongs to sc's ring. */
+strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
+                                 size_t *sizes)
+{
+    if (req->state != STT_IB_REQ_DONE)
+        stt_ib_send_progress(sc);
+    if (req->state != STT_IB_REQ_DONE && sc->conn.failed == STRATA_OK) {
+        *done = 0;
+        return STRATA_OK;
+    }
+    strata_status_t status = req->state == STT_IB_REQ_DONE ? req->status : sc->conn.failed;
+    uint64_t size = req->size;
+    send_req_release(sc, req);
+    if (status != STRATA_OK)
+        return status;
+    *done = 1;
+    if (sizes != NULL)
+        sizes[0] = size;
+    return STRATA_OK;
+}
+
+void stt_ib_close_send(stt_comm_t *comm)
+{
+    stt_ib_send_t *sc = (stt_ib_send_t *)comm;
+
+    if (sc == NULL)
+        return;
+    if (sc->conn.base.ops != &stt_ib_ops || sc->conn.kind != STT_IB_KIND_SEND) {
+        STU_WARN("ib: close_send called with something that is not an ib send comm");
+        return;
+    }
+    stt_ib_conn_quiesce(&sc->conn);      /* no DMA into a registration released below */
+    for (int i = 0; i < STT_IB_SEND_RING; i++)
+        if (sc->reqs[i].state != STT_IB_REQ_FREE && sc->reqs[i].fly != NULL)
+            stt_ib_mr_fly_release(sc->conn.ctx, sc->reqs[i].fly);
+    stt_ib_conn_destroy(&sc->conn);
+}

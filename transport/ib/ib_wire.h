@@ -1,0 +1,175 @@
+/*
+ * The ib transport's wire formats. Pure logic: no verbs, no sockets, no
+ * allocation. docs/ib-protocol.md tells the whole protocol; this header holds
+ * the three formats and their checks.
+ *
+ * 1. Connection metadata, over the TCP side channel. Three messages of
+ *    STT_IB_META_BYTES each, every integer little-endian at a fixed offset:
+ *      HELLO  connect -> listen: the sender's QPs, address, and FIFO
+ *      REPLY  listen -> connect: the receiver's QPs, address, and sizes array
+ *      READY  connect -> listen: the sender's QPs are at RTS
+ *
+ * 2. FIFO entries (clear-to-send). For receive number seq, the receiver
+ *    RDMA-writes n entries, one per buffer, into slot seq % STT_IB_FIFO_DEPTH of
+ *    the sender's FIFO. An entry is 32 bytes, 32-byte aligned, so that it never
+ *    straddles a cache line. Fields are in host byte order (the handshake
+ *    checks that both ends share it). seq is written as seq + 1, so a zeroed
+ *    slot never looks posted and a slot still holding receive seq - DEPTH does
+ *    not either.
+ *
+ * 3. The immediate of each completing RDMA write with immediate (32 bits):
+ *      bits  0..4   FIFO slot of the receive it completes
+ *      bits  5..7   number of QPs that carry a completion for it, minus 1
+ *      bit   8      TRUNC: a send was larger than its buffer; the receive fails
+ *      bit   9      SIZES: the sizes are in the receiver's sizes array slot
+ *      bits 10..31  the byte count when SIZES is clear (single buffer, < 4 MiB)
+ *    A sizes array slot holds STT_MAX_RECVS u32: the byte count of each buffer,
+ *    with STT_IB_SIZE_TRUNC set for a buffer whose send was too large.
+ */
+#ifndef STT_IB_PROTO_H
+#define STT_IB_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+#define STT_IB_PROTO_VERSION 2   /* 2: FIFO seq moved to the end of an entry */
+#define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
+#define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
+
+/* ------------------------------------------------------------------ FIFO */
+
+typedef struct stt_ib_fifo_entry {
+    uint64_t addr;        /* receive buffer */
+    uint64_t size;        /* its capacity in bytes */
+    uint32_t rkey;
+    int32_t tag;
+    uint8_t n;            /* buffers in this receive */
+    uint8_t index;        /* this entry's buffer */
+    uint16_t reserved;
+    /*
+     * Receive number + 1, last: a NIC (or rxe's copy loop) places the bytes of
+     * a write in ascending order, so a seq that matches means the fields
+     * before it have landed. A seq first let the sender see a new seq next to
+     * the n of the slot's previous receive (seen on Soft-RoCE).
+     */
+    uint32_t seq;
+} __attribute__((aligned(32))) stt_ib_fifo_entry_t;
+
+_Static_assert(sizeof(stt_ib_fifo_entry_t) == 32, "a FIFO entry is 32 bytes");
+_Static_assert(offsetof(stt_ib_fifo_entry_t, seq) == 28, "seq is the entry's last field");
+
+/*
+ * A slot whose seq matches but whose fields are inconsistent is read again,
+ * and fails the connection only once it stayed so for this long and this
+ * many reads (a stalled process must not mistake a slow write for a broken
+ * peer): placement order within a write is what NICs do, not what the verbs
+ * spec promises.
+ */
+#define STT_IB_FIFO_SETTLE_NS (100ull * 1000 * 1000)
+#define STT_IB_FIFO_SETTLE_READS 64u
+
+/* One FIFO slot: the entries of one receive. */
+typedef struct stt_ib_fifo_slot {
+    stt_ib_fifo_entry_t e[STT_MAX_RECVS];
+} stt_ib_fifo_slot_t;
+
+/* Fills the n entries of receive seq into slot (the receiver's CTS source). */
+void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const *data,
+                      const size_t *sizes, const int *tags, const uint32_t *rkeys);
+
+/*
+ * Sender side: has slot for receive seq fully arrived? Reads volatile memory
+ * the NIC writes. OK when every entry is in and valid, STRATA_INPROGRESS when
+ * some entry has not arrived yet, STRATA_ERR_REMOTE with *why_p set when an
+ * arrived entry is malformed (n out of range, index wrong, entries disagree).
+ * On OK *n_p gets the buffer count.
+ */
+strata_status_t stt_ib_fifo_check(const volatile stt_ib_fifo_slot_t *slot, uint32_t seq,
+                                  int *n_p, const char **why_p);
+
+/* ------------------------------------------------------------------ immediate */
+
+#define STT_IB_IMM_SLOT_MASK 0x1fu
+#define STT_IB_IMM_NQPS_SHIFT 5
+#define STT_IB_IMM_TRUNC (1u << 8)
+#define STT_IB_IMM_SIZES (1u << 9)
+#define STT_IB_IMM_SIZE_SHIFT 10
+#define STT_IB_IMM_SIZE_MAX ((1u << 22) - 1)   /* larger sizes go through the sizes array */
+#define STT_IB_SIZE_TRUNC 0x80000000u          /* in a sizes array entry */
+/* Largest message: the sizes array holds 31 bits (and RDMA writes are < 2^31). */
+#define STT_IB_MAX_MSG_BYTES ((uint64_t)INT32_MAX)
+
+_Static_assert(STT_IB_FIFO_DEPTH - 1 <= STT_IB_IMM_SLOT_MASK, "FIFO slot must fit the immediate");
+_Static_assert(STT_IB_MAX_QPS <= 8, "QP count must fit the immediate");
+
+typedef struct stt_ib_imm {
+    uint32_t slot;
+    uint32_t nqps;        /* 1..STT_IB_MAX_QPS */
+    bool trunc;
+    bool sizes;
+    uint32_t size;        /* when !sizes */
+} stt_ib_imm_t;
+
+static inline uint32_t stt_ib_imm_encode(const stt_ib_imm_t *imm)
+{
+    return (imm->slot & STT_IB_IMM_SLOT_MASK) | ((imm->nqps - 1) << STT_IB_IMM_NQPS_SHIFT) |
+           (imm->trunc ? STT_IB_IMM_TRUNC : 0) | (imm->sizes ? STT_IB_IMM_SIZES : 0) |
+           (imm->sizes ? 0 : imm->size << STT_IB_IMM_SIZE_SHIFT);
+}
+
+/* Decodes without judging; the receiver checks the fields against its state. */
+static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
+{
+    imm->slot = value & STT_IB_IMM_SLOT_MASK;
+    imm->nqps = ((value >> STT_IB_IMM_NQPS_SHIFT) & 7u) + 1;
+    imm->trunc = (value & STT_IB_IMM_TRUNC) != 0;
+    imm->sizes = (value & STT_IB_IMM_SIZES) != 0;
+    imm->size = imm->sizes ? 0 : value >> STT_IB_IMM_SIZE_SHIFT;
+}
+
+/* ------------------------------------------------------------------ connection metadata */
+
+#define STT_IB_META_BYTES 160
+#define STT_IB_META_MAGIC 0x42495453u   /* "STIB" as bytes on the wire */
+#define STT_IB_BYTE_ORDER 0x01020304u   /* read back in host order: both ends must agree */
+
+enum { STT_IB_META_HELLO = 1, STT_IB_META_REPLY = 2, STT_IB_META_READY = 3 };
+
+/* Which GID pair the REPLY says both ends use (see stt_ib_meta_t.alt_gid). */
+enum { STT_IB_GID_PRIMARY = 0, STT_IB_GID_ALT = 1 };
+
+typedef struct stt_ib_meta {
+    uint8_t kind;            /* STT_IB_META_* */
+    uint8_t nqps;            /* 1..STT_IB_MAX_QPS */
+    uint8_t link_layer;      /* IBV_LINK_LAYER_* */
+    uint8_t mtu;             /* enum ibv_mtu, 1..5 */
+    uint8_t port;
+    uint8_t has_alt;         /* alt_gid is usable */
+    uint8_t gid_choice;      /* REPLY: STT_IB_GID_* */
+    uint8_t tc;              /* traffic class the sender's QPs use (informational) */
+    uint16_t lid;
+    uint32_t byte_order;     /* STT_IB_BYTE_ORDER as the sender's host stored it */
+    uint64_t listener_id;    /* HELLO: the handle's; others: echoed */
+    uint64_t conn_id;        /* chosen by connect, echoed by the other two */
+    uint8_t gid[16];         /* the automatically chosen (or configured) GID */
+    uint8_t alt_gid[16];     /* RoCE: the link-local GID, for the fallback */
+    uint64_t addr;           /* HELLO: FIFO address; REPLY: sizes array address */
+    uint32_t rkey;           /* its rkey */
+    uint32_t qpn[STT_IB_MAX_QPS];
+} stt_ib_meta_t;
+
+/* Encodes exactly STT_IB_META_BYTES bytes. */
+void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf);
+
+/*
+ * Decodes and checks what the message alone can tell (magic, version, kind,
+ * ranges, byte order). STRATA_ERR_REMOTE with *why_p set on failure; *meta_p
+ * is written only on success.
+ */
+strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_meta_t *meta_p,
+                                   const char **why_p);
+
+#endif /* STT_IB_PROTO_H */

@@ -1,0 +1,295 @@
+/*
+ * Objects of the TCP transport, shared by its files. Nothing outside
+ * transport/tcp includes this.
+ *
+ *   stt_tcp_dev_t     one network interface (tcp_device.c)
+ *   stt_tcp_handle_t  the connection handle, in the caller's 128 bytes (tcp_listen.c,
+ *                     tcp_connect.c)
+ *   stt_tcp_listen_t  a listening socket and its table of half-open connections
+ *                     (tcp_listen.c)
+ *   stt_tcp_send_t / stt_tcp_recv_t  the two ends of a connection: nsocks sockets, a
+ *                     preallocated request ring and per-socket cursors (tcp_comm.c,
+ *                     tcp_send.c, tcp_recv.c; poll_fds in tcp_poll.c)
+ *
+ * Threading: the device table is guarded by a mutex in tcp_device.c. Comms and
+ * listen comms are used by one thread at a time (the transport contract), so
+ * they hold no lock.
+ */
+#ifndef STT_TCP_INTERNAL_H
+#define STT_TCP_INTERNAL_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transport/base/netif.h"
+#include "transport/tcp/tcp.h"
+#include "transport/tcp/tcp_wire.h"
+#include "util/compiler.h"
+
+/* ------------------------------------------------------------------ constants */
+
+/*
+ * Added by NCCL to its network latency term. Kernel TCP with polling costs
+ * 4-7 us one way on these machines (MACHINE-NOTES.md, busy-polled ping-pong).
+ */
+#define STT_TCP_LATENCY_US 5.0f
+#define STT_TCP_MAX_COMMS 65536
+#define STT_TCP_MAX_COLL_BYTES (512ull << 20)  /* NCCL's MAX_COLLNET_SIZE */
+
+/* Requests in flight per comm: the contract's send budget, used for receives too. */
+#define STT_TCP_RING 256
+/* Matched-but-unfinished messages on a receive comm: every buffer of every receive. */
+#define STT_TCP_MSGQ (STT_TCP_RING * STT_MAX_RECVS)
+/* Scratch that truncated payloads are drained into. */
+#define STT_TCP_DRAIN_BYTES (64u << 10)
+/* iovecs one sendmsg gathers on socket 0 (header + payload per small message). */
+#define STT_TCP_SEND_IOV 64
+/*
+ * Socket 0 of a receive comm is read through a staging buffer of this many bytes
+ * whenever a header is due, so that one recv brings a header, a small payload and
+ * the headers and payloads behind it (tcp_recv.c). Holds a 4 KiB eager message
+ * plus its header with room to spare; 8 KiB per receive comm is small next to
+ * its request ring and message queue.
+ */
+#define STT_TCP_STAGE_BYTES 8192u
+/*
+ * Rest of a payload below which socket 0 reads into the stage and copies out
+ * (a 4 KiB copy takes ~0.3 us at the 12-13 GB/s of MACHINE-NOTES, about one
+ * EAGAIN recv, while it saves one recv per message); from this size on it reads
+ * straight into the user buffer, with the stage behind it in the same readv.
+ */
+#define STT_TCP_STAGE_EAGER 4096u
+
+#define STT_TCP_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
+
+/* ------------------------------------------------------------------ devices */
+
+/* Interfaces and their addresses are shared with the ucx transport (netif.h). */
+typedef stt_netif_addr_t stt_tcp_addr_t;
+
+typedef struct stt_tcp_dev {
+    char name[IF_NAMESIZE];
+    stt_tcp_addr_t addr;     /* port 0 */
+    stt_props_t props;
+} stt_tcp_dev_t;
+
+/* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
+strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
+
+/* ------------------------------------------------------------------ handle */
+
+#define STT_TCP_HANDLE_MAGIC 0x4c525453u   /* "STRL" */
+
+typedef struct stt_tcp_connect stt_tcp_connect_t;
+
+/* Written by listen; the connect state lives after the bytes listen fills. */
+typedef struct stt_tcp_handle {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t reserved;
+    uint64_t listener_id;
+    stt_tcp_addr_t addr;
+    /* connect's in-progress state, zero as listen writes it */
+    stt_tcp_connect_t *connect;
+    uint64_t connect_check;      /* connect pointer ^ listener id ^ a constant */
+} stt_tcp_handle_t;
+
+_Static_assert(sizeof(stt_tcp_handle_t) <= STT_HANDLE_SIZE, "TCP handle exceeds 128 bytes");
+
+/* ------------------------------------------------------------------ sockets (tcp_sock.c; addresses in netif.h) */
+
+/* Non-blocking, close-on-exec stream socket with SO_SNDBUF/SO_RCVBUF applied. */
+strata_status_t stt_tcp_sock_open(int family, int *fd_p);
+/* TCP_NODELAY, keepalive and TCP_USER_TIMEOUT; on connected sockets. */
+strata_status_t stt_tcp_sock_tune(int fd, const char *peer);
+
+/* ------------------------------------------------------------------ listen */
+
+#define STT_TCP_PEND_SOCKS 64      /* accepted sockets whose hello is not read yet */
+#define STT_TCP_PEND_GROUPS 16     /* connections waiting for the rest of their sockets */
+
+typedef struct stt_tcp_pend_sock {
+    int fd;                        /* -1: free */
+    uint32_t have;
+    uint64_t start_ns;
+    uint8_t buf[STT_TCP_HELLO_BYTES];
+    char peer[STT_TCP_ADDR_STRLEN];
+} stt_tcp_pend_sock_t;
+
+typedef struct stt_tcp_pend_group {
+    bool used;
+    bool acking;                   /* every socket arrived; the ack is being written */
+    uint8_t nsocks;
+    uint8_t count;
+    uint32_t ack_sent;
+    uint64_t conn_id;
+    uint64_t start_ns;
+    int fds[STT_TCP_MAX_SOCKS];
+    uint8_t ack[STT_TCP_ACK_BYTES];
+    char peer[STT_TCP_ADDR_STRLEN];
+} stt_tcp_pend_group_t;
+
+typedef struct stt_tcp_listen {
+    stt_listen_t base;
+    int fd;
+    uint64_t listener_id;
+    char local[STT_TCP_ADDR_STRLEN];
+    stt_tcp_pend_sock_t socks[STT_TCP_PEND_SOCKS];
+    stt_tcp_pend_group_t groups[STT_TCP_PEND_GROUPS];
+} stt_tcp_listen_t;
+
+/* ------------------------------------------------------------------ comms */
+
+typedef enum stt_tcp_req_state {
+    STT_TCP_REQ_FREE = 0,
+    STT_TCP_REQ_ACTIVE,    /* posted, not complete */
+    STT_TCP_REQ_DONE,      /* complete (status says how), waiting for test */
+} stt_tcp_req_state_t;
+
+typedef struct stt_tcp_sreq {
+    stt_req_t base;
+    uint8_t state;
+    uint8_t hdr[STT_TCP_HDR_BYTES];
+    uint32_t flags;
+    uint64_t size;
+    char *data;
+} stt_tcp_sreq_t;
+
+typedef struct stt_tcp_rreq {
+    stt_req_t base;
+    uint8_t state;
+    uint8_t is_flush;
+    uint8_t n;
+    uint8_t unmatched;       /* buffers no message was matched to yet */
+    uint8_t matched_mask;
+    uint16_t pending;        /* matched messages whose payload is not all in */
+    strata_status_t status;  /* STRATA_ERR_TRUNCATED once any buffer overflowed */
+    int tags[STT_MAX_RECVS];
+    char *data[STT_MAX_RECVS];
+    uint64_t cap[STT_MAX_RECVS];
+    uint64_t got[STT_MAX_RECVS];
+} stt_tcp_rreq_t;
+
+/* One matched message on a receive comm. */
+typedef struct stt_tcp_msg {
+    uint64_t size;
+    uint16_t slot;           /* receive request */
+    uint8_t buf;             /* buffer in that request */
+    uint8_t flags;           /* STT_TCP_HDR_* */
+    uint8_t discard;         /* larger than its buffer: drain the payload */
+} stt_tcp_msg_t;
+
+/* Per socket: where it stands in the message queue. Counters wrap freely. */
+typedef struct stt_tcp_cursor {
+    int fd;
+    uint32_t msg;            /* queue position of the message being moved */
+    uint64_t off;            /* bytes of this socket's part already moved */
+} stt_tcp_cursor_t;
+
+typedef enum stt_tcp_kind { STT_TCP_KIND_SEND = 1, STT_TCP_KIND_RECV = 2 } stt_tcp_kind_t;
+
+/* Shared head of both comm kinds. */
+typedef struct stt_tcp_conn {
+    stt_comm_t base;
+    stt_tcp_kind_t kind;
+    int nsocks;
+    strata_status_t failed;  /* first error; every later call returns it */
+    uint32_t seq;            /* next message sequence number */
+    char peer[STT_TCP_ADDR_STRLEN];
+    stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
+} stt_tcp_conn_t;
+
+typedef struct stt_tcp_send {
+    stt_tcp_conn_t conn;
+    uint64_t stripe_min;
+    uint32_t head;           /* oldest incomplete message */
+    uint32_t tail;           /* next queue position */
+    uint16_t queue[STT_TCP_RING];
+    uint16_t nfree;
+    uint16_t free_slots[STT_TCP_RING];
+    stt_tcp_sreq_t reqs[STT_TCP_RING];
+} stt_tcp_send_t;
+
+typedef struct stt_tcp_recv {
+    stt_tcp_conn_t conn;
+    /* receives waiting for messages, in posting order */
+    uint32_t post_head;
+    uint32_t post_tail;
+    uint16_t posts[STT_TCP_RING];
+    /* matched messages */
+    uint32_t msg_head;
+    uint32_t msg_tail;
+    stt_tcp_msg_t msgs[STT_TCP_MSGQ];
+    /* socket 0's bytes read ahead: stage[stage_off, stage_len) is not consumed yet */
+    uint32_t stage_off;
+    uint32_t stage_len;
+    bool eof0;               /* the peer closed socket 0 between two messages */
+    uint16_t nfree;
+    uint16_t free_slots[STT_TCP_RING];
+    stt_tcp_rreq_t reqs[STT_TCP_RING];
+    uint8_t *drain;          /* STT_TCP_DRAIN_BYTES, allocated at the first truncation */
+    uint8_t stage[STT_TCP_STAGE_BYTES];
+} stt_tcp_recv_t;
+
+_Static_assert(STT_TCP_STAGE_EAGER + STT_TCP_HDR_BYTES <= STT_TCP_STAGE_BYTES,
+               "the stage must hold an eager payload and the next header");
+
+/* Bytes of socket 0 read into the stage and not consumed yet. */
+static inline uint32_t stt_tcp_recv_staged(const stt_tcp_recv_t *rc)
+{
+    return rc->stage_len - rc->stage_off;
+}
+
+/*
+ * True when a staged header could be matched right now (socket 0 is between
+ * messages, a receive waits and the message queue has room): test() would
+ * progress without reading a socket, so nobody may sleep on one.
+ */
+static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
+{
+    return rc->conn.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
+           stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES && rc->post_head != rc->post_tail &&
+           rc->msg_tail - rc->msg_head < STT_TCP_MSGQ;
+}
+
+/* Builds a comm around connected, tuned sockets it then owns (even on failure). */
+strata_status_t stt_tcp_send_create(int dev, const int *fds, int nsocks, const char *peer,
+                                    stt_comm_t **comm_p);
+strata_status_t stt_tcp_recv_create(int dev, const int *fds, int nsocks, const char *peer,
+                                    stt_comm_t **comm_p);
+
+/* Marks the comm failed with status and logs why (only the first time). */
+void stt_tcp_conn_fail(stt_tcp_conn_t *conn, strata_status_t status, const char *fmt, ...)
+    STU_PRINTF(3, 4);
+
+/* Moves data until the sockets would block; returns the comm's state (OK or its error). */
+strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
+strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc);
+
+/* ------------------------------------------------------------------ ops (one file each) */
+
+strata_status_t stt_tcp_probe(void);
+strata_status_t stt_tcp_init(void);
+void stt_tcp_fini(void);
+strata_status_t stt_tcp_devices(int *ndev_p);
+strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p);
+strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p);
+strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p);
+strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p);
+void stt_tcp_close_listen(stt_listen_t *listen);
+strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                              stt_req_t **req_p);
+strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                              const int *tags, void **mhs, stt_req_t **req_p);
+strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                               void **mhs, stt_req_t **req_p);
+strata_status_t stt_tcp_test(stt_req_t *req, int *done, size_t *sizes);
+void stt_tcp_close_send(stt_comm_t *comm);
+void stt_tcp_close_recv(stt_comm_t *comm);
+int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+
+#endif /* STT_TCP_INTERNAL_H */

@@ -1,0 +1,329 @@
+/*
+ * Listen comm of the TCP transport and the accept side of the handshake.
+ *
+ * accept() is a poll-driven state machine over two small tables:
+ *   socks:  accepted sockets whose hello is still arriving;
+ *   groups: connections (by connection id) waiting for the rest of their sockets,
+ *           then for their ack to be written on socket 0.
+ * A socket with a bad hello is closed with a warning; a socket or group older
+ * than STRATA_CONNECT_TIMEOUT is dropped with a warning. Either way the listen
+ * comm stays usable. Each call returns at most one receive comm.
+ */
+#define _GNU_SOURCE 1   /* accept4 */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transport/tcp/tcp_internal.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/time.h"
+
+strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
+{
+    strata_status_t status;
+    stt_tcp_dev_t d;
+    stt_tcp_addr_t addr;
+    socklen_t len = sizeof(addr);
+    int fd;
+
+    if (handle == NULL || listen_p == NULL) {
+        STU_WARN("tcp: listen(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
+        return STRATA_ERR_INVALID;
+    }
+    status = stt_tcp_device_get(dev, &d);
+    if (status != STRATA_OK)
+        return status;
+    status = stt_tcp_sock_open(d.addr.sa.sa_family, &fd);
+    if (status != STRATA_OK)
+        return status;
+    if (bind(fd, &d.addr.sa, stt_netif_addr_len(&d.addr)) != 0) {
+        char a[STT_TCP_ADDR_STRLEN];
+        stt_netif_addr_format(&d.addr, a, sizeof(a));
+        STU_WARN("tcp: bind to %s (%s): %s", a, d.name, strerror(errno));
+        status = STRATA_ERR_IO;
+        goto err_close;
+    }
+    if (listen(fd, SOMAXCONN) != 0 || getsockname(fd, &addr.sa, &len) != 0) {
+        STU_WARN("tcp: listen on %s: %s", d.name, strerror(errno));
+        status = STRATA_ERR_IO;
+        goto err_close;
+    }
+    stt_tcp_listen_t *l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        STU_WARN("tcp: no memory for a listen comm (%zu bytes)", sizeof(*l));
+        status = STRATA_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    l->base.ops = &stt_tcp_ops;
+    l->base.dev = dev;
+    l->fd = fd;
+    l->listener_id = stt_netif_random_u64();
+    for (int i = 0; i < STT_TCP_PEND_SOCKS; i++)
+        l->socks[i].fd = -1;
+    stt_netif_addr_format(&addr, l->local, sizeof(l->local));
+
+    /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
+    stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
+                          .listener_id = l->listener_id, .addr = addr};
+    memset(handle, 0, STT_HANDLE_SIZE);
+    memcpy(handle, &h, sizeof(h));
+    STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
+             (unsigned long long)l->listener_id);
+    *listen_p = &l->base;
+    return STRATA_OK;
+
+err_close:
+    close(fd);
+    return status;
+}
+
+static void pend_sock_drop(stt_tcp_pend_sock_t *ps)
+{
+    close(ps->fd);
+    ps->fd = -1;
+}
+
+static void pend_group_drop(stt_tcp_pend_group_t *g)
+{
+    for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
+        if (g->fds[i] >= 0)
+            close(g->fds[i]);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Takes every connection the kernel has ready, while the table has room. */
+static void listen_accept_new(stt_tcp_listen_t *l, uint64_t now)
+{
+    for (int i = 0; i < STT_TCP_PEND_SOCKS; i++) {
+        stt_tcp_pend_sock_t *ps = &l->socks[i];
+        stt_tcp_addr_t addr;
+        socklen_t len = sizeof(addr);
+        if (ps->fd >= 0)
+            continue;
+        int fd = accept4(l->fd, &addr.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                i--;                     /* retry into the same slot */
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                STU_WARN("tcp: accept on %s: %s", l->local, strerror(errno));
+            return;
+        }
+        stt_netif_addr_format(&addr, ps->peer, sizeof(ps->peer));
+        if (stt_tcp_sock_tune(fd, ps->peer) != STRATA_OK) {
+            close(fd);
+            continue;
+        }
+        ps->fd = fd;
+        ps->have = 0;
+        ps->start_ns = now;
+    }
+}
+
+static stt_tcp_pend_group_t *listen_group_find(stt_tcp_listen_t *l, uint64_t conn_id,
+                                               bool create, uint64_t now)
+{
+    stt_tcp_pend_group_t *spare = NULL;
+
+    for (int i = 0; i < STT_TCP_PEND_GROUPS; i++) {
+        stt_tcp_pend_group_t *g = &l->groups[i];
+        if (g->used && g->conn_id == conn_id)
+            return g;
+        if (!g->used && spare == NULL)
+            spare = g;
+    }
+    if (!create || spare == NULL)
+        return NULL;
+    memset(spare, 0, sizeof(*spare));
+    spare->used = true;
+    spare->conn_id = conn_id;
+    spare->start_ns = now;
+    for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
+        spare->fds[i] = -1;
+    return spare;
+}
+
+/* A complete hello: validate it and move the socket into its group. */
+static void listen_hello_place(stt_tcp_listen_t *l, stt_tcp_pend_sock_t *ps, uint64_t now)
+{
+    stt_tcp_hello_t h;
+    const char *why = NULL;
+
+    if (stt_tcp_hello_decode(ps->buf, &h, &why) != STRATA_OK)
+        goto err_reject;
+    if (h.listener_id != l->listener_id) {
+        why = "listener id is not this listener's (stale or foreign handle)";
+        goto err_reject;
+    }
+    stt_tcp_pend_group_t *g = listen_group_find(l, h.conn_id, true, now);
+    if (g == NULL)
+        return;                          /* table full: keep the socket, retry later */
+    if (g->count > 0 && g->nsocks != h.nsocks) {
+        why = "socket count differs from the connection's first socket";
+        goto err_reject;
+    }
+    if (g->fds[h.index] >= 0) {
+        why = "duplicate socket index";
+        goto err_reject;
+    }
+    if (g->count == 0) {
+        g->nsocks = h.nsocks;
+        memcpy(g->peer, ps->peer, sizeof(g->peer));
+    }
+    g->fds[h.index] = ps->fd;
+    g->count++;
+    ps->fd = -1;
+    return;
+
+err_reject:
+    STU_WARN("tcp: %s rejected a hello from %s: %s (index %u of %u)", l->local, ps->peer, why,
+             ps->buf[6], ps->buf[7]);
+    pend_sock_drop(ps);
+}
+
+static void listen_hellos_read(stt_tcp_listen_t *l, uint64_t now, uint64_t timeout_ns)
+{
+    for (int i = 0; i < STT_TCP_PEND_SOCKS; i++) {
+        stt_tcp_pend_sock_t *ps = &l->socks[i];
+        if (ps->fd < 0)
+            continue;
+        while (ps->have < STT_TCP_HELLO_BYTES) {
+            ssize_t r = recv(ps->fd, ps->buf + ps->have, STT_TCP_HELLO_BYTES - ps->have, 0);
+            if (r > 0) {
+                ps->have += (uint32_t)r;
+                continue;
+            }
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            STU_WARN("tcp: %s: connection from %s %s after %u of %d hello bytes", l->local,
+                     ps->peer, r == 0 ? "closed" : strerror(errno), ps->have,
+                     STT_TCP_HELLO_BYTES);
+            pend_sock_drop(ps);
+            break;
+        }
+        if (ps->fd < 0)
+            continue;
+        if (ps->have == STT_TCP_HELLO_BYTES)
+            listen_hello_place(l, ps, now);
+        if (ps->fd >= 0 && now - ps->start_ns > timeout_ns) {
+            STU_WARN("tcp: %s: no complete hello from %s within %llu ms, dropped", l->local,
+                     ps->peer, (unsigned long long)(timeout_ns / 1000000));
+            pend_sock_drop(ps);
+        }
+    }
+}
+
+/* Writes a complete group's ack; returns true once the ack is fully sent. */
+static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
+{
+    if (!g->acking) {
+        stt_tcp_ack_t ack = {.version = STT_TCP_PROTO_VERSION, .nsocks = g->nsocks,
+                             .status = STT_TCP_ACK_OK, .conn_id = g->conn_id};
+        stt_tcp_ack_encode(&ack, g->ack);
+        g->acking = true;
+    }
+    while (g->ack_sent < STT_TCP_ACK_BYTES) {
+        ssize_t r = send(g->fds[0], g->ack + g->ack_sent, STT_TCP_ACK_BYTES - g->ack_sent,
+                         MSG_NOSIGNAL);
+        if (r > 0) {
+            g->ack_sent += (uint32_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return false;
+        STU_WARN("tcp: %s: sending the ack to %s: %s; connection dropped", l->local, g->peer,
+                 r == 0 ? "nothing written" : strerror(errno));
+        pend_group_drop(g);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A client that gave up (timeout) after its hellos went out leaves a complete
+ * group behind; when its FIN or RST is already here before we ack, drop the
+ * group instead of handing out a dead comm.
+ */
+static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
+{
+    for (int i = 0; i < g->nsocks; i++) {
+        char b;
+        ssize_t r = recv(g->fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+            continue;
+        STU_WARN("tcp: %s: connection %016llx from %s %s before it was accepted; dropped",
+                 l->local, (unsigned long long)g->conn_id, g->peer,
+                 r == 0 ? "was closed" : strerror(errno));
+        pend_group_drop(g);
+        return false;
+    }
+    return true;
+}
+
+strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
+{
+    stt_tcp_listen_t *l = (stt_tcp_listen_t *)listen;
+
+    if (l == NULL || recv_p == NULL || l->base.ops != &stt_tcp_ops) {
+        STU_WARN("tcp: accept called with a NULL or foreign %s", l ? "output" : "listen comm");
+        return STRATA_ERR_INVALID;
+    }
+    uint64_t now = stu_time_ns();
+    int64_t timeout_ms = stu_param_int(STU_PARAM_CONNECT_TIMEOUT);
+    uint64_t timeout_ns = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+
+    listen_accept_new(l, now);
+    listen_hellos_read(l, now, timeout_ns);
+    for (int i = 0; i < STT_TCP_PEND_GROUPS; i++) {
+        stt_tcp_pend_group_t *g = &l->groups[i];
+        if (!g->used)
+            continue;
+        /*
+         * Liveness is judged before the ack only: once acked, the client may
+         * legitimately send, close and be gone before this accept returns.
+         */
+        if (g->count == g->nsocks && (g->acking || listen_group_alive(l, g)) &&
+            listen_group_ack(l, g)) {
+            int fds[STT_TCP_MAX_SOCKS];
+            int nsocks = g->nsocks;
+            char peer[STT_TCP_ADDR_STRLEN];
+            memcpy(fds, g->fds, sizeof(fds));
+            memcpy(peer, g->peer, sizeof(peer));
+            memset(g, 0, sizeof(*g));          /* the comm owns the sockets now */
+            STU_INFO(STU_LOG_NET, "tcp: %s accepted %s with %d sockets", l->local, peer,
+                     nsocks);
+            return stt_tcp_recv_create(l->base.dev, fds, nsocks, peer, recv_p);
+        }
+        if (g->used && now - g->start_ns > timeout_ns) {
+            STU_WARN("tcp: %s: connection %016llx from %s got %u of %u sockets within %llu ms,"
+                     " dropped", l->local, (unsigned long long)g->conn_id, g->peer, g->count,
+                     g->nsocks, (unsigned long long)(timeout_ns / 1000000));
+            pend_group_drop(g);
+        }
+    }
+    *recv_p = NULL;
+    return STRATA_OK;
+}
+
+void stt_tcp_close_listen(stt_listen_t *listen)
+{
+    stt_tcp_listen_t *l = (stt_tcp_listen_t *)listen;
+
+    if (l == NULL)
+        return;
+    for (int i = 0; i < STT_TCP_PEND_SOCKS; i++)
+        if (l->socks[i].fd >= 0)
+            pend_sock_drop(&l->socks[i]);
+    for (int i = 0; i < STT_TCP_PEND_GROUPS; i++)
+        if (l->groups[i].used)
+            pend_group_drop(&l->groups[i]);
+    close(l->fd);
+    free(l);
+}

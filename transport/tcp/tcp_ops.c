@@ -1,0 +1,26 @@
+/* The TCP transport's operations table. */
+#include "transport/base/hostmr.h"
+#include "transport/tcp/tcp_internal.h"
+
+const stt_ops_t stt_tcp_ops = {
+    .name = "tcp",
+    .probe = stt_tcp_probe,
+    .init = stt_tcp_init,
+    .fini = stt_tcp_fini,
+    .devices = stt_tcp_devices,
+    .get_props = stt_tcp_get_props,
+    .listen = stt_tcp_listen,
+    .connect = stt_tcp_connect,
+    .accept = stt_tcp_accept,
+    .reg_mr = stt_hostmr_reg,           /* host memory, nothing pinned */
+    .reg_mr_dmabuf = stt_hostmr_reg_dmabuf,
+    .dereg_mr = stt_hostmr_dereg,
+    .isend = stt_tcp_isend,
+    .irecv = stt_tcp_irecv,
+    .iflush = stt_tcp_iflush,
+    .test = stt_tcp_test,
+    .close_send = stt_tcp_close_send,
+    .close_recv = stt_tcp_close_recv,
+    .close_listen = stt_tcp_close_listen,
+    .poll_fds = stt_tcp_poll_fds,
+};

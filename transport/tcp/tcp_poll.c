@@ -1,0 +1,114 @@
+/*
+ * poll_fds of the TCP transport: the sockets an idle caller may sleep on.
+ *
+ * A descriptor that is ready while test() cannot use it makes the caller spin,
+ * which is what poll_fds exists to avoid (2 cores, 4+ ranks), so a socket is
+ * left out when it is known that reading it cannot help:
+ *
+ *   receive comm: socket 0 with POLLIN, unless the next header is already
+ *     staged and waits for a receive to be posted, or the peer closed socket 0
+ *     (both would stay readable); socket j > 0 with POLLIN only while it owes bytes
+ *     of a matched message (a piece of a message whose header is not matched
+ *     yet waits in the kernel). So data arriving for a comm with nothing
+ *     posted wakes the caller once at most: the next test() reads the header,
+ *     and the comm is quiet until a receive is posted.
+ *   send comm: every socket with POLLIN, to see EOF or a reset, and POLLOUT
+ *     while it has bytes of a queued message left to write. A receiver never
+ *     writes to a send comm's sockets, so readable means the peer closed (or
+ *     broke protocol): checked here with a non-blocking peek, which fails the
+ *     comm so that test() reports it, instead of leaving a descriptor that
+ *     stays readable forever.
+ *
+ *   Socket 0 is read through a staging buffer (tcp_recv.c): bytes already
+ *     staged are no longer in the kernel and would wake nobody. Every progress
+ *     pass (test, and irecv when a header is staged) uses all the staged bytes
+ *     it can; what stays is a partial header (the rest must come from the
+ *     socket: POLLIN is right) or a whole header waiting for a receive.
+ *
+ * The set describes the comm as it is now; ask again before each sleep. 0
+ * ("no descriptors": the caller naps and calls test(), which reports the error
+ * or makes progress) for a failed comm, for a receive comm with nothing to read
+ * until a receive is posted, for one with staged bytes test() can use at once,
+ * and when the caller's array cannot hold the set: a partial set could sleep
+ * through the one socket that matters.
+ *
+ * Cost: nothing but loads for a receive comm; one recv(MSG_PEEK) per socket
+ * for a send comm, paid only by a caller about to sleep in poll() anyway.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "transport/tcp/tcp_internal.h"
+#include "util/log.h"
+
+/* The peer of a send comm said something: EOF, a reset, or stray bytes. */
+static void poll_send_peek(stt_tcp_send_t *sc)
+{
+    for (int j = 0; j < sc->conn.nsocks && sc->conn.failed == STRATA_OK; j++) {
+        char b;
+        ssize_t r = recv(sc->conn.socks[j].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        if (r == 0)
+            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
+                              " (receiver closed its comm or exited)", j, sc->conn.nsocks);
+        else if (r > 0)
+            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
+                              " which only carries data towards it", j, sc->conn.nsocks);
+        else
+            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "socket %d of %d: %s", j,
+                              sc->conn.nsocks, strerror(errno));
+    }
+}
+
+static int poll_send_fill(stt_tcp_send_t *sc, struct pollfd *fds)
+{
+    poll_send_peek(sc);
+    if (sc->conn.failed != STRATA_OK)
+        return 0;
+    for (int j = 0; j < sc->conn.nsocks; j++) {
+        const stt_tcp_cursor_t *cur = &sc->conn.socks[j];
+        fds[j] = (struct pollfd){.fd = cur->fd, .events = POLLIN};
+        if (cur->msg != sc->tail)
+            fds[j].events |= POLLOUT;
+    }
+    return sc->conn.nsocks;
+}
+
+static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
+{
+    /* Staged bytes that test() can use at once: no socket would wake the caller for
+     * them, so name none (it naps and tests). A progress pass consumes everything
+     * it can, so this is not expected after test() or irecv(); it is a safety net. */
+    if (stt_tcp_recv_header_ready(rc) ||
+        (rc->conn.socks[0].msg != rc->msg_tail && stt_tcp_recv_staged(rc) > 0))
+        return 0;
+    /* Socket 0 is idle once its cursor is past every matched message and the next
+     * header is either staged whole (it waits for a receive) or will never come. */
+    bool idle0 = rc->conn.socks[0].msg == rc->msg_tail &&
+                 (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0);
+    int n = 0;
+
+    for (int j = 0; j < rc->conn.nsocks; j++) {
+        const stt_tcp_cursor_t *cur = &rc->conn.socks[j];
+        if (j == 0 ? idle0 : cur->msg == rc->msg_tail)
+            continue;
+        if (n == max)
+            return 0;
+        fds[n++] = (struct pollfd){.fd = cur->fd, .events = POLLIN};
+    }
+    return n;
+}
+
+int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
+{
+    stt_tcp_conn_t *conn = (stt_tcp_conn_t *)comm;
+
+    if (conn == NULL || conn->base.ops != &stt_tcp_ops || fds == NULL)
+        return 0;
+    if (conn->failed != STRATA_OK || max < 1)
+        return 0;
+    if (conn->kind == STT_TCP_KIND_SEND)
+        return max < conn->nsocks ? 0 : poll_send_fill((stt_tcp_send_t *)conn, fds);
+    return poll_recv_fill((const stt_tcp_recv_t *)conn, fds, max);
+}

@@ -1,0 +1,328 @@
+/*
+ * Receive progress of the TCP transport.
+ *
+ * Socket 0 carries every message header. A complete header is validated and
+ * matched to the oldest receive that still has unmatched buffers (the first
+ * unmatched buffer with the message's tag), which appends the message to the
+ * message queue. Each socket then walks that queue with its own cursor and
+ * moves its part of each message into the matched buffer: socket 0 the payload
+ * or piece 0, socket j > 0 piece j of striped messages, read straight into the
+ * buffer. A socket j never reads a message before its header was matched, so
+ * stray bytes wait in the kernel.
+ *
+ * Socket 0 is read through a staging buffer (STT_TCP_STAGE_BYTES): whenever a
+ * header is due, and whenever the rest of a payload is below
+ * STT_TCP_STAGE_EAGER, one recv fills the stage with whatever the kernel holds,
+ * and headers and payloads are then taken from it by copying. A small message
+ * thus costs one system call however its bytes arrive, and a burst of them
+ * fewer than one each. Larger rests are read straight into the user buffer,
+ * with the stage as the second iovec of the same readv to catch what follows.
+ * At most one stage of bytes (possibly of messages not matched yet) is read
+ * ahead; the rest waits in the kernel. Validation is the same whichever way a
+ * header arrived: lengths come from the header and the stripe rule only.
+ *
+ * A read that returns fewer bytes than it asked for found the kernel's queue
+ * empty: the pass does not read that socket again (the next call would return
+ * EAGAIN). Bytes that arrive meanwhile keep the socket readable, so a caller
+ * polling poll_fds does not miss them and the next test reads them.
+ *
+ * A message larger than its buffer is drained into a scratch buffer and fails
+ * its receive with STRATA_ERR_TRUNCATED; the connection stays usable. A header
+ * that does not validate, a tag that matches nothing, EOF or a socket error
+ * fail the comm.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "transport/tcp/tcp_internal.h"
+#include "util/log.h"
+
+#define RECV_SEG_MAX (1ull << 30)
+
+typedef enum { READ_MORE, READ_BLOCKED, READ_FAILED } read_result_t;
+
+static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
+{
+    if (r < 0 && errno == EINTR)
+        return READ_MORE;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return READ_BLOCKED;
+    if (r == 0)
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE,
+                          "peer closed socket %d of %d (process exited or closed the comm)", j,
+                          rc->conn.nsocks);
+    else
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
+                          rc->conn.nsocks, strerror(errno));
+    return READ_FAILED;
+}
+
+static void recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
+                      uint64_t *off_p, uint64_t *len_p)
+{
+    stt_tcp_stripe_locate(m->size, m->flags, rc->conn.nsocks, j, off_p, len_p);
+}
+
+/* Where the next bytes of socket j's part of m go, and how many fit there. */
+static char *recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff, uint64_t plen,
+                       uint64_t done, size_t *len_p)
+{
+    uint64_t len = plen - done;
+
+    if (m->discard) {
+        *len_p = len > STT_TCP_DRAIN_BYTES ? STT_TCP_DRAIN_BYTES : (size_t)len;
+        return (char *)rc->drain;
+    }
+    *len_p = len > RECV_SEG_MAX ? RECV_SEG_MAX : (size_t)len;
+    return rc->reqs[m->slot].data[m->buf] + poff + done;
+}
+
+/* Matches the staged header; false when it must wait (no receive, queue full) or failed. */
+static bool recv_header_match(stt_tcp_recv_t *rc)
+{
+    stt_tcp_hdr_t hdr;
+    const char *why = NULL;
+
+    if (stt_tcp_hdr_decode(rc->stage + rc->stage_off, rc->conn.seq, &hdr, &why) != STRATA_OK) {
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "invalid message header: %s"
+                          " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
+        return false;
+    }
+    if (rc->post_head == rc->post_tail || rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
+        return false;
+    uint16_t slot = rc->posts[rc->post_head % STT_TCP_RING];
+    stt_tcp_rreq_t *req = &rc->reqs[slot];
+    int buf = -1;
+    for (int i = 0; i < req->n && buf < 0; i++)
+        if (!(req->matched_mask & (1u << i)) && req->tags[i] == hdr.tag)
+            buf = i;
+    if (buf < 0) {
+        char tags[STT_MAX_RECVS * 13] = "";
+        for (int i = 0, len = 0; i < req->n; i++)
+            if (!(req->matched_mask & (1u << i)))
+                len += snprintf(tags + len, sizeof(tags) - (size_t)len, " %d", req->tags[i]);
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
+                          " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
+                          hdr.tag, tags);
+        return false;
+    }
+    bool discard = hdr.size > req->cap[buf];
+    if (discard) {
+        if (rc->drain == NULL && (rc->drain = malloc(STT_TCP_DRAIN_BYTES)) == NULL) {
+            stt_tcp_conn_fail(&rc->conn, STRATA_ERR_NO_MEMORY, "no memory to drain a"
+                              " truncated message");
+            return false;
+        }
+        STU_WARN("tcp: message %" PRIu32 " from %s (tag %d) has %" PRIu64 " bytes but its"
+                 " receive buffer %d has %" PRIu64 "; payload discarded, receive fails"
+                 " truncated", hdr.seq, rc->conn.peer, hdr.tag, hdr.size, buf, req->cap[buf]);
+        req->status = STRATA_ERR_TRUNCATED;
+    }
+    req->got[buf] = discard ? 0 : hdr.size;
+    req->matched_mask |= (uint8_t)(1u << buf);
+    req->unmatched--;
+    req->pending++;
+    if (req->unmatched == 0)
+        rc->post_head++;
+    rc->msgs[rc->msg_tail % STT_TCP_MSGQ] = (stt_tcp_msg_t){
+        .size = hdr.size, .slot = slot, .buf = (uint8_t)buf, .flags = (uint8_t)hdr.flags,
+        .discard = discard};
+    rc->msg_tail++;
+    rc->conn.seq++;
+    rc->stage_off += STT_TCP_HDR_BYTES;
+    return true;
+}
+
+/*
+ * One recv of socket 0 into the stage, after what it still holds (at most a
+ * partial header, moved to the front). *dry_p is set when the kernel had no
+ * more. EOF with nothing staged while a header is due is a clean close.
+ */
+static read_result_t recv_stage_fill(stt_tcp_recv_t *rc, bool *dry_p)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    uint32_t have = stt_tcp_recv_staged(rc);
+
+    if (rc->stage_off > 0) {
+        memmove(rc->stage, rc->stage + rc->stage_off, have);
+        rc->stage_off = 0;
+        rc->stage_len = have;
+    }
+    size_t room = STT_TCP_STAGE_BYTES - have;
+    ssize_t r = recv(cur->fd, rc->stage + have, room, MSG_DONTWAIT);
+    if (r > 0) {
+        rc->stage_len += (uint32_t)r;
+        *dry_p = (size_t)r < room;
+        return READ_MORE;
+    }
+    if (r == 0 && have == 0 && cur->msg == rc->msg_tail) {
+        /* A clean close between messages: pieces of matched messages may still
+         * wait on the other sockets; stt_tcp_recv_progress decides when it fails. */
+        rc->eof0 = true;
+        return READ_BLOCKED;
+    }
+    read_result_t res = recv_classify(rc, 0, r);
+    *dry_p = res == READ_BLOCKED;
+    return res;
+}
+
+/* Copies staged bytes of socket 0's part of m to where they belong (nowhere if discarded). */
+static void recv_stage_copy(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
+                            uint64_t plen)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    uint64_t n = plen - cur->off;
+    uint32_t have = stt_tcp_recv_staged(rc);
+
+    if (n > have)
+        n = have;
+    if (!m->discard)
+        memcpy(rc->reqs[m->slot].data[m->buf] + poff + cur->off, rc->stage + rc->stage_off,
+               (size_t)n);
+    rc->stage_off += (uint32_t)n;
+    cur->off += n;
+}
+
+/*
+ * A large rest of socket 0's part of m, straight into its buffer; when the
+ * call can finish the part, the stage behind it takes what follows (it is
+ * empty here: staged bytes are always consumed before socket 0 is read).
+ */
+static read_result_t recv_direct(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
+                                 uint64_t plen, bool *dry_p)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    struct iovec iov[2];
+    size_t want;
+
+    iov[0].iov_base = recv_dest(rc, m, poff, plen, cur->off, &want);
+    iov[0].iov_len = want;
+    iov[1].iov_base = rc->stage;
+    iov[1].iov_len = STT_TCP_STAGE_BYTES;
+    int niov = want == plen - cur->off ? 2 : 1;
+    rc->stage_off = 0;
+    rc->stage_len = 0;
+    ssize_t r = readv(cur->fd, iov, niov);
+    if (r <= 0) {
+        read_result_t res = recv_classify(rc, 0, r);
+        *dry_p = res == READ_BLOCKED;
+        return res;
+    }
+    *dry_p = (size_t)r < want + (niov == 2 ? STT_TCP_STAGE_BYTES : 0);
+    if ((size_t)r > want) {
+        rc->stage_len = (uint32_t)((size_t)r - want);
+        r = (ssize_t)want;
+    }
+    cur->off += (uint64_t)r;
+    return READ_MORE;
+}
+
+/* Socket 0: headers, and payloads (or piece 0), through the stage or straight in. */
+static void recv_sock0_pull(stt_tcp_recv_t *rc)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    bool dry = false;        /* a read of this pass found the kernel's queue empty */
+
+    while (rc->conn.failed == STRATA_OK) {
+        if (cur->msg == rc->msg_tail) {
+            if (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES) {
+                if (!recv_header_match(rc))
+                    return;
+                continue;
+            }
+            if (rc->eof0 || dry || recv_stage_fill(rc, &dry) != READ_MORE)
+                return;
+            continue;
+        }
+        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
+        uint64_t poff, plen;
+        recv_part(rc, m, 0, &poff, &plen);
+        if (cur->off == plen) {
+            cur->msg++;
+            cur->off = 0;
+            continue;
+        }
+        if (stt_tcp_recv_staged(rc) > 0) {
+            recv_stage_copy(rc, m, poff, plen);
+            continue;
+        }
+        if (dry)
+            return;
+        read_result_t res = plen - cur->off < STT_TCP_STAGE_EAGER ? recv_stage_fill(rc, &dry)
+                                                                  : recv_direct(rc, m, poff,
+                                                                                plen, &dry);
+        if (res == READ_FAILED)
+            return;
+    }
+}
+
+/* Socket j > 0: piece j of every matched striped message. */
+static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
+{
+    stt_tcp_cursor_t *cur = &rc->conn.socks[j];
+
+    while (cur->msg != rc->msg_tail && rc->conn.failed == STRATA_OK) {
+        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
+        uint64_t poff, plen;
+        recv_part(rc, m, j, &poff, &plen);
+        if (cur->off == plen) {
+            cur->msg++;
+            cur->off = 0;
+            continue;
+        }
+        size_t want;
+        char *dst = recv_dest(rc, m, poff, plen, cur->off, &want);
+        ssize_t r = recv(cur->fd, dst, want, MSG_DONTWAIT);
+        if (r <= 0) {
+            if (recv_classify(rc, j, r) != READ_MORE)
+                return;
+            continue;
+        }
+        cur->off += (uint64_t)r;
+        if ((size_t)r < want)
+            return;          /* the kernel had no more: the next call would be EAGAIN */
+    }
+}
+/* Retires, in order, every message all cursors have passed; completes its receive. */
+static void recv_retire(stt_tcp_recv_t *rc)
+{
+    uint32_t done = rc->msg_tail - rc->msg_head;
+
+    for (int j = 0; j < rc->conn.nsocks; j++) {
+        uint32_t d = rc->conn.socks[j].msg - rc->msg_head;
+        if (d < done)
+            done = d;
+    }
+    for (; done > 0; done--) {
+        stt_tcp_rreq_t *req = &rc->reqs[rc->msgs[rc->msg_head % STT_TCP_MSGQ].slot];
+        req->pending--;
+        if (req->pending == 0 && req->unmatched == 0)
+            req->state = STT_TCP_REQ_DONE;
+        rc->msg_head++;
+    }
+}
+
+strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
+{
+    if (rc->conn.failed != STRATA_OK)
+        return rc->conn.failed;
+    /* A second pass only when retiring made room for a header already staged. */
+    for (int pass = 0; pass < 2; pass++) {
+        recv_sock0_pull(rc);
+        for (int j = 1; j < rc->conn.nsocks; j++)
+            recv_sockj_pull(rc, j);
+        recv_retire(rc);
+        if (!stt_tcp_recv_header_ready(rc))
+            break;
+    }
+    /* After a clean close, a receive still waiting for a message can never finish. */
+    if (rc->eof0 && rc->post_head != rc->post_tail && rc->msg_head == rc->msg_tail)
+        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
+                          " at end of stream) with %u receive(s) still waiting",
+                          rc->post_tail - rc->post_head);
+    return rc->conn.failed;
+}

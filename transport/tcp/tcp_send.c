@@ -1,0 +1,157 @@
+/*
+ * Send progress of the TCP transport.
+ *
+ * Each socket walks the send queue with its own cursor (message, bytes done)
+ * and writes its part of each message: socket 0 the header plus either the
+ * whole payload or piece 0, socket j > 0 piece j of striped messages only.
+ * Socket 0 gathers the parts of several queued messages into one sendmsg, so a
+ * small message costs one system call (made by isend) and a burst of them one
+ * between them. A call that takes fewer bytes than offered means the socket
+ * buffer is full, so the pass stops there instead of collecting an EAGAIN; the
+ * next test (or POLLOUT from poll_fds) carries on. A message is complete when
+ * every cursor has passed it; since cursors only move forward, completion is
+ * in posting order.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "transport/tcp/tcp_internal.h"
+#include "util/log.h"
+
+/* One iovec never asks the kernel for more than this (it caps a call near 2 GiB anyway). */
+#define SEND_SEG_MAX (1ull << 30)
+
+static stt_tcp_sreq_t *send_req_at(stt_tcp_send_t *sc, uint32_t pos)
+{
+    return &sc->reqs[sc->queue[pos % STT_TCP_RING]];
+}
+
+static void send_part(const stt_tcp_send_t *sc, const stt_tcp_sreq_t *req, int j,
+                      uint64_t *off_p, uint64_t *len_p)
+{
+    stt_tcp_stripe_locate(req->size, req->flags, sc->conn.nsocks, j, off_p, len_p);
+}
+
+/* Classifies a failed send call: true to stop for now, false after failing the comm. */
+static bool send_error_is_transient(stt_tcp_send_t *sc, int j, ssize_t r)
+{
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return true;
+    stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "send on socket %d of %d: %s", j,
+                      sc->conn.nsocks, r < 0 ? strerror(errno) : "no progress");
+    return false;
+}
+
+/* Socket 0: headers and unstriped payloads (or piece 0), gathered across messages. */
+static void send_sock0_push(stt_tcp_send_t *sc)
+{
+    stt_tcp_cursor_t *cur = &sc->conn.socks[0];
+
+    while (cur->msg != sc->tail && sc->conn.failed == STRATA_OK) {
+        struct iovec iov[STT_TCP_SEND_IOV];
+        int niov = 0;
+        uint64_t skip = cur->off, asked = 0;
+
+        for (uint32_t pos = cur->msg; pos != sc->tail && niov + 2 <= STT_TCP_SEND_IOV; pos++) {
+            stt_tcp_sreq_t *req = send_req_at(sc, pos);
+            uint64_t poff, plen;
+            send_part(sc, req, 0, &poff, &plen);
+            if (skip < STT_TCP_HDR_BYTES) {
+                iov[niov++] = (struct iovec){req->hdr + skip, STT_TCP_HDR_BYTES - skip};
+                skip = 0;
+            } else {
+                skip -= STT_TCP_HDR_BYTES;
+            }
+            if (plen > skip) {
+                uint64_t len = plen - skip;
+                iov[niov++] = (struct iovec){req->data + poff + skip,
+                                             len > SEND_SEG_MAX ? SEND_SEG_MAX : len};
+                if (len > SEND_SEG_MAX)
+                    break;
+            }
+            skip = 0;
+        }
+        for (int i = 0; i < niov; i++)
+            asked += iov[i].iov_len;
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        ssize_t r = sendmsg(cur->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r <= 0) {
+            if (send_error_is_transient(sc, 0, r) && errno != EINTR)
+                return;
+            continue;
+        }
+        /* Walk the cursor over what the kernel took. */
+        uint64_t left = (uint64_t)r;
+        while (left > 0) {
+            stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
+            uint64_t poff, plen;
+            send_part(sc, req, 0, &poff, &plen);
+            uint64_t part = STT_TCP_HDR_BYTES + plen - cur->off;
+            if (left < part) {
+                cur->off += left;
+                break;
+            }
+            left -= part;
+            cur->msg++;
+            cur->off = 0;
+        }
+        if ((uint64_t)r < asked)
+            return;          /* the socket buffer is full: the next call would be EAGAIN */
+    }
+}
+
+/* Socket j > 0: piece j of each striped message, straight from the user buffer. */
+static void send_sockj_push(stt_tcp_send_t *sc, int j)
+{
+    stt_tcp_cursor_t *cur = &sc->conn.socks[j];
+
+    while (cur->msg != sc->tail && sc->conn.failed == STRATA_OK) {
+        stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
+        uint64_t poff, plen;
+        send_part(sc, req, j, &poff, &plen);
+        if (cur->off == plen) {
+            cur->msg++;
+            cur->off = 0;
+            continue;
+        }
+        uint64_t len = plen - cur->off;
+        ssize_t r = send(cur->fd, req->data + poff + cur->off,
+                         len > SEND_SEG_MAX ? SEND_SEG_MAX : len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r <= 0) {
+            if (send_error_is_transient(sc, j, r) && errno != EINTR)
+                return;
+            continue;
+        }
+        cur->off += (uint64_t)r;
+        if ((uint64_t)r < (len > SEND_SEG_MAX ? SEND_SEG_MAX : len))
+            return;          /* the socket buffer is full: the next call would be EAGAIN */
+    }
+}
+
+/* Completes, in order, every message all cursors have passed. */
+static void send_retire(stt_tcp_send_t *sc)
+{
+    uint32_t done = sc->tail - sc->head;
+
+    for (int j = 0; j < sc->conn.nsocks; j++) {
+        uint32_t d = sc->conn.socks[j].msg - sc->head;
+        if (d < done)
+            done = d;
+    }
+    for (; done > 0; done--) {
+        send_req_at(sc, sc->head)->state = STT_TCP_REQ_DONE;
+        sc->head++;
+    }
+}
+
+strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
+{
+    if (sc->conn.failed != STRATA_OK)
+        return sc->conn.failed;
+    send_sock0_push(sc);
+    for (int j = 1; j < sc->conn.nsocks; j++)
+        send_sockj_push(sc, j);
+    send_retire(sc);
+    return sc->conn.failed;
+}

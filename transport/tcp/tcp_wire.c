@@ -1,0 +1,142 @@
+/* Wire format of the TCP transport: fixed little-endian frames, stripe math. */
+#include "transport/tcp/tcp_wire.h"
+
+#include <stddef.h>
+
+#include "util/le.h"
+
+void stt_tcp_hello_encode(const stt_tcp_hello_t *hello, uint8_t *buf)
+{
+    stu_le_put32(buf + 0, STT_TCP_HELLO_MAGIC);
+    stu_le_put16(buf + 4, hello->version);
+    buf[6] = hello->index;
+    buf[7] = hello->nsocks;
+    stu_le_put64(buf + 8, hello->listener_id);
+    stu_le_put64(buf + 16, hello->conn_id);
+}
+
+strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_p,
+                                     const char **why_p)
+{
+    stt_tcp_hello_t h;
+
+    if (stu_le_get32(buf + 0) != STT_TCP_HELLO_MAGIC) {
+        *why_p = "bad hello magic (not a Strata TCP peer)";
+        return STRATA_ERR_REMOTE;
+    }
+    h.version = stu_le_get16(buf + 4);
+    h.index = buf[6];
+    h.nsocks = buf[7];
+    h.listener_id = stu_le_get64(buf + 8);
+    h.conn_id = stu_le_get64(buf + 16);
+    if (h.version != STT_TCP_PROTO_VERSION) {
+        *why_p = "protocol version differs from ours";
+        return STRATA_ERR_REMOTE;
+    }
+    if (h.nsocks < 1 || h.nsocks > STT_TCP_MAX_SOCKS) {
+        *why_p = "socket count out of range 1..8";
+        return STRATA_ERR_REMOTE;
+    }
+    if (h.index >= h.nsocks) {
+        *why_p = "socket index not below the socket count";
+        return STRATA_ERR_REMOTE;
+    }
+    *hello_p = h;
+    return STRATA_OK;
+}
+
+void stt_tcp_ack_encode(const stt_tcp_ack_t *ack, uint8_t *buf)
+{
+    stu_le_put32(buf + 0, STT_TCP_ACK_MAGIC);
+    stu_le_put16(buf + 4, ack->version);
+    buf[6] = ack->nsocks;
+    buf[7] = ack->status;
+    stu_le_put64(buf + 8, ack->conn_id);
+}
+
+strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, const char **why_p)
+{
+    stt_tcp_ack_t a;
+
+    if (stu_le_get32(buf + 0) != STT_TCP_ACK_MAGIC) {
+        *why_p = "bad ack magic";
+        return STRATA_ERR_REMOTE;
+    }
+    a.version = stu_le_get16(buf + 4);
+    a.nsocks = buf[6];
+    a.status = buf[7];
+    a.conn_id = stu_le_get64(buf + 8);
+    if (a.version != STT_TCP_PROTO_VERSION) {
+        *why_p = "protocol version differs from ours";
+        return STRATA_ERR_REMOTE;
+    }
+    if (a.nsocks < 1 || a.nsocks > STT_TCP_MAX_SOCKS) {
+        *why_p = "socket count out of range 1..8";
+        return STRATA_ERR_REMOTE;
+    }
+    if (a.status != STT_TCP_ACK_OK) {
+        *why_p = "listener refused the connection";
+        return STRATA_ERR_REMOTE;
+    }
+    *ack_p = a;
+    return STRATA_OK;
+}
+
+void stt_tcp_hdr_encode(const stt_tcp_hdr_t *hdr, uint8_t *buf)
+{
+    stu_le_put32(buf + 0, STT_TCP_HDR_MAGIC);
+    stu_le_put32(buf + 4, hdr->flags);
+    stu_le_put32(buf + 8, (uint32_t)hdr->tag);
+    stu_le_put32(buf + 12, hdr->seq);
+    stu_le_put64(buf + 16, hdr->size);
+}
+
+strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
+                                   stt_tcp_hdr_t *hdr_p, const char **why_p)
+{
+    stt_tcp_hdr_t h;
+
+    if (stu_le_get32(buf + 0) != STT_TCP_HDR_MAGIC) {
+        *why_p = "bad message header magic (stream out of sync or garbage)";
+        return STRATA_ERR_REMOTE;
+    }
+    h.flags = stu_le_get32(buf + 4);
+    h.tag = (int32_t)stu_le_get32(buf + 8);
+    h.seq = stu_le_get32(buf + 12);
+    h.size = stu_le_get64(buf + 16);
+    if ((h.flags & ~STT_TCP_HDR_KNOWN_FLAGS) != 0) {
+        *why_p = "unknown message header flags";
+        return STRATA_ERR_REMOTE;
+    }
+    if (h.seq != expected_seq) {
+        *why_p = "message sequence number out of order";
+        return STRATA_ERR_REMOTE;
+    }
+    if (h.size > STT_TCP_MAX_MSG_BYTES) {
+        *why_p = "message size above the 1 TiB limit";
+        return STRATA_ERR_REMOTE;
+    }
+    *hdr_p = h;
+    return STRATA_OK;
+}
+
+void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
+                           uint64_t *off_p, uint64_t *len_p)
+{
+    if (!(flags & STT_TCP_HDR_STRIPED) || nsocks <= 1) {
+        *off_p = 0;
+        *len_p = (index == 0) ? size : 0;
+        return;
+    }
+    /* size <= 2^40 and nsocks <= 8, so none of this can overflow. */
+    uint64_t piece = (size + (uint64_t)nsocks - 1) / (uint64_t)nsocks;
+    piece = (piece + STT_TCP_STRIPE_ALIGN - 1) / STT_TCP_STRIPE_ALIGN * STT_TCP_STRIPE_ALIGN;
+    uint64_t off = piece * (uint64_t)index;
+    if (off > size)
+        off = size;
+    uint64_t len = size - off;
+    if (len > piece)
+        len = piece;
+    *off_p = off;
+    *len_p = len;
+}

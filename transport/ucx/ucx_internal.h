@@ -1,0 +1,241 @@
+/*
+ * Objects of the UCX transport, shared by its files. Nothing outside
+ * transport/ucx includes this.
+ *
+ *   context      one ucp_context per process, reference-counted, and the device
+ *                table (ucx_context.c)
+ *   stt_ucx_chan_t   the side channel of one connection while it is set up: a
+ *                non-blocking TCP socket that sends our hello + worker address
+ *                and reads the peer's (ucx_chan.c)
+ *   stt_ucx_listen_t a listening socket and the connections half accepted on it
+ *                (ucx_listen.c); the connect side is ucx_connect.c
+ *   stt_ucx_send_t / stt_ucx_recv_t  the two ends: a UCP worker, one endpoint to
+ *                the peer's worker, the side-channel socket kept as a liveness
+ *                check, and preallocated request slots (ucx_comm.c, ucx_send.c,
+ *                ucx_recv.c)
+ *
+ * Threading: a worker per comm, created UCS_THREAD_MODE_SERIALIZED, so a comm
+ * (used by one thread at a time, the contract) needs no lock, and comms used
+ * by different threads at once never share UCP state but the context, which
+ * is created with mt_workers_shared. The context and device table are
+ * guarded by a mutex in ucx_context.c.
+ */
+#ifndef STT_UCX_INTERNAL_H
+#define STT_UCX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include "transport/base/netif.h"
+#include "transport/ucx/ucx.h"
+#include "transport/ucx/ucx_wire.h"
+#include "util/compiler.h"
+
+/* ------------------------------------------------------------------ constants */
+
+/* Props. Latency: UCX 1.13 point-to-point over TCP, 4.7 us (MACHINE-NOTES.md). */
+#define STT_UCX_LATENCY_US 4.7f
+#define STT_UCX_MAX_COMMS 65536
+/*
+ * Largest message advertised (max_p2p_bytes) and accepted by isend. UCP tag
+ * messages take size_t lengths; 2 GiB is a conservative bound, not a measured
+ * limit (NCCL splits larger transfers).
+ */
+#define STT_UCX_MAX_MSG_BYTES (1ull << 31)
+#define STT_UCX_MAX_COLL_BYTES (512ull << 20)  /* NCCL's MAX_COLLNET_SIZE */
+
+#define STT_UCX_SEND_SLOTS STT_MAX_SEND_REQUESTS   /* the contract's send budget */
+#define STT_UCX_RECV_SLOTS STT_MAX_REQUESTS        /* and its receive budget */
+/*
+ * Idle test() calls (the worker made no progress) between two liveness checks
+ * of the side channel, one recv(MSG_PEEK) each: a check costs ~1 us, an idle
+ * test ~0.1 us, so checks take about a tenth of an idle spinner's time and
+ * none of a busy one's.
+ */
+#define STT_UCX_LIVENESS_EVERY 64u
+/*
+ * After the peer closed its side channel, how long the worker may stay idle
+ * before the comm fails: data the peer sent before closing may still be in
+ * flight on UCX's own connections (the side channel is a different socket),
+ * and every progress restarts the wait. 200 ms covers a scheduler tick on a
+ * loaded 2-core machine many times over.
+ */
+#define STT_UCX_EOF_GRACE_NS (200ull * 1000000ull)
+/*
+ * Closing a send comm with nothing in flight flushes its endpoint, so that
+ * completed sends still queued in UCX (a send completes when its buffer may
+ * be reused) reach the peer, for at most FLUSH_NS, and only while the worker
+ * keeps making progress: after IDLE_NS without any, the flush waits for the
+ * peer's worker (UCX 1.13's flush needs an answer from it: measured 2 s, the
+ * whole budget, when the peer's worker is not progressed, as in NCCL's
+ * same-thread loopback probe), and the close goes on without it.
+ */
+#define STT_UCX_CLOSE_FLUSH_NS (2000ull * 1000000ull)
+#define STT_UCX_CLOSE_IDLE_NS (5ull * 1000000ull)
+/* Endpoint close (force mode) and cancelled receives complete within this bound. */
+#define STT_UCX_CLOSE_FORCE_NS (1000ull * 1000000ull)
+
+/* ------------------------------------------------------------------ context (ucx_context.c) */
+
+/*
+ * References on the process's ucp_context: every init, and every worker (so
+ * a comm outlives a fini). stt_ucx_context_get fails with STRATA_ERR_INVALID
+ * when no init holds the context.
+ */
+strata_status_t stt_ucx_context_get(ucp_context_h *ctx_p);
+void stt_ucx_context_put(void);
+/* Copies device dev's interface out of the table. STRATA_ERR_NOT_FOUND for a bad index. */
+strata_status_t stt_ucx_device_get(int dev, stt_netif_t *nif_p);
+/* STRATA_ERR_REMOTE for errors that mean the peer is gone, IO otherwise. */
+strata_status_t stt_ucx_status(ucs_status_t status);
+
+/* ------------------------------------------------------------------ side channel (ucx_chan.c) */
+
+typedef struct stt_ucx_chan {
+    int fd;
+    uint64_t start_ns;
+    char peer[STT_NETIF_ADDR_STRLEN];
+    /* our hello + worker address, written from out_off on */
+    uint8_t *out;
+    uint32_t out_len;
+    uint32_t out_off;
+    /* the peer's hello, then its worker address */
+    uint8_t in_hdr[STT_UCX_HELLO_BYTES];
+    uint32_t in_have;        /* bytes of header + address read so far */
+    stt_ucx_hello_t in;
+    uint8_t *in_addr;        /* in.addr_len bytes once the header is read */
+} stt_ucx_chan_t;
+
+/* Adopts a connected (or connecting) non-blocking socket. */
+void stt_ucx_chan_init(stt_ucx_chan_t *ch, int fd, const char *peer);
+/* Queues our hello; the worker address is copied. */
+strata_status_t stt_ucx_chan_set_hello(stt_ucx_chan_t *ch, const stt_ucx_hello_t *hello,
+                                       const void *addr);
+/* Writes what is queued; *done when all of it is out. */
+strata_status_t stt_ucx_chan_write(stt_ucx_chan_t *ch, bool *done);
+/* Reads the peer's hello and address; *done once both are in (then ch->in, ch->in_addr). */
+strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, bool *done);
+/* True when STRATA_CONNECT_TIMEOUT passed since start_ns (logs what timed out). */
+bool stt_ucx_chan_expired(const stt_ucx_chan_t *ch, const char *what);
+/* Frees the buffers; closes the socket unless keep_fd. */
+void stt_ucx_chan_fini(stt_ucx_chan_t *ch, bool keep_fd);
+
+/* ------------------------------------------------------------------ comms */
+
+typedef enum stt_ucx_kind { STT_UCX_KIND_SEND = 1, STT_UCX_KIND_RECV = 2 } stt_ucx_kind_t;
+
+enum { STT_UCX_REQ_FREE = 0, STT_UCX_REQ_ACTIVE, STT_UCX_REQ_DONE };
+
+typedef struct stt_ucx_sreq {
+    stt_req_t base;
+    uint8_t state;
+    void *ucp;               /* UCP request, NULL once complete */
+    ucs_status_t status;     /* UCS_OK or how it failed, once complete */
+    size_t size;
+} stt_ucx_sreq_t;
+
+typedef struct stt_ucx_rreq {
+    stt_req_t base;
+    uint8_t state;
+    uint8_t n;
+    uint8_t pending;         /* buffers whose UCP receive is not complete */
+    strata_status_t status;  /* first failure of a buffer (TRUNCATED, ...) */
+    void *ucp[STT_MAX_RECVS];
+    ucp_tag_recv_info_t info[STT_MAX_RECVS];
+} stt_ucx_rreq_t;
+
+/* Shared head of both comm kinds. */
+typedef struct stt_ucx_conn {
+    stt_comm_t base;
+    stt_ucx_kind_t kind;
+    int fd;                  /* side channel, open for the comm's life */
+    int efd;                 /* the worker's event descriptor, -1 without one */
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+    uint32_t conn_id;
+    strata_status_t failed;  /* first error; written by the error callback too */
+    uint32_t idle;           /* idle tests since the last liveness check */
+    bool peer_eof;           /* the peer closed the side channel */
+    bool closing;            /* in close: failures are expected, logged as info */
+    uint64_t quiet_since_ns; /* since then, or the last progress after it */
+    char peer[STT_NETIF_ADDR_STRLEN];
+} stt_ucx_conn_t;
+
+typedef struct stt_ucx_send {
+    stt_ucx_conn_t conn;
+    uint16_t nfree;
+    uint16_t free_slots[STT_UCX_SEND_SLOTS];
+    stt_ucx_sreq_t reqs[STT_UCX_SEND_SLOTS];
+} stt_ucx_send_t;
+
+typedef struct stt_ucx_recv {
+    stt_ucx_conn_t conn;
+    uint16_t nfree;
+    uint16_t free_slots[STT_UCX_RECV_SLOTS];
+    stt_ucx_rreq_t reqs[STT_UCX_RECV_SLOTS];
+} stt_ucx_recv_t;
+
+/*
+ * A worker with its address, for a connection being set up. The address is
+ * released with ucp_worker_release_address.
+ */
+typedef struct stt_ucx_worker {
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+} stt_ucx_worker_t;
+
+strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer);
+void stt_ucx_worker_close(stt_ucx_worker_t *w);
+
+/*
+ * Builds a comm of kind around w (its worker, taken over), the side-channel
+ * socket fd (taken over, even on failure) and the peer's worker address.
+ */
+strata_status_t stt_ucx_conn_create(stt_ucx_kind_t kind, int dev, stt_ucx_worker_t *w, int fd,
+                                    const stt_ucx_hello_t *peer_hello, const void *peer_addr,
+                                    uint32_t conn_id, const char *peer, stt_comm_t **comm_p);
+
+/* Marks the comm failed with status and logs why (only the first time). */
+void stt_ucx_conn_fail(stt_ucx_conn_t *conn, strata_status_t status, const char *fmt, ...)
+    STU_PRINTF(3, 4);
+
+/* Peeks at the side channel: EOF sets peer_eof, a reset or stray bytes fail the comm. */
+void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
+
+/*
+ * Progresses the worker; when it was idle, checks the side channel now and
+ * then. Returns the comm's state (OK or its error).
+ */
+strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
+
+/* test() of each kind (ucx_send.c, ucx_recv.c); stt_ucx_test dispatches. */
+strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done, size_t *sizes);
+strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done, size_t *sizes);
+
+/* ------------------------------------------------------------------ ops (one file each) */
+
+strata_status_t stt_ucx_probe(void);
+strata_status_t stt_ucx_init(void);
+void stt_ucx_fini(void);
+strata_status_t stt_ucx_devices(int *ndev_p);
+strata_status_t stt_ucx_get_props(int dev, stt_props_t *props_p);
+strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p);
+strata_status_t stt_ucx_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p);
+strata_status_t stt_ucx_accept(stt_listen_t *listen, stt_comm_t **recv_p);
+void stt_ucx_close_listen(stt_listen_t *listen);
+strata_status_t stt_ucx_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                              stt_req_t **req_p);
+strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                              const int *tags, void **mhs, stt_req_t **req_p);
+strata_status_t stt_ucx_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                               void **mhs, stt_req_t **req_p);
+strata_status_t stt_ucx_test(stt_req_t *req, int *done, size_t *sizes);
+void stt_ucx_close_send(stt_comm_t *comm);
+void stt_ucx_close_recv(stt_comm_t *comm);
+int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+
+#endif /* STT_UCX_INTERNAL_H */

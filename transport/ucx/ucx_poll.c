@@ -1,0 +1,36 @@
+/*
+ * poll_fds of the UCX transport: the worker's event descriptor
+ * (ucp_worker_get_efd, UCP_FEATURE_WAKEUP) armed with ucp_worker_arm, plus
+ * the side-channel socket with POLLIN so that the peer's close wakes the
+ * caller too.
+ *
+ * ucp_worker_arm answers UCS_ERR_BUSY when events are already waiting; then,
+ * and for a failed comm, one whose peer closed (its socket stays readable),
+ * a worker without a descriptor, or an array too small for both, the answer
+ * is 0 (the caller naps and calls test()): a partial set could sleep through
+ * the event that matters. The side channel is peeked first (one recv, paid
+ * only by a caller about to sleep), so a closed peer is seen here rather than
+ * leaving a descriptor that stays readable. The worker is progressed before
+ * arming, as UCP requires; completions this finds are reported by the next
+ * test().
+ */
+#include "transport/ucx/ucx_internal.h"
+
+int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
+{
+    stt_ucx_conn_t *conn = (stt_ucx_conn_t *)comm;
+
+    if (conn == NULL || conn->base.ops != &stt_ucx_ops || fds == NULL || max < 2 ||
+        conn->efd < 0 || conn->failed != STRATA_OK || conn->peer_eof)
+        return 0;
+    stt_ucx_conn_check_peer(conn);
+    if (conn->failed != STRATA_OK || conn->peer_eof)
+        return 0;
+    while (ucp_worker_progress(conn->worker) != 0)
+        ;
+    if (ucp_worker_arm(conn->worker) != UCS_OK)
+        return 0;
+    fds[0] = (struct pollfd){.fd = conn->efd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = conn->fd, .events = POLLIN};
+    return 2;
+}
