@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugin/plugin.h"
+#include "util/build_info.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -23,7 +24,8 @@ static stt_props_t state_props[STP_MAX_DEVS];
 static void state_log_devices(void)
 {
     STU_INFO(STU_LOG_INIT | STU_LOG_NET, "Strata %s, net plugin v11 (v10..v6 shims), transport %s, "
-             "%d device(s)", STP_VERSION, state_ops->name, state_ndev);
+             "%d device(s); built with transports %s", stu_build_info()->version,
+             state_ops->name, state_ndev, stu_build_info()->transports);
     for (int d = 0; d < state_ndev; d++) {
         const stt_props_t *p = &state_props[d];
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "  dev %d: %s speed %d Mbps pci %s max_recvs %d", d,

@@ -16,7 +16,6 @@
 #include "transport/transport.h"
 
 #define STP_PLUGIN_NAME "Strata"
-#define STP_VERSION "0.1.0"
 #define STP_MAX_DEVS 64
 
 /* One per ncclNet init (per NCCL communicator). */

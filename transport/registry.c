@@ -16,6 +16,7 @@
 #include "transport/ucx/ucx.h"
 #endif
 #include "transport/transport.h"
+#include "util/build_info.h"
 #include "util/log.h"
 
 typedef struct registry_entry {
@@ -92,7 +93,10 @@ strata_status_t stt_registry_select(const char *name, const stt_ops_t **ops_p, i
     if (name != NULL && *name != '\0' && strcasecmp(name, "auto") != 0) {
         const stt_ops_t *ops = stt_registry_find(name);
         if (ops == NULL) {
-            STU_WARN("transport '%s' is not built into this library (STRATA_TRANSPORT)", name);
+            STU_WARN("transport '%s' is not built into this library (STRATA_TRANSPORT); built in: "
+                     "%s%s%s", name, stu_build_info()->transports,
+                     stu_build_info()->missing[0] ? "; left out for want of a package: " : "",
+                     stu_build_info()->missing);
             return STRATA_ERR_NOT_FOUND;
         }
         status = registry_try(ops, &ndev);

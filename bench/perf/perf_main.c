@@ -28,10 +28,6 @@
 #include "strata/strata.h"
 #include "util/param.h"
 
-#ifndef STRATA_VERSION
-#define STRATA_VERSION "unknown"
-#endif
-
 /* What each rank tells rank 0 for its "#  Rank" line. */
 typedef struct perf_desc {
     int32_t pid;
@@ -207,7 +203,7 @@ static int perf_main(const stb_perf_opts_t *o, const size_t *sizes, size_t nsize
         return 1;
     }
     if (rank == 0) {
-        stb_perf_hdr_t hdr = {STRATA_VERSION, stb_perf_test_name(o->coll), o};
+        stb_perf_hdr_t hdr = {STRATA_VERSION_STRING, stb_perf_test_name(o->coll), o};
         stb_perf_header_print(stdout, &hdr);
     }
     status = perf_devices(comm, rank, nranks);
