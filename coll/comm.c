@@ -178,8 +178,8 @@ static strata_status_t comm_transport(strata_comm_t *comm)
     comm->dev = sta_rail_device(ctx->local_rank, ndev, &map);
     comm->nrails = sta_rail_count(ctx->local_size, ndev, &map);
     memset(handle, 0, sizeof(handle));
-    if ((status = comm->ops->listen(comm->dev, handle, &comm->listen)) != STRATA_OK)
-        return sta_ctx_fail(ctx, status, "listening on %s device %d", comm->ops->name,
+    if ((status = stt_listen(comm->ops, comm->dev, handle, &comm->listen)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "listening on %s device %d", stt_name(comm->ops),
                             comm->dev);
     char *handles = malloc((size_t)ctx->nranks * STT_HANDLE_SIZE);
     if (handles == NULL)
@@ -193,7 +193,7 @@ static strata_status_t comm_transport(strata_comm_t *comm)
     if (status == STRATA_OK)
         STU_INFO(STU_LOG_INIT, "rank %d/%d node %d/%d local %d/%d: transport %s device %d, "
                  "%d rail(s)", ctx->rank, ctx->nranks, ctx->node, ctx->nnodes, ctx->local_rank,
-                 ctx->local_size, comm->ops->name, comm->dev, comm->nrails);
+                 ctx->local_size, stt_name(comm->ops), comm->dev, comm->nrails);
     return status;
 }
 
@@ -244,7 +244,7 @@ static strata_status_t comm_check_same_tables(strata_comm_t *comm)
     /* FNV-1a over the values (not the bytes: struct padding is not initialised) */
     uint64_t h = 1469598103934665603ull;
 #define COMM_HASH(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
-    for (const char *c = comm->ops->name; *c != '\0'; c++)
+    for (const char *c = stt_name(comm->ops); *c != '\0'; c++)
         COMM_HASH((unsigned char)*c);
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         COMM_HASH(comm->select.nranges[c]);
@@ -274,7 +274,7 @@ static void comm_free(strata_comm_t *comm)
     if (comm->listen != NULL)
         stt_close_listen(comm->listen);
     if (comm->ops != NULL)
-        comm->ops->fini();
+        stt_fini(comm->ops);
     if (comm->ctx.node_tier != NULL)
         sta_node_close(comm->ctx.node_tier);
     stu_shm_detach(&comm->shm);

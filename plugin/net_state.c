@@ -25,7 +25,7 @@ static void state_log_devices(void)
 {
     STU_INFO(STU_LOG_INIT | STU_LOG_NET, "Strata %s, net plugin v11 (v10..v6 shims), transport %s, "
              "%d device(s); built with transports %s", stu_build_info()->version,
-             state_ops->name, state_ndev, stu_build_info()->transports);
+             stt_name(state_ops), state_ndev, stu_build_info()->transports);
     for (int d = 0; d < state_ndev; d++) {
         const stt_props_t *p = &state_props[d];
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "  dev %d: %s speed %d Mbps pci %s max_recvs %d", d,
@@ -46,16 +46,16 @@ static strata_status_t state_open(void)
     if (status != STRATA_OK)
         return status;
     if (ndev > STP_MAX_DEVS) {
-        STU_WARN("transport %s reports %d devices; using the first %d", ops->name, ndev,
+        STU_WARN("transport %s reports %d devices; using the first %d", stt_name(ops), ndev,
                  STP_MAX_DEVS);
         ndev = STP_MAX_DEVS;
     }
     for (int d = 0; d < ndev; d++) {
-        status = ops->get_props(d, &state_props[d]);
+        status = stt_get_props(ops, d, &state_props[d]);
         if (status != STRATA_OK) {
-            STU_WARN("transport %s: properties of device %d: %s", ops->name, d,
+            STU_WARN("transport %s: properties of device %d: %s", stt_name(ops), d,
                      strata_status_str(status));
-            ops->fini();
+            stt_fini(ops);
             return status;
         }
         state_props[d].name[sizeof(state_props[d].name) - 1] = '\0';
@@ -104,7 +104,7 @@ void stp_state_release(stp_ctx_t *ctx)
     free(ctx);
     pthread_mutex_lock(&state_lock);
     if (state_refs > 0 && --state_refs == 0) {
-        state_ops->fini();
+        stt_fini(state_ops);
         state_ops = NULL;
         state_ndev = 0;
         stu_param_release();   /* NCCL may dlclose us now: leave no heap behind */

@@ -52,7 +52,7 @@ const stt_ops_t *stt_registry_at(int index)
 const stt_ops_t *stt_registry_find(const char *name)
 {
     for (int i = 0; i < stt_registry_count(); i++)
-        if (strcasecmp(registry[i].ops->name, name) == 0)
+        if (strcasecmp(stt_name(registry[i].ops), name) == 0)
             return registry[i].ops;
     return NULL;
 }
@@ -63,22 +63,22 @@ static strata_status_t registry_try(const stt_ops_t *ops, int *ndev_p)
     strata_status_t status;
     int ndev = 0;
 
-    status = ops->probe();
+    status = stt_probe(ops);
     if (status != STRATA_OK) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: probe says %s", ops->name,
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: probe says %s", stt_name(ops),
                  strata_status_str(status));
         return status;
     }
-    status = ops->init();
+    status = stt_init(ops);
     if (status != STRATA_OK) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: init failed (%s)", ops->name,
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: init failed (%s)", stt_name(ops),
                  strata_status_str(status));
         return status;
     }
-    status = ops->devices(&ndev);
+    status = stt_devices(ops, &ndev);
     if (status != STRATA_OK || ndev <= 0) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: no usable device", ops->name);
-        ops->fini();
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: no usable device", stt_name(ops));
+        stt_fini(ops);
         return status != STRATA_OK ? status : STRATA_ERR_NOT_FOUND;
     }
     *ndev_p = ndev;
