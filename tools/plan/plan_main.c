@@ -5,14 +5,17 @@
  *
  * prints the tiers (α, β, crossover n* = α·β), the selection table Strata would build
  * for that shape, and per size every selectable algorithm's predicted time, the choice,
- * and the algbw/busbw nccl-tests would report for it. Nothing runs on a network; the
+ * and the algbw/busbw nccl-tests would report for it. `strata-plan nccl ...` shows instead
+ * what the plugin's NCCL tuner hands NCCL (tools/plan/plan_nccl.h). Nothing runs on a network; the
  * figures are the model's, and docs/benchmarks.md says how far they held where measured.
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "algos/profile.h"
 #include "algos/select.h"
+#include "tools/plan/plan_nccl.h"
 #include "tools/plan/plan_table.h"
 #include "util/log.h"
 
@@ -85,6 +88,8 @@ int main(int argc, char **argv)
     char err[256];
 
     stu_log_init();
+    if (argc > 1 && strcmp(argv[1], "nccl") == 0)
+        return stb_plan_nccl_main(argc - 1, argv + 1);   /* tools/plan/plan_nccl.h */
     if (stb_plan_opts_parse(argc, argv, &o, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-plan: %s\n", err);
         return 2;
