@@ -139,6 +139,12 @@ $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) $(INTERNAL_
 		$(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
+# CUDA's nccl.h, when installed, for the ABI cross-checks (tests/support/sts_cuda_nccl.c).
+CUDA_NCCL_H ?= $(wildcard /usr/local/cuda/include/nccl.h)
+ifneq ($(CUDA_NCCL_H),)
+$(BUILD)/obj/tests/support/sts_cuda_nccl.o: TEST_CFLAGS += -DSTS_HAVE_CUDA_NCCL=1 \
+	-isystem $(dir $(CUDA_NCCL_H))
+endif
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
