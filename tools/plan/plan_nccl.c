@@ -56,6 +56,13 @@ static void pick_str(int a, int p, const float t[NCCL_NUM_ALGORITHMS][NCCL_NUM_P
                  t[a][p]);
 }
 
+/* A column as wide as its "Algo/Proto" heading, and at least a 10-digit time. */
+static int col_width(int a, int q)
+{
+    int w = (int)(strlen(nccl_tuner_algo_name(a)) + 1 + strlen(nccl_tuner_proto_name(q)));
+    return w < 11 ? 11 : w;
+}
+
 static strata_status_t print_coll(plan_nccl_t *p, int func)
 {
     const stb_plan_nccl_opts_t *o = &p->opts;
@@ -78,10 +85,10 @@ static strata_status_t print_coll(plan_nccl_t *p, int func)
             char h[40];
             snprintf(h, sizeof(h), "%s/%s", nccl_tuner_algo_name(a), nccl_tuner_proto_name(q));
             if (used[a][q])
-                printf(" %19s", h);
+                printf(" %*s", col_width(a, q), h);
         }
     }
-    printf("  %-28s %-28s\n", "NCCL alone", "with the tuner");
+    printf("  %-26s %s\n", "NCCL alone", "with the tuner");
     for (size_t n = o->min_bytes;; n *= o->factor) {
         char alone[64], tuned[64];
         strata_status_t status = plan_eval(p, func, n, &e);
@@ -93,15 +100,15 @@ static strata_status_t print_coll(plan_nccl_t *p, int func)
                 if (!used[a][q])
                     continue;
                 if (e.tuned[a][q] < 0.0f)
-                    printf(" %19s", "-");
+                    printf(" %*s", col_width(a, q), "-");
                 else
-                    printf(" %18.1f%c", e.tuned[a][q], e.tuned[a][q] != e.nccl[a][q] ? '*' : ' ');
+                    printf(" %*.1f%c", col_width(a, q) - 1, e.tuned[a][q],
+                           e.tuned[a][q] != e.nccl[a][q] ? '*' : ' ');
             }
         }
         pick_str(e.na, e.np, e.nccl, alone, sizeof(alone));
         pick_str(e.ta, e.tp, e.tuned, tuned, sizeof(tuned));
-        printf("  %-28s %-28s%s\n", alone, tuned,
-               e.na != e.ta || e.np != e.tp ? " (changed)" : "");
+        printf("  %-26s %s%s\n", alone, tuned, e.na != e.ta || e.np != e.tp ? " (changed)" : "");
         if (n > o->max_bytes / o->factor)
             break;
     }
