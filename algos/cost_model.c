@@ -34,32 +34,50 @@
  *   sfold     = 0 when the nodes are equal and L is even, else 1: the fold pairs
  *               (2i, 2i+1) straddle a node boundary only at a node's last position.
  *
+ * Waiting. A rank that polls in vain spins briefly, yields, then blocks (algos/ctx.c). While
+ * the ranks that take part in a phase fit the host's cores they meet while spinning; when
+ * they outnumber the cores (dims->host_ranks > dims->host_cores: the busiest host, emulated
+ * nodes sharing one included) a peer is off-core at most waits and must be woken: every
+ * step and every shm phase then costs ω more.
+ *   w   = ω when host_ranks > host_cores, else 0: flat steps, shm phases, and the per-rail
+ *         rings of the hierarchical algorithms (all ranks take part)
+ *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the phases only one rank per node
+ *         takes part in (the leaders' ring, the hierarchical broadcast's and reduce's trees)
+ *   step(m, s) above gains w; shm(n) = α_s + w + n/β_s is one shm phase.
+ *
+ * Copies. The flat algorithms work in place on the output buffer (coll/coll.c): an
+ * out-of-place allreduce first copies the input there (n/β_s), reduce_scatter copies the P
+ * blocks into a work buffer and its block out ((1 + 1/P)·n/β_s), allgather its own block
+ * (n/P/β_s), broadcast's root its buffer (n/β_s). The formulas are for out-of-place calls.
+ *
  * allreduce
- *   ring          2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
- *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d)) + n/γ] + [r > 0]·(2·step(n, sfold) + n/γ)
- *   hierarchical  [α_s + n/β_s + (L-1)/L·n/γ]
- *                 + [2(N-1)α_n + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
- *   leader        [α_s + n/β_s + (L-1)·n/γ]
- *                 + [2(N-1)α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [α_s + n/β_s]
+ *   ring          n/β_s + 2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
+ *   recursive     n/β_s + Σ_{d=1,2,4..p2/2} [step(n, srd(d)) + n/γ]
+ *                 + [r > 0]·(2·step(n, sfold) + n/γ)
+ *   hierarchical  [shm(n) + (L-1)/L·n/γ]
+ *                 + [2(N-1)(α_n + w) + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + [shm(n)]
+ *                 N = 1 and n <= STA_NODE_SMALL_BYTES: one round, shm(n) + (L-1)·n/γ
+ *   leader        [shm(n) + (L-1)·n/γ]
+ *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shm(n)]
  * reduce_scatter
- *   ring          (P-1)·step(n/P, so) + (P-1)/P·n/γ
- *   hierarchical  n/β_s + [α_s + n/β_s + (L-1)/L·n/γ]
- *                 + [(N-1)α_n + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
+ *   ring          (1 + 1/P)·n/β_s + (P-1)·step(n/P, so) + (P-1)/P·n/γ
+ *   hierarchical  n/β_s + [shm(n) + (L-1)/L·n/γ]
+ *                 + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
  *                 (the first n/β_s: blocks permuted into rail-major order; 0 when that
  *                 is rank order: ranks contiguous and N = 1 or L = 1)
  * allgather
- *   ring          (P-1)·step(n/P, so)
- *   recursive     Σ_{d=1,2,4..P/2} step(d·n/P, srd(d))      (P a power of two)
- *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + [α_s + n/β_s] + n/β_s
+ *   ring          n/P/β_s + (P-1)·step(n/P, so)
+ *   recursive     n/P/β_s + Σ_{d=1,2,4..P/2} step(d·n/P, srd(d))      (P a power of two)
+ *   hierarchical  [(N-1)(α_n + w) + (N-1)/N·(n/L)/β_n·(L/R)] + [shm(n)] + n/β_s
  *                 (the last n/β_s: blocks permuted back into rank order; 0 as above)
  * broadcast
- *   ring          (P-2+k)·step(min(n,c), s1)
- *   recursive     lg(P)·step(n, s1)
- *   hierarchical  lg(N)·(α_n + n/β_n) + [α_s + n/β_s]
+ *   ring          n/β_s + (P-2+k)·step(min(n,c), s1)
+ *   recursive     n/β_s + lg(P)·step(n, s1)
+ *   hierarchical  n/β_s + lg(N)·(α_n + wl + n/β_n) + [shm(n)]
  * reduce
  *   ring          (P-2+k)·(step(min(n,c), s1) + min(n,c)/γ)
  *   recursive     lg(P)·(step(n, s1) + n/γ)
- *   hierarchical  [α_s + n/β_s + (L-1)·n/γ] + lg(N)·(α_n + n/β_n + n/γ)
+ *   hierarchical  [shm(n) + (L-1)·n/γ] + lg(N)·(α_n + wl + n/β_n + n/γ)
  *
  * Two-tier algorithms already charge their sharing (L/R rings per NIC: the n/(R·β_n) and
  * L/R factors), so they need no step(). With N > 1, step(m, s1) = α_n + m/β_n: rings, chains
@@ -75,6 +93,7 @@
 #include <math.h>
 #include <strings.h>
 
+#include "algos/node_shm.h"
 #include "util/compiler.h"
 
 static const char *const coll_names[STA_COLL_COUNT] = {
@@ -132,6 +151,8 @@ strata_status_t sta_dims_check(const sta_dims_t *dims)
         return STRATA_ERR_INVALID;
     if (dims->nrails < 1 || dims->nrails > dims->local_size)
         return STRATA_ERR_INVALID;
+    if (dims->host_ranks < 0 || dims->host_cores < 0)
+        return STRATA_ERR_INVALID;
     return STRATA_OK;
 }
 
@@ -149,7 +170,7 @@ strata_status_t sta_model_check(const sta_model_t *model)
 {
     if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
         !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
-        !rate_ok(model->gamma_gbps))
+        !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us))
         return STRATA_ERR_INVALID;
     return STRATA_OK;
 }
@@ -214,6 +235,7 @@ typedef struct terms {
     double P, N, L, R;
     double n;
     double a_s, b_s, a_n, b_n, g;
+    double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
 } terms_t;
 
 /* Time to move (or reduce) `bytes` at `gbps`, in µs. */
@@ -232,8 +254,8 @@ static double nic_share(const terms_t *t, double s)
 static double flat_step(const terms_t *t, double m, double s)
 {
     if (s <= 0.0)
-        return t->a_n + 2 * xfer(m, t->b_s);   /* into the socket buffer and out */
-    return t->a_n + xfer(nic_share(t, s) * m, t->b_n);
+        return t->a_n + t->w + 2 * xfer(m, t->b_s);   /* into the socket buffer and out */
+    return t->a_n + t->w + xfer(nic_share(t, s) * m, t->b_n);
 }
 
 /* s1 (node_major = 1) or so (node_major = dims->contiguous): a ring, chain or tree step. */
@@ -264,10 +286,10 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
-/* One shm phase that only copies: α_s + n/β_s. */
+/* One shm phase that only copies: shm(n) = α_s + w + n/β_s. */
 static double shm_copy(const terms_t *t)
 {
-    return t->a_s + xfer(t->n, t->b_s);
+    return t->a_s + t->w + xfer(t->n, t->b_s);
 }
 
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
@@ -276,12 +298,12 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
 
     switch (algo) {
     case STA_ALGO_RING:
-        return 2 * (P - 1) * flat_step(t, n / P, ring_crossers(d, 1)) +
+        return xfer(n, t->b_s) + 2 * (P - 1) * flat_step(t, n / P, ring_crossers(d, 1)) +
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_RECURSIVE: {
         int p2 = 1 << log2_floor(d->nranks);
         int aligned = d->nranks == p2;   /* r > 0 shifts the participants off node blocks */
-        double c = 0.0;
+        double c = xfer(n, t->b_s);      /* the input into the output buffer */
         for (int dist = 1; dist < p2; dist <<= 1)
             c += flat_step(t, n, rd_crossers(d, dist, aligned)) + xfer(n, t->g);
         if (d->nranks > p2)
@@ -289,13 +311,15 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
+        if (d->nnodes == 1 && t->n <= (double)STA_NODE_SMALL_BYTES)
+            return shm_copy(t) + (L - 1) * xfer(n, t->g);     /* one round */
         return (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
-               (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
+               (2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g)) +
                shm_copy(t);
     case STA_ALGO_LEADER:
         return (shm_copy(t) + (L - 1) * xfer(n, t->g)) +
-               (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->b_n) +
+               (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
                 (N - 1) / N * xfer(n, t->g)) +
                shm_copy(t);
     default:
@@ -317,12 +341,13 @@ static double cost_reduce_scatter(const terms_t *t, const sta_dims_t *d, sta_alg
     double P = t->P, N = t->N, L = t->L, n = t->n;
 
     switch (algo) {
-    case STA_ALGO_RING:
-        return (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous)) +
+    case STA_ALGO_RING:   /* the P blocks into a work buffer, this rank's block out */
+        return (1 + 1 / P) * xfer(n, t->b_s) +
+               (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous)) +
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
         return blocks_permute(t, d) + (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
-               ((N - 1) * t->a_n + (N - 1) / N * xfer(n, t->R * t->b_n) +
+               ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
         return STA_COST_NA;
@@ -334,17 +359,17 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     double P = t->P, N = t->N, L = t->L, n = t->n;
 
     switch (algo) {
-    case STA_ALGO_RING:
-        return (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous));
+    case STA_ALGO_RING:   /* this rank's block into place first */
+        return xfer(n / P, t->b_s) + (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous));
     case STA_ALGO_RECURSIVE: {
         /* rank order: node-major only when the placement is known to be contiguous */
-        double c = 0.0;
+        double c = xfer(n / P, t->b_s);
         for (int dist = 1; dist < d->nranks; dist <<= 1)
             c += flat_step(t, dist * n / P, rd_crossers(d, dist, d->contiguous));
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
-        return ((N - 1) * t->a_n + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
+        return ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
                shm_copy(t) + blocks_permute(t, d);
     default:
         return STA_COST_NA;
@@ -357,6 +382,7 @@ static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo
 {
     double n = t->n, c = (double)STA_PIPELINE_CHUNK;
     double red = with_reduce ? 1.0 : 0.0;
+    double root_copy = with_reduce ? 0.0 : xfer(n, t->b_s);   /* broadcast: root's in -> out */
 
     switch (algo) {
     case STA_ALGO_RING: {
@@ -364,15 +390,15 @@ static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo
         double piece = STU_MIN(n, c);
         if (k < 1)
             k = 1;
-        return (t->P - 2 + k) *
+        return root_copy + (t->P - 2 + k) *
                (flat_step(t, piece, ring_crossers(d, 1)) + red * xfer(piece, t->g));
     }
     case STA_ALGO_RECURSIVE:
-        return log2_ceil(d->nranks) *
+        return root_copy + log2_ceil(d->nranks) *
                (flat_step(t, n, ring_crossers(d, 1)) + red * xfer(n, t->g));
     case STA_ALGO_HIERARCHICAL:
-        return (shm_copy(t) + red * (t->L - 1) * xfer(n, t->g)) +
-               log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
+        return root_copy + (shm_copy(t) + red * (t->L - 1) * xfer(n, t->g)) +
+               log2_ceil(d->nnodes) * (t->a_n + t->wl + xfer(n, t->b_n) + red * xfer(n, t->g));
     default:
         return STA_COST_NA;
     }
@@ -392,6 +418,11 @@ double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t 
         .a_s = model->shm.alpha_us, .b_s = model->shm.beta_gbps,
         .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
     };
+    if (dims->host_cores > 0) {
+        int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
+        t.w = dims->host_ranks > dims->host_cores ? model->wake_us : 0.0;
+        t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
+    }
     switch (coll) {
     case STA_COLL_ALLREDUCE:
         return cost_allreduce(&t, dims, algo);

@@ -75,6 +75,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " calibration or default"},
     [STU_PARAM_GAMMA_GBPS] = {"STRATA_GAMMA_GBPS", STU_PARAM_TYPE_STR, "",
         "cost model: reduction output rate in GB/s (a decimal); empty: profile or default"},
+    [STU_PARAM_WAKE_US] = {"STRATA_WAKE_US", STU_PARAM_TYPE_STR, "",
+        "cost model: waking a rank that blocked in a wait, in us (a decimal), paid per wait"
+        " where more ranks wait than the host has cores; empty: profile or default"},
     [STU_PARAM_CALIBRATE] = {"STRATA_CALIBRATE", STU_PARAM_TYPE_INT, "0",
         "1: measure shm and net alpha/beta at init and use them where neither the profile nor"
         " a STRATA_* variable set the value"},

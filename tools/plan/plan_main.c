@@ -118,6 +118,9 @@ int main(int argc, char **argv)
     print_tier(&o, "net", &model.net, &model, STA_FIELD_NET_ALPHA, STA_FIELD_NET_BETA);
     printf("# gamma    : %.3f GB/s (%s)\n", model.gamma_gbps,
            source_of(&o, &model, STA_FIELD_GAMMA));
+    printf("# wake-up  : %.3f us (%s), paid per wait: %d rank(s) on a host of %d core(s)%s\n",
+           model.wake_us, source_of(&o, &model, STA_FIELD_WAKE), o.host_ranks, o.host_cores,
+           o.host_cores > 0 ? "" : " (unknown: never)");
     for (int c = 0; c < STA_COLL_COUNT; c++)
         if (o.all_colls || (sta_coll_t)c == o.coll)
             print_ranges(&table, (sta_coll_t)c);
