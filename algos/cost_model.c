@@ -43,7 +43,8 @@
  *         rings of the hierarchical algorithms (all ranks take part)
  *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the phases only one rank per node
  *         takes part in (the leaders' ring, the hierarchical broadcast's and reduce's trees)
- *   step(m, s) above gains w; shm(n) = α_s + w + n/β_s is one shm phase.
+ *   step(m, s) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase, ws = w when
+ *   L > 1 (a one-rank node waits for nobody), else 0.
  *
  * Copies. The flat algorithms work in place on the output buffer (coll/coll.c): an
  * out-of-place allreduce first copies the input there (n/β_s), reduce_scatter copies the P
@@ -70,14 +71,20 @@
  *   recursive     n/P/β_s + Σ_{d=1,2,4..P/2} step(d·n/P, srd(d))      (P a power of two)
  *   hierarchical  [(N-1)(α_n + w) + (N-1)/N·(n/L)/β_n·(L/R)] + [shm(n)] + n/β_s
  *                 (the last n/β_s: blocks permuted back into rank order; 0 as above)
+ * Rooted collectives are costed as they run back to back (nccl-tests, strata-perf, a
+ * training loop): a rank downstream of the root starts the next call while the root is
+ * done, so a call costs what its busiest rank spends on it, not the path from the root to
+ * the last rank. Waits then overlap the previous call and cost no w. With
+ * bytes(m) = step(m, s1) - α_n - w (the bytes of one flat step) and h = 2 when a chain has
+ * a middle rank (P > 2: it receives and forwards every chunk), else 1:
  * broadcast
- *   ring          n/β_s + (P-2+k)·step(min(n,c), s1)
- *   recursive     n/β_s + lg(P)·step(n, s1)
- *   hierarchical  n/β_s + lg(N)·(α_n + wl + n/β_n) + [shm(n)]
+ *   ring          n/β_s + k·h·α_n + bytes(n)                       pipelined chain
+ *   recursive     n/β_s + lg(P)·(α_n + bytes(n))                   the root sends lg(P) times
+ *   hierarchical  n/β_s + lg(N)·(α_n + n/β_n) + [shm(n)]
  * reduce
- *   ring          (P-2+k)·(step(min(n,c), s1) + min(n,c)/γ)
- *   recursive     lg(P)·(step(n, s1) + n/γ)
- *   hierarchical  [shm(n) + (L-1)·n/γ] + lg(N)·(α_n + wl + n/β_n + n/γ)
+ *   ring          k·(h·α_n + min(n,c)/γ) + bytes(n)
+ *   recursive     lg(P)·(α_n + bytes(n) + n/γ)
+ *   hierarchical  [shm(n) + (L-1)·n/γ] + lg(N)·(α_n + n/β_n + n/γ)
  *
  * Two-tier algorithms already charge their sharing (L/R rings per NIC: the n/(R·β_n) and
  * L/R factors), so they need no step(). With N > 1, step(m, s1) = α_n + m/β_n: rings, chains
@@ -286,10 +293,11 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
-/* One shm phase that only copies: shm(n) = α_s + w + n/β_s. */
+/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s (ws: w, but 0 with L = 1, where
+ * no rank of the node waits for another). */
 static double shm_copy(const terms_t *t)
 {
-    return t->a_s + t->w + xfer(t->n, t->b_s);
+    return t->a_s + (t->L > 1 ? t->w : 0.0) + xfer(t->n, t->b_s);
 }
 
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
@@ -383,22 +391,24 @@ static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo
     double n = t->n, c = (double)STA_PIPELINE_CHUNK;
     double red = with_reduce ? 1.0 : 0.0;
     double root_copy = with_reduce ? 0.0 : xfer(n, t->b_s);   /* broadcast: root's in -> out */
+    double s1 = ring_crossers(d, 1);
+    /* The bytes of a flat step, without its α_n + w: back-to-back calls overlap the waits. */
+    double bytes_n = flat_step(t, n, s1) - t->a_n - t->w;
 
     switch (algo) {
     case STA_ALGO_RING: {
         double k = ceil(n / c);
         double piece = STU_MIN(n, c);
+        double hops = t->P > 2 ? 2.0 : 1.0;   /* a middle rank receives and forwards */
         if (k < 1)
             k = 1;
-        return root_copy + (t->P - 2 + k) *
-               (flat_step(t, piece, ring_crossers(d, 1)) + red * xfer(piece, t->g));
+        return root_copy + k * (hops * t->a_n + red * xfer(piece, t->g)) + bytes_n;
     }
     case STA_ALGO_RECURSIVE:
-        return root_copy + log2_ceil(d->nranks) *
-               (flat_step(t, n, ring_crossers(d, 1)) + red * xfer(n, t->g));
+        return root_copy + log2_ceil(d->nranks) * (t->a_n + bytes_n + red * xfer(n, t->g));
     case STA_ALGO_HIERARCHICAL:
         return root_copy + (shm_copy(t) + red * (t->L - 1) * xfer(n, t->g)) +
-               log2_ceil(d->nnodes) * (t->a_n + t->wl + xfer(n, t->b_n) + red * xfer(n, t->g));
+               log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
     default:
         return STA_COST_NA;
     }

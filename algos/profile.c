@@ -258,6 +258,11 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
     }
 }
 
+void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us)
+{
+    calibration_offer(model, STA_FIELD_WAKE, wake_us);
+}
+
 strata_status_t sta_model_load(sta_model_t *model)
 {
     strata_status_t status;

@@ -83,6 +83,13 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
                                  const sta_tier_t *measured_net);
 
 /*
+ * Merges a measured ω (source "calibrated"), as sta_model_apply_calibration does for the
+ * tiers: it replaces only a default; a negative or non-finite value is skipped. Every rank
+ * must merge the same value.
+ */
+void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us);
+
+/*
  * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).
  * Calibration, when wanted, is merged afterwards by the caller. Errors are the profile's;
  * on error *model is untouched.

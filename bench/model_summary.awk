@@ -1,5 +1,6 @@
 # The summary of bench/model.sh: reads the tables of strata-perf --model, each file opened by
-# "## shape S coll C rep R", takes each point's median over the repeats, and prints selection
+# "## shape S coll C rep R", takes each point's median over the repeats (0-byte rows, which
+# reduce_scatter and allgather get when -b is below P elements, are left out), and prints selection
 # regret (per table and over all points: median, p95 nearest-rank, mean, the worst point) and
 # the model's error (signed (model - measured) / measured) for the algorithm auto picks and
 # for every algorithm, per table, per size and overall, with how many points lie within 25 %.
@@ -36,7 +37,8 @@ BEGIN {
 }
 /^## shape / { shape = $3; coll = $5; next }
 /^# Model vs measurement/ { intable = 1; next }
-intable && /^# +[0-9]+ +[a-z_]+ / && NF == 13 {
+# Sizes from 8 B (the target's range): a 0-byte collective is left out.
+intable && /^# +[0-9]+ +[a-z_]+ / && NF == 13 && $2 + 0 > 0 {
     key = shape SUBSEP coll SUBSEP $2
     if (!(key in seen)) {
         seen[key] = 1

@@ -163,36 +163,39 @@ static void test_broadcast_reduce(void **state)
 {
     sta_dims_t p6 = {.nranks = 6, .nnodes = 3, .local_size = 2, .nrails = 1};
 
-    /* Every broadcast starts with the root's copy into its output, n/β_s (100 at 1 MB).
-     * c = 524288, k = ceil(10^6 / 524288) = 2; ring: 100 + (4-2+2)·(20 + 524.288) */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 2277.152);
-    /* binomial: ceil(log2 4) = 2: 100 + 2·(20 + 1000) = 2140 */
+    /* Rooted collectives run back to back: a call costs its busiest rank's work. Every
+     * broadcast starts with the root's copy into its output, n/β_s (100 at 1 MB).
+     * ring (chain), c = 524288, k = 2: a middle rank receives and forwards each chunk,
+     * 2·(2·20), and the whole buffer crosses the node boundary once, 1000: 100 + 80 + 1000 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 1180.0);
+    /* binomial: the root sends ceil(log2 4) = 2 times: 100 + 2·(20 + 1000) = 2140 */
     assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 2140.0);
     /* hierarchical: 100 + ceil(log2 2)·1020 + [1 + 100] = 1221 */
     assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, MB), 1221.0);
     /* P = 6: ceil(log2 6) = 3 rounds: 100 + 3060 */
     assert_us(cost(&p6, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 3160.0);
-    /* Below one chunk, k = 1: 0.1 + (4-2+1)·(20 + 1000 B/1 GB/s = 1) = 63.1; at n = 0: 60 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 1000), 63.1);
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 60.0);
-    /* Exactly one chunk: k = 1: 52.4288 + 3·(20 + 524.288); one byte more: k = 2 */
+    /* Below one chunk, k = 1: 0.1 + 2·20 + 1000 B/1 GB/s = 41.1; at n = 0, k = 1: 40 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 1000), 41.1);
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 40.0);
+    /* Exactly one chunk: k = 1: 52.4288 + 40 + 524.288; one byte more: k = 2 */
     assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, STA_PIPELINE_CHUNK),
-              52.4288 + 1632.864);
+              52.4288 + 40 + 524.288);
     assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, STA_PIPELINE_CHUNK + 1),
-              52.4289 + 2177.152);
+              52.4289 + 80 + 524.289);
 
-    /* reduce ring: 4·(20 + 524.288 + 52.4288) = 2386.8672 */
-    assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RING, MB), 2386.8672);
+    /* reduce ring: k = 2 chunks, each received, reduced (52.4288) and forwarded (2·20), and
+     * the buffer across the node boundary once: 2·(40 + 52.4288) + 1000 = 1184.8576 */
+    assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RING, MB), 1184.8576);
     /* reduce binomial: 2·(20 + 1000 + 100) = 2240 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 2240.0);
     /* reduce hierarchical: [1 + 100 + (2-1)·100] + 1·(20 + 1000 + 100) = 201 + 1120 = 1321 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, MB), 1321.0);
 
-    /* N = 1: chain and tree hops stay in the node, two copies at β_s. broadcast ring over
-     * P = 2, k = 2: 100 + 2·(20 + 2·52.4288) = 349.7152; binomial: 100 + 20 + 2·100 = 320;
-     * reduce binomial (no root copy): 20 + 2·100 + 100 = 320 */
+    /* N = 1: chain and tree hops stay in the node, two copies at β_s (200 for the buffer).
+     * broadcast ring over P = 2 (no middle rank), k = 2: 100 + 2·20 + 200 = 340; binomial:
+     * 100 + 20 + 200 = 320; reduce binomial (no root copy): 20 + 200 + 100 = 320 */
     sta_dims_t one_node = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
-    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 349.7152);
+    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 340.0);
     assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 320.0);
     assert_us(cost(&one_node, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 320.0);
 }
@@ -213,11 +216,14 @@ static void test_wakeups(void **state)
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
     /* leader: two leaders on the host's two cores spin: 2·(1 + 30) + 2·20 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 102.0);
-    /* four one-rank nodes on the host: the leaders outnumber the cores too */
+    /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
+     * node's shm phases wait for nobody */
     sta_dims_t four = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1,
                        .host_ranks = 4, .host_cores = 2};
     assert_us(sta_cost_us(&m, &four, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0),
-              2 * (1 + 30) + 2 * 3 * (20 + 30));
+              2 * 1 + 2 * 3 * (20 + 30));
+    /* back-to-back broadcasts overlap their waits: no ω (chain: 2·20) */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 40.0);
     /* enough cores, or cores unknown: no wake-ups */
     d.host_cores = 4;
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 120.0);
