@@ -99,6 +99,8 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         fputs(stb_plan_usage(), stdout);
+        fputs("strata-plan train [options]: what a training step costs per parallel axis "
+              "(strata-plan train -h)\n", stdout);
         return 0;
     }
     if (sta_model_load(&model) != STRATA_OK)
