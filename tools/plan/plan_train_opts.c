@@ -106,8 +106,6 @@ static void opts_default(stb_train_opts_t *o)
     o->cluster.nics = STB_TRAIN_DEF_NICS;
     o->cluster.oversub = 1.0;
     o->cluster.gpu_mem_bytes = STB_TRAIN_DEF_GPU_MEM_BYTES;
-    o->compute.peak_tflops = STB_TRAIN_DEF_PEAK_TFLOPS;
-    o->compute.achieved = STB_TRAIN_DEF_ACHIEVED;
     o->layout = (stb_train_layout_t){.tp = 1, .pp = 1};
     for (int f = 0; f < STA_FIELD_COUNT; f++)
         o->value[f] = -1.0;
@@ -224,6 +222,12 @@ strata_status_t stb_train_opts_parse(int argc, char *const argv[], stb_train_opt
         }
         if (opt_set(d, v, &o, err, errlen) != STRATA_OK)
             return STRATA_ERR_INVALID;
+    }
+    /* A measured compute time needs no rate; a peak given with it still yields MFU. */
+    if (o.compute.compute_ms == 0.0) {
+        o.compute.peak_tflops = o.compute.peak_tflops > 0 ? o.compute.peak_tflops
+                                                          : STB_TRAIN_DEF_PEAK_TFLOPS;
+        o.compute.achieved = o.compute.achieved > 0 ? o.compute.achieved : STB_TRAIN_DEF_ACHIEVED;
     }
     *opts = o;
     return STRATA_OK;

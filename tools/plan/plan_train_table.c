@@ -63,7 +63,8 @@ static void print_inputs(FILE *out, const stb_train_opts_t *o, const stb_train_r
         fprintf(out, "# reduction: %g GB/s (%s)\n", f->gamma_gbps,
                 stb_train_opts_source(o, STA_FIELD_GAMMA));
     if (o->compute.compute_ms > 0.0)
-        fprintf(out, "# compute  : measured, %g ms per step per GPU\n", o->compute.compute_ms);
+        fprintf(out, "# compute  : measured, %g ms per step per GPU%s\n", o->compute.compute_ms,
+                o->compute.peak_tflops > 0 ? "" : " (no --peak-tflops: no MFU)");
     else
         fprintf(out, "# compute  : %g TFLOP/s peak x %g achieved per GPU\n",
                 o->compute.peak_tflops, o->compute.achieved);
