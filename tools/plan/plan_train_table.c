@@ -143,11 +143,13 @@ static void print_ranking(FILE *out, const stb_train_ranking_t *k)
         double axis_ms[NPLOT_AXES];
         for (size_t a = 0; a < NPLOT_AXES; a++)
             axis_ms[a] = stb_train_axis_ms(r, plot_axes[a], 1);
+        char mfu[16] = "-";
+        if (r->mfu >= 0)
+            snprintf(mfu, sizeof(mfu), "%.1f", 100 * r->mfu);
         stb_train_label(&r->layout, label, sizeof(label));
-        fprintf(out, "  %4d %-24s %5d %10.3f %7.1f %8.1f %9.3f %9.3f %9.3f %9.3f %8.2f\n", i + 1,
-                label, r->layout.micro_batches, r->step_ms, r->mfu >= 0 ? 100 * r->mfu : NAN,
-                100 * r->bubble_fraction, axis_ms[0], axis_ms[1], axis_ms[2], axis_ms[3],
-                r->mem_total / GB);
+        fprintf(out, "  %4d %-24s %5d %10.3f %7s %8.1f %9.3f %9.3f %9.3f %9.3f %8.2f\n", i + 1,
+                label, r->layout.micro_batches, r->step_ms, mfu, 100 * r->bubble_fraction,
+                axis_ms[0], axis_ms[1], axis_ms[2], axis_ms[3], r->mem_total / GB);
     }
     if (show > 0)
         fprintf(out, "# (per-axis columns: exposed ms per step)\n");
