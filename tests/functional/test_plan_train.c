@@ -144,7 +144,8 @@ static void test_table_profile_and_plot(void **state)
     assert_true(ranked >= 1 && ranked <= 3);
 }
 
-static void test_bad_input(void **state)
+/* Bad input exits 2 (1 for an unreadable file) with the reason; --global-batch sets M. */
+static void test_bad_input_and_global_batch(void **state)
 {
     char *out;
 
@@ -156,6 +157,10 @@ static void test_bad_input(void **state)
     assert_int_equal(run(PLAN_BIN " train --layers 32 --hidden 4096", &out), 2);
     expect(out, "--params");
     assert_int_equal(run(PLAN_BIN PLAN_ARGS " --profile /nonexistent/profile", &out), 1);
+    assert_int_equal(run(PLAN_BIN PLAN_ARGS " --global-batch 3", &out), 2);
+    expect(out, "--global-batch 3 is not a whole multiple of DP 2");
+    assert_int_equal(run(PLAN_BIN PLAN_ARGS " --global-batch 16 --json", &out), 0);
+    expect(out, "\"micro_batches\": 8");
 }
 
 /* Measured here, planned from: the doctor's profile carries every value and the plan
@@ -200,7 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_keys),
         cmocka_unit_test(test_table_profile_and_plot),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input_and_global_batch),
         cmocka_unit_test(test_doctor_profile_to_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

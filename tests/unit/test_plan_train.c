@@ -478,6 +478,64 @@ static void test_tp_across_nodes_warns(void **state)
     assert_true(row_of(&in, "tp", "allreduce")->call_ms < tp->call_ms);
 }
 
+/*
+ * ZeRO-1 reduce-scatters the gradients in buckets and gathers the updated parameters once,
+ * exposed; HSDP (ZeRO-3 sharded over one node's 8, replicated over 2 nodes) gathers inside
+ * the node and all-reduces the shards' gradients across the nodes.
+ */
+static void test_zero1_and_hsdp(void **state)
+{
+    stb_train_cluster_t c = cluster_of(2, 8, 450, 0, 8, 50, 0);
+    stb_train_model_t m = model_of(7e9, 32, 4096, 2048, 1, 1);
+    stb_train_compute_t k = {.compute_ms = 1000};
+    stb_train_result_t r;
+
+    plan(&m, &c, &k, (stb_train_layout_t){.tp = 1, .pp = 1, .zero = 1}, &r);
+    const stb_train_comm_t *rs = row_of(&r, "dp", "reduce_scatter");
+    const stb_train_comm_t *ag = row_of(&r, "dp", "allgather");
+    assert_int_equal(rs->group, 16);
+    assert_near(rs->calls * rs->call_bytes, 14e9, 1e-12);   /* all gradients, in buckets */
+    assert_near(ag->calls, 1, 0);
+    assert_near(ag->call_bytes, 14e9, 1e-12);
+    assert_near(ag->exposed_ms, ag->call_ms, 0);
+    assert_true(rs->exposed_ms < rs->total_ms);
+
+    plan(&m, &c, &k, (stb_train_layout_t){.tp = 1, .pp = 1, .zero = 3, .zero_group = 8}, &r);
+    ag = row_of(&r, "dp", "allgather");
+    assert_int_equal(ag->group, 8);
+    assert_string_equal(ag->tier, "intra");
+    const stb_train_comm_t *rep = row_of(&r, "dp", "allreduce");
+    assert_int_equal(rep->group, 2);
+    assert_string_equal(rep->tier, "inter");
+    assert_near(rep->calls * rep->call_bytes, 14e9 / 8, 1e-12);   /* one shard's gradients */
+    assert_near(r.mem_weights, 14e9 / 8, 1e-12);
+}
+
+/* A group spanning more nodes than a leaf holds runs its net tier at 1/oversubscription. */
+static void test_oversubscription(void **state)
+{
+    stb_train_cluster_t c = cluster_of(4, 8, 450, 0, 8, 50, 0);
+    stb_train_group_t flat, over;
+    const char *algo;
+
+    stb_train_group_make(&c, 4, 8, &flat);
+    c.oversub = 3.0;
+    c.leaf_nodes = 2;
+    stb_train_group_make(&c, 4, 8, &over);
+    assert_near(over.fabric.net.beta_gbps, flat.fabric.net.beta_gbps / 3, 1e-12);
+    assert_near(stb_train_group_coll_ms(&over, STA_COLL_ALLREDUCE, 1e12, &algo) /
+                    stb_train_group_coll_ms(&flat, STA_COLL_ALLREDUCE, 1e12, &algo), 3.0, 1e-9);
+    stb_train_group_t inside;
+    stb_train_group_make(&c, 2, 8, &inside);   /* two nodes, one leaf */
+    assert_near(inside.fabric.net.beta_gbps, flat.fabric.net.beta_gbps, 1e-12);
+
+    stb_train_model_t m = model_of(7e9, 32, 4096, 2048, 1, 1);
+    stb_train_compute_t k = {.compute_ms = 1000};
+    stb_train_result_t r;
+    plan(&m, &c, &k, (stb_train_layout_t){.tp = 8, .pp = 1}, &r);
+    assert_true(has_warning(&r, "cross the leaf uplinks", "1/3"));
+}
+
 /* Mixture of experts: what a token uses, and the alltoall that moves the tokens. */
 static void test_moe(void **state)
 {
@@ -631,6 +689,8 @@ int main(void)
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_buckets),
         cmocka_unit_test(test_tp_across_nodes_warns),
+        cmocka_unit_test(test_zero1_and_hsdp),
+        cmocka_unit_test(test_oversubscription),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_resolve_rejects),
         cmocka_unit_test(test_search),

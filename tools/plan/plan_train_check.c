@@ -26,11 +26,18 @@ static strata_status_t check_model(const stb_train_model_t *m, char *err, size_t
     return STRATA_OK;
 }
 
+/* The largest cluster a plan walks GPU by GPU (pipeline hand-offs, groups): 2^20 GPUs, far
+ * beyond any machine built so far, and a fraction of a second to evaluate. */
+#define STB_TRAIN_MAX_GPUS (1LL << 20)
+
 static strata_status_t check_cluster(const stb_train_cluster_t *c, const stb_train_compute_t *k,
                                      char *err, size_t errlen)
 {
     if (c->nodes < 1 || c->gpus_per_node < 1 || c->nics < 1)
         return stb_err_set(err, errlen, "--nodes, --gpus-per-node and --nics must be >= 1");
+    if ((long long)c->nodes * c->gpus_per_node > STB_TRAIN_MAX_GPUS)
+        return stb_err_set(err, errlen, "%d nodes x %d GPUs: at most %lld GPUs", c->nodes,
+                           c->gpus_per_node, STB_TRAIN_MAX_GPUS);
     if (sta_model_check(&c->fabric) != STRATA_OK)
         return stb_err_set(err, errlen, "the fabric: every alpha >= 0, every bandwidth > 0");
     if (!(c->oversub >= 1.0) || c->leaf_nodes < 0)

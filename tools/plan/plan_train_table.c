@@ -134,8 +134,12 @@ static void print_ranking(FILE *out, const stb_train_ranking_t *k)
     int show = k->n < k->top ? k->n : k->top;
 
     fprintf(out, "#\n# search: %d layouts of the same %g sequences per step evaluated, %d fit in "
-                 "memory; the fastest %d:\n", k->count.tried, k->global_batch, k->count.fit,
-            show);
+                 "memory", k->count.tried, k->global_batch, k->count.fit);
+    if (show == 0) {
+        fprintf(out, ": none to rank (try --recompute full, or more GPUs or memory)\n");
+        return;
+    }
+    fprintf(out, "; the fastest %d:\n", show);
     fprintf(out, "# %4s %-24s %5s %10s %7s %8s %9s %9s %9s %9s %8s\n", "rank", "layout", "M",
             "step ms", "MFU %", "bubble %", "tp ms", "pp ms", "dp ms", "ep ms", "mem GB");
     for (int i = 0; i < show; i++) {
