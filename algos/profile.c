@@ -322,11 +322,7 @@ void sta_model_log(const sta_model_t *model)
 strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
                                   const char *comment)
 {
-    const double values[STA_FIELD_COUNT] = {
-        [STA_FIELD_SHM_ALPHA] = model->shm.alpha_us, [STA_FIELD_SHM_BETA] = model->shm.beta_gbps,
-        [STA_FIELD_NET_ALPHA] = model->net.alpha_us, [STA_FIELD_NET_BETA] = model->net.beta_gbps,
-        [STA_FIELD_GAMMA] = model->gamma_gbps,
-    };
+    sta_model_t copy = *model;   /* field_ptr() reads through a non-const pointer */
     FILE *file;
     int bad;
 
@@ -344,7 +340,7 @@ strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
     }
     /* %.17g: the value reads back to the same double. */
     for (int f = 0; f < STA_FIELD_COUNT; f++)
-        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], values[f],
+        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], *field_ptr(&copy, (sta_field_t)f),
                 source_names[model->source[f]]);
     fprintf(file, "%-13s = %s   # %s\n", PROFILE_KEY_KIND, sta_intra_name(model->intra),
             source_names[model->intra_source]);

@@ -21,8 +21,9 @@
 #include "util/time.h"
 
 /* γ: an fp32 sum of two sources into a third, 64 MiB each, twice the CI hosts' 32 MiB L3
- * (docs/machines.md: the case the library's default describes); the fastest of 5 timed calls after one warm-up, as
- * calibration keeps each size's fastest repetition (the least disturbed on a shared host). */
+ * (docs/machines.md: the case the library's default describes); the fastest of 5 timed
+ * calls after one warm-up, as calibration keeps each size's fastest repetition (the least
+ * disturbed on a shared host). */
 #define GAMMA_BYTES ((size_t)64 << 20)
 #define GAMMA_REPS 5
 
