@@ -8,6 +8,10 @@
  * and the algbw/busbw nccl-tests would report for it. `strata-plan nccl ...` shows instead
  * what the plugin's NCCL tuner hands NCCL (tools/plan/plan_nccl.h). Nothing runs on a network; the
  * figures are the model's, and docs/benchmarks.md says how far they held where measured.
+ *
+ *   strata-plan train --params 70B --layers 80 --hidden 8192 --nodes 16 --tp 8 --pp 4 ...
+ *
+ * plans a training step instead (tools/plan/plan_train_cli.c, docs/planner.md).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "algos/select.h"
 #include "tools/plan/plan_nccl.h"
 #include "tools/plan/plan_table.h"
+#include "tools/plan/plan_train_cli.h"
 #include "util/log.h"
 
 /* Where a value came from: the command line, or the model's own source record. */
@@ -88,6 +93,8 @@ int main(int argc, char **argv)
     char err[256];
 
     stu_log_init();
+    if (argc > 1 && strcmp(argv[1], "train") == 0)
+        return stb_train_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "nccl") == 0)
         return stb_plan_nccl_main(argc - 1, argv + 1);   /* tools/plan/plan_nccl.h */
     if (stb_plan_opts_parse(argc, argv, &o, err, sizeof(err)) != STRATA_OK) {
@@ -96,6 +103,10 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         fputs(stb_plan_usage(), stdout);
+        fputs("strata-plan train [options]: what a training step costs per parallel axis "
+              "(strata-plan train -h)\n", stdout);
+        fputs("strata-plan nccl [options]: the table Strata's NCCL tuner hands NCCL, and "
+              "NCCL's picks (strata-plan nccl -h)\n", stdout);
         return 0;
     }
     if (sta_model_load(&model) != STRATA_OK)
