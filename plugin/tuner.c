@@ -176,9 +176,9 @@ static ncclResult_t tuner_init(void **ctx, uint64_t comm_id, size_t nranks, size
     shape.ppn = nvl != NULL && nvl->maxRanksPerNvlDomain >= 1
                     ? nvl->maxRanksPerNvlDomain : (int)((nranks + nnodes - 1) / nnodes);
     shape.nrails = sta_rail_count(shape.ppn, ndev > 0 ? ndev : 1, NULL);
-    if (sta_model_load(&model) != STRATA_OK ||
-        sta_algo_env_read(&inter_forced) != STRATA_OK ||
-        (c = calloc(1, sizeof(*c))) == NULL) {
+    /* The CollNet picks its schedule per size with the model (STRATA_ALGO is the library's
+     * knob, not the CollNet's), as the tuner prices it: inter_forced stays auto. */
+    if (sta_model_load(&model) != STRATA_OK || (c = calloc(1, sizeof(*c))) == NULL) {
         STU_WARN("tuner: off for comm 0x%llx: the model could not be loaded (see above)",
                  (unsigned long long)comm_id);
         return ncclSuccess;
