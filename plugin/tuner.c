@@ -154,21 +154,23 @@ static ncclResult_t tuner_init(void **ctx, uint64_t comm_id, size_t nranks, size
         return ncclSuccess;
     *ctx = NULL;
     stp_log_attach(log_fn);
-    mode = tuner_mode_read();
-    if (mode == STP_TUNER_OFF) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "tuner: off for comm 0x%llx (STRATA_TUNER=0): "
-                 "NCCL's own model decides", (unsigned long long)comm_id);
-        return ncclSuccess;
-    }
     if (nnodes < 2 || nranks < nnodes || nranks > (size_t)1 << 30 || constants == NULL) {
         STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "tuner: off for comm 0x%llx: %zu rank(s) on "
                  "%zu node(s), nothing crosses Strata's net", (unsigned long long)comm_id,
                  nranks, nnodes);
         return ncclSuccess;
     }
+    /* Before any STRATA_* is read: the parameter cache is freed by the net's last finalize,
+     * so it may only be filled while a net context lives. */
     if (!stp_state_has_comm(comm_id, &ndev)) {
         STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "tuner: off for comm 0x%llx: it does not run "
                  "on Strata's net", (unsigned long long)comm_id);
+        return ncclSuccess;
+    }
+    mode = tuner_mode_read();
+    if (mode == STP_TUNER_OFF) {
+        STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "tuner: off for comm 0x%llx (STRATA_TUNER=0): "
+                 "NCCL's own model decides", (unsigned long long)comm_id);
         return ncclSuccess;
     }
     shape.nranks = (int)nranks;
