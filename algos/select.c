@@ -25,11 +25,11 @@
 #include "util/log.h"
 #include "util/param.h"
 
-static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
-                              size_t bytes)
+sta_algo_t sta_select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                           size_t bytes, double *us_p)
 {
     sta_algo_t best = STA_ALGO_COUNT;
-    double best_us = 0.0;
+    double best_us = STA_COST_NA;
 
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
         if (!sta_algo_selectable(dims, coll, (sta_algo_t)a))
@@ -42,7 +42,15 @@ static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, 
             best_us = us;
         }
     }
+    if (us_p != NULL)
+        *us_p = best_us;
     return best;
+}
+
+static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                              size_t bytes)
+{
+    return sta_select_best(model, dims, coll, bytes, NULL);
 }
 
 /* Fills one collective's ranges; STRATA_ERR_INTERNAL if they do not fit. */
@@ -119,7 +127,8 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
     tmp.dims = *dims;
     tmp.forced = forced;
     for (int c = 0; c < STA_COLL_COUNT; c++) {
-        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced)) {
+        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced) &&
+            sta_cost_us(model, dims, (sta_coll_t)c, forced, 0) >= 0.0) {
             tmp.ranges[c][0].upper = SIZE_MAX;
             tmp.ranges[c][0].algo = forced;
             tmp.nranges[c] = 1;
@@ -160,9 +169,10 @@ void sta_select_log(const sta_select_t *table)
     if (stu_log_level < STU_LOG_INFO)
         return;
     sta_model_log(&table->model);
-    STU_INFO(STU_LOG_TUNING, "select: P=%d N=%d L=%d rails=%d, ranks %s, STRATA_ALGO=%s",
-             d->nranks, d->nnodes, d->local_size, d->nrails,
-             d->contiguous ? "contiguous per node" : "interleaved", sta_algo_name(table->forced));
+    STU_INFO(STU_LOG_TUNING, "select: P=%d N=%d L=%d rails=%d, ranks %s, %d rank(s) on a host "
+             "of %d core(s), STRATA_ALGO=%s", d->nranks, d->nnodes, d->local_size, d->nrails,
+             d->contiguous ? "contiguous per node" : "interleaved", d->host_ranks, d->host_cores,
+             sta_algo_name(table->forced));
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         size_t first = 0;
         for (int i = 0; i < table->nranges[c]; i++) {
