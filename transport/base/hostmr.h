@@ -1,7 +1,7 @@
 /*
  * Memory handles for transports that move host memory without registering it
- * (tcp, ucx's tag API): a handle only records what was registered, which lets
- * isend/irecv check that a buffer lies inside the region its handle names.
+ * (tcp, ucx's tag API, loop): a handle only records what was registered, which
+ * lets isend/irecv check that a buffer lies inside the region its handle names.
  * GPU and DMA-BUF memory are refused with STRATA_ERR_UNSUPPORTED.
  *
  * Thread safety: none needed; a handle belongs to one comm.

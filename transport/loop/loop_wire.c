@@ -1,4 +1,4 @@
-/* The loop transport's in-process wire: channels and their matcher, and the listeners (loop_wire.h). */
+/* The loop transport's in-process wire: channels, their matcher, the listeners (loop_wire.h). */
 #include <stdlib.h>
 #include <string.h>
 

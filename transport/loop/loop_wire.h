@@ -3,7 +3,7 @@
  *
  *   The handle: a native struct naming a listener of this process by id;
  *     connect refuses a handle from another process. The connect slot at the
- *     handle's end (base/handle.h) holds connect's pending channel.
+ *     handle's end (base/connect.h) holds connect's pending channel.
  *   Listeners: a process-wide list under one lock; a listener queues the
  *     channels that connect made for it until accept takes them.
  *   Channels: one per connection, reference-counted by its two ends (the
@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "transport/base/handle.h"
+#include "transport/base/connect.h"
 #include "transport/transport.h"
 
 #define STT_LOOP_HANDLE_MAGIC 0x53544c4f4f503031ull /* "STLOOP01" */
@@ -43,7 +43,6 @@ struct stt_loop_chan {
     int accepted;             /* the listener handed the receive side out */
     int send_gone;            /* the send side closed or never came */
     int recv_gone;
-    uint64_t start_ns;        /* when connect made it */
     strata_status_t failed;   /* protocol failure seen by both sides */
     unsigned sq_head, sq_tail;
     unsigned rq_head, rq_tail;

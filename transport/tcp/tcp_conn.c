@@ -3,13 +3,11 @@
  * the send and receive comms' lifecycle (create, close). Data moves in
  * tcp_send.c and tcp_recv.c, which call in here; this file never calls them.
  *
- * connect is a state machine kept in a heap object whose pointer lives in
- * the caller's handle (base/handle.h). Per socket: CONNECTING
- * (non-blocking connect) -> HELLO (writing the hello) -> SENT. Socket 0 then
- * waits for the listener's ack; the connection is ready when every hello is
- * out and the ack is valid. Past STRATA_CONNECT_TIMEOUT the attempt fails
- * with STRATA_ERR_TIMEOUT and the handle is reset, so a later call starts
- * over.
+ * connect is a state machine driven by base/connect.h (which keeps the
+ * attempt in the caller's handle and enforces STRATA_CONNECT_TIMEOUT). Per
+ * socket: CONNECTING (non-blocking connect) -> HELLO (writing the hello) ->
+ * SENT. Socket 0 then waits for the listener's ack; the connection is ready
+ * when every hello is out and the ack is valid.
  *
  * Request slots are preallocated per comm (STT_TCP_RING of them, base/slots.h),
  * so posting and releasing cost no allocation, lock or system call.
@@ -18,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/connect.h"
 #include "transport/base/sock.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
@@ -27,7 +26,7 @@
 enum { SOCK_CONNECTING, SOCK_HELLO, SOCK_SENT };
 
 typedef struct tcp_connect {
-    uint64_t start_ns;
+    stt_connect_t head;          /* start time, peer */
     uint64_t conn_id;
     int nsocks;
     int fds[STT_TCP_MAX_SOCKS];
@@ -36,7 +35,6 @@ typedef struct tcp_connect {
     uint8_t hello[STT_TCP_MAX_SOCKS][STT_TCP_HELLO_BYTES];
     uint32_t ack_have;
     uint8_t ack[STT_TCP_ACK_BYTES];
-    char peer[STT_TCP_ADDR_STRLEN];
 } tcp_connect_t;
 
 static void conn_fds_close(const int *fds, int nsocks)
@@ -105,28 +103,44 @@ void stt_tcp_close_recv(stt_comm_t *comm)
 
 /* ------------------------------------------------------------------ connect */
 
-static void connect_free(tcp_connect_t *cs)
+static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
 {
+    strata_status_t status =
+        stt_handle_load(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, "tcp", h);
+
+    *listener_id_p = ((const stt_tcp_handle_t *)h)->listener_id;
+    return status;
+}
+
+static void connect_free(stt_connect_t *state)
+{
+    tcp_connect_t *cs = (tcp_connect_t *)state;
+
     conn_fds_close(cs->fds, cs->nsocks);
     free(cs);
 }
 
 /* Opens the sockets and starts every connect. */
-static strata_status_t connect_start(const stt_tcp_handle_t *h, tcp_connect_t **cs_p)
+static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
+                                     stt_connect_t **state_p)
 {
-    strata_status_t status;
+    const stt_tcp_handle_t *h = hp;
     int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
-    tcp_connect_t *cs = calloc(1, sizeof(*cs));
+    stt_tcp_dev_t d;
+    strata_status_t status = stt_tcp_device_get(dev, &d);
 
+    if (status != STRATA_OK)
+        return status;
+    tcp_connect_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
         STU_WARN("tcp: no memory for a connect state (%zu bytes)", sizeof(*cs));
         return STRATA_ERR_NO_MEMORY;
     }
     /* Out-of-range values were reported once at init. */
     cs->nsocks = (int)(nsocks < 1 ? 1 : nsocks > STT_TCP_MAX_SOCKS ? STT_TCP_MAX_SOCKS : nsocks);
-    cs->start_ns = stu_time_ns();
+    cs->head.start_ns = stu_time_ns();
     cs->conn_id = stt_netif_random_u64();
-    stt_netif_addr_format(&h->addr, cs->peer, sizeof(cs->peer));
+    stt_netif_addr_format(&h->addr, cs->head.peer, sizeof(cs->head.peer));
     for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
         cs->fds[i] = -1;
     for (int i = 0; i < cs->nsocks; i++) {
@@ -136,16 +150,16 @@ static strata_status_t connect_start(const stt_tcp_handle_t *h, tcp_connect_t **
         stt_tcp_hello_encode(&hello, cs->hello[i]);
         status = stt_tcp_sock_open(h->addr.sa.sa_family, &cs->fds[i]);
         if (status == STRATA_OK)
-            status = stt_sock_connect("tcp", cs->fds[i], &h->addr, cs->peer);
+            status = stt_sock_connect("tcp", cs->fds[i], &h->addr, cs->head.peer);
         if (status != STRATA_OK)
             goto err_free;
         cs->stage[i] = SOCK_CONNECTING;
     }
-    *cs_p = cs;
+    *state_p = &cs->head;
     return STRATA_OK;
 
 err_free:
-    connect_free(cs);
+    connect_free(&cs->head);
     return status;
 }
 
@@ -156,18 +170,18 @@ static strata_status_t connect_hellos_send(tcp_connect_t *cs)
 
     for (int i = 0; i < cs->nsocks; i++) {
         if (cs->stage[i] == SOCK_CONNECTING) {
-            status = stt_sock_connected("tcp", cs->fds[i], cs->peer);
+            status = stt_sock_connected("tcp", cs->fds[i], cs->head.peer);
             if (status == STRATA_INPROGRESS)
                 continue;
             if (status == STRATA_OK)
-                status = stt_tcp_sock_tune(cs->fds[i], cs->peer);
+                status = stt_tcp_sock_tune(cs->fds[i], cs->head.peer);
             if (status != STRATA_OK)
                 return status;
             cs->stage[i] = SOCK_HELLO;
         }
         if (cs->stage[i] == SOCK_HELLO) {
             status = stt_sock_xfer("tcp", cs->fds[i], true, cs->hello[i], STT_TCP_HELLO_BYTES,
-                                   &cs->sent[i], "a hello", cs->peer);
+                                   &cs->sent[i], "a hello", cs->head.peer);
             if (status == STRATA_OK)
                 cs->stage[i] = SOCK_SENT;
             else if (status != STRATA_INPROGRESS)
@@ -188,18 +202,18 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
         return STRATA_OK;
     strata_status_t status = stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES,
                                            &cs->ack_have, "the ack (the listener rejected or"
-                                           " dropped the connection?)", cs->peer);
+                                           " dropped the connection?)", cs->head.peer);
     if (status == STRATA_INPROGRESS)
         return STRATA_OK;
     if (status != STRATA_OK)
         return status;
     if (stt_tcp_ack_decode(cs->ack, &ack, &why) != STRATA_OK) {
-        STU_WARN("tcp: invalid ack from %s: %s", cs->peer, why);
+        STU_WARN("tcp: invalid ack from %s: %s", cs->head.peer, why);
         return STRATA_ERR_REMOTE;
     }
     if (ack.conn_id != cs->conn_id || ack.nsocks != cs->nsocks) {
         STU_WARN("tcp: ack from %s is for connection %016llx with %u sockets, ours is %016llx"
-                 " with %d", cs->peer, (unsigned long long)ack.conn_id, ack.nsocks,
+                 " with %d", cs->head.peer, (unsigned long long)ack.conn_id, ack.nsocks,
                  (unsigned long long)cs->conn_id, cs->nsocks);
         return STRATA_ERR_REMOTE;
     }
@@ -210,59 +224,38 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
     return STRATA_OK;
 }
 
-strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
-                                stt_comm_t **send_p)
+/* Hellos out, the ack in: then the send comm, which takes the sockets. */
+static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h,
+                                    stt_comm_t **send_p)
 {
-    stt_tcp_handle_t h;
-    tcp_connect_t *cs;
-    strata_status_t status;
+    tcp_connect_t *cs = (tcp_connect_t *)state;
     bool ready = false;
+    strata_status_t status = connect_hellos_send(cs);
 
-    if (handle == NULL || send_p == NULL) {
-        STU_WARN("tcp: connect(dev %d) called with a NULL %s", dev,
-                 handle ? "output" : "handle");
-        return STRATA_ERR_INVALID;
-    }
-    status = stt_handle_load(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, "tcp", &h);
-    if (status == STRATA_OK)
-        status = stt_connslot_load(handle, h.listener_id, "tcp", (void **)&cs);
-    if (status != STRATA_OK)
-        return status;
-    if (cs == NULL) {
-        stt_tcp_dev_t d;
-        status = stt_tcp_device_get(dev, &d);
-        if (status == STRATA_OK)
-            status = connect_start(&h, &cs);
-        if (status != STRATA_OK)
-            return status;
-        stt_connslot_store(handle, h.listener_id, cs);
-    }
-
-    status = connect_hellos_send(cs);
     if (status == STRATA_OK)
         status = connect_ack_read(cs, &ready);
     if (status != STRATA_OK)
-        goto err_reset;
-    if (ready) {
-        int nsocks = cs->nsocks, fds[STT_TCP_MAX_SOCKS];
-        char peer[STT_TCP_ADDR_STRLEN];
-        memcpy(peer, cs->peer, sizeof(peer));
-        memcpy(fds, cs->fds, sizeof(fds));
-        free(cs);                       /* the comm owns the sockets now */
-        stt_connslot_store(handle, h.listener_id, NULL);
-        STU_INFO(STU_LOG_NET, "tcp: connected to %s with %d sockets", peer, nsocks);
-        return stt_tcp_conn_create(true, dev, fds, nsocks, peer, send_p);
-    }
-    if (stt_connect_expired(cs->start_ns, "tcp", "connecting to", cs->peer,
-                            " (listener gone, or not calling accept?)")) {
-        status = STRATA_ERR_TIMEOUT;
-        goto err_reset;
-    }
-    *send_p = NULL;
-    return STRATA_OK;
-
-err_reset:
-    connect_free(cs);
-    stt_connslot_store(handle, h.listener_id, NULL);
+        return status;
+    if (!ready)
+        return STRATA_INPROGRESS;
+    STU_INFO(STU_LOG_NET, "tcp: connected to %s with %d sockets", cs->head.peer, cs->nsocks);
+    status = stt_tcp_conn_create(true, dev, cs->fds, cs->nsocks, cs->head.peer, send_p);
+    for (int i = 0; i < cs->nsocks; i++)
+        cs->fds[i] = -1;                 /* the comm owns them now, even on failure */
     return status;
+}
+
+static const stt_connect_steps_t connect_steps = {
+    .who = "tcp",
+    .hint = " (listener gone, or not calling accept?)",
+    .decode = connect_decode,
+    .start = connect_start,
+    .step = connect_step,
+    .free = connect_free,
+};
+
+strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p)
+{
+    return stt_connect_run(&connect_steps, dev, handle, cfg, send_p);
 }

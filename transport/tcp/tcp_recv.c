@@ -56,11 +56,11 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
         return READ_BLOCKED;
     if (r == 0)
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE,
-                           "peer closed socket %d of %d (process exited or closed the comm)", j,
-                           rc->conn.nsocks);
+                      "peer closed socket %d of %d (process exited or closed the comm)", j,
+                      rc->conn.nsocks);
     else
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
-                           rc->conn.nsocks, strerror(errno));
+                      rc->conn.nsocks, strerror(errno));
     return READ_FAILED;
 }
 
@@ -92,7 +92,7 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
 
     if (stt_tcp_hdr_decode(rc->stage + rc->stage_off, rc->conn.seq, &hdr, &why) != STRATA_OK) {
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "invalid message header: %s"
-                           " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
+                      " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
         return false;
     }
     if (rc->post_head == rc->post_tail || rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
@@ -109,15 +109,15 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
             if (!(req->matched_mask & (1u << i)))
                 len += snprintf(tags + len, sizeof(tags) - (size_t)len, " %d", req->tags[i]);
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
-                           " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
-                           hdr.tag, tags);
+                      " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
+                      hdr.tag, tags);
         return false;
     }
     bool discard = hdr.size > req->cap[buf];
     if (discard) {
         if (rc->drain == NULL && (rc->drain = malloc(STT_TCP_DRAIN_BYTES)) == NULL) {
             stt_conn_fail(&rc->conn.head, STRATA_ERR_NO_MEMORY, "no memory to drain a"
-                               " truncated message");
+                          " truncated message");
             return false;
         }
         STU_WARN("tcp: message %" PRIu32 " from %s (tag %d) has %" PRIu64 " bytes but its"
@@ -325,8 +325,8 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
     /* After a clean close, a receive still waiting for a message can never finish. */
     if (rc->eof0 && rc->post_head != rc->post_tail && rc->msg_head == rc->msg_tail)
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
-                           " at end of stream) with %u receive(s) still waiting",
-                           rc->post_tail - rc->post_head);
+                      " at end of stream) with %u receive(s) still waiting",
+                      rc->post_tail - rc->post_head);
     return rc->conn.head.failed;
 }
 

@@ -3,14 +3,15 @@
  * send request.
  *
  * isend encodes the message header into a preallocated request and queues
- * it; a small message usually leaves before isend returns. Each socket walks the send queue with its own cursor (message, bytes done)
- * and writes its part of each message: socket 0 the header plus either the
- * whole payload or piece 0, socket j > 0 piece j of striped messages only.
- * Socket 0 gathers the parts of several queued messages into one sendmsg, so a
- * small message costs one system call (made by isend) and a burst of them one
- * between them. A call that takes fewer bytes than offered means the socket
- * buffer is full, so the pass stops there instead of collecting an EAGAIN; the
- * next test (or POLLOUT from poll_fds) carries on. A message is complete when
+ * it; a small message usually leaves before isend returns. Each socket walks
+ * the send queue with its own cursor (message, bytes done) and writes its
+ * part of each message: socket 0 the header plus either the whole payload or
+ * piece 0, socket j > 0 piece j of striped messages only. Socket 0 gathers
+ * the parts of several queued messages into one sendmsg, so a small message
+ * costs one system call (made by isend) and a burst of them one between
+ * them. A call that takes fewer bytes than offered means the socket buffer is
+ * full, so the pass stops there instead of collecting an EAGAIN; the next
+ * test (or POLLOUT from poll_fds) carries on. A message is complete when
  * every cursor has passed it; since cursors only move forward, completion is
  * in posting order.
  */

@@ -7,7 +7,7 @@
  * caller) is a native struct, stt_tcp_handle_t: both ends share the
  * architecture, as NCCL assumes. listen writes it and zeroes the rest of the
  * bytes; connect keeps its in-progress state in the connect slot at the end
- * (base/handle.h).
+ * (base/connect.h).
  *
  * Every frame integer travels little-endian at a fixed offset, so the frames do
  * not depend on struct layout or host byte order.
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "strata/status.h"
-#include "transport/base/handle.h"
+#include "transport/base/connect.h"
 
 #define STT_TCP_PROTO_VERSION 1
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
@@ -61,7 +61,7 @@
 
 #define STT_TCP_ACK_OK 0
 
-/* The handle: base/handle.h's head with this magic and STT_TCP_PROTO_VERSION. */
+/* The handle: base/connect.h's head with this magic and STT_TCP_PROTO_VERSION. */
 #define STT_TCP_HANDLE_MAGIC 0x4c525453u   /* "STRL" */
 typedef stt_handle_t stt_tcp_handle_t;
 

@@ -4,16 +4,13 @@
  * posted and tested in ucx_send.c and ucx_recv.c, which call in here; this
  * file never calls them.
  *
- * connect is a state machine in a heap object whose pointer lives in the
- * caller's handle (base/handle.h):
+ * connect is a state machine driven by base/connect.h (which keeps the
+ * attempt in the caller's handle and enforces STRATA_CONNECT_TIMEOUT):
  *
  *   CONNECTING (non-blocking TCP connect to the listener's side channel)
  *   -> HELLO (our worker is open; writing hello + worker address)
  *   -> REPLY (reading the acceptor's hello + worker address)
  *   -> the send comm: endpoint to the acceptor's worker, socket kept.
- *
- * Past STRATA_CONNECT_TIMEOUT the attempt fails with STRATA_ERR_TIMEOUT and
- * the handle is reset, so a later call starts over.
  *
  * Each comm owns a worker (UCS_THREAD_MODE_SERIALIZED: one thread at a time,
  * the contract's rule for a comm) and one endpoint to the peer's worker,
@@ -33,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/base/handle.h"
+#include "transport/base/connect.h"
 #include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
@@ -253,6 +250,7 @@ void stt_ucx_close_recv(stt_comm_t *comm)
 enum { CONNECTING, HELLO, REPLY };
 
 typedef struct ucx_connect {
+    stt_connect_t head;      /* start time, peer */
     int stage;
     uint32_t conn_id;
     uint64_t listener_id;
@@ -260,21 +258,36 @@ typedef struct ucx_connect {
     stt_ucx_worker_t w;      /* open from HELLO on */
 } ucx_connect_t;
 
-static void connect_free(ucx_connect_t *cs)
+static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
 {
+    strata_status_t status = stt_ucx_handle_decode(handle, h);
+
+    *listener_id_p = ((const stt_ucx_handle_t *)h)->listener_id;
+    return status;
+}
+
+static void connect_free(stt_connect_t *state)
+{
+    ucx_connect_t *cs = (ucx_connect_t *)state;
+
     if (cs->w.worker != NULL)
         stt_ucx_worker_close(&cs->w);
     stt_ucx_chan_fini(&cs->ch, false);
     free(cs);
 }
 
-static strata_status_t connect_start(const stt_ucx_handle_t *h, ucx_connect_t **cs_p)
+static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
+                                     stt_connect_t **state_p)
 {
+    const stt_ucx_handle_t *h = hp;
     char peer[STT_NETIF_ADDR_STRLEN];
-    strata_status_t status;
+    stt_netif_t nif;
     ucx_connect_t *cs;
     int fd;
 
+    strata_status_t status = stt_ucx_device_get(dev, &nif);
+    if (status != STRATA_OK)
+        return status;
     stt_netif_addr_format(&h->addr, peer, sizeof(peer));
     status = stt_sock_open("ucx", h->addr.sa.sa_family, &fd);
     if (status != STRATA_OK)
@@ -291,10 +304,12 @@ static strata_status_t connect_start(const stt_ucx_handle_t *h, ucx_connect_t **
         return STRATA_ERR_NO_MEMORY;
     }
     stt_ucx_chan_init(&cs->ch, fd, peer);
+    cs->head.start_ns = cs->ch.start_ns;
+    memcpy(cs->head.peer, cs->ch.peer, sizeof(cs->head.peer));
     cs->stage = CONNECTING;
     cs->listener_id = h->listener_id;
     cs->conn_id = (uint32_t)stt_netif_random_u64();
-    *cs_p = cs;
+    *state_p = &cs->head;
     return STRATA_OK;
 }
 
@@ -321,7 +336,7 @@ static strata_status_t connect_poll(ucx_connect_t *cs)
     return status;
 }
 
-static strata_status_t connect_step(ucx_connect_t *cs, bool *ready)
+static strata_status_t connect_advance(ucx_connect_t *cs, bool *ready)
 {
     strata_status_t status = STRATA_OK;
     bool done = false;
@@ -351,54 +366,36 @@ static strata_status_t connect_step(ucx_connect_t *cs, bool *ready)
     return status;
 }
 
+/* The handshake's next steps; once the reply is in, the send comm takes socket and worker. */
+static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h,
+                                    stt_comm_t **send_p)
+{
+    ucx_connect_t *cs = (ucx_connect_t *)state;
+    bool ready = false;
+    strata_status_t status = connect_advance(cs, &ready);
+
+    if (status != STRATA_OK)
+        return status;
+    if (!ready)
+        return STRATA_INPROGRESS;
+    stt_ucx_hello_t in = cs->ch.in;
+    status = stt_ucx_conn_create(true, dev, &cs->w, cs->ch.fd, &in, cs->ch.in_addr, cs->conn_id,
+                                 cs->ch.peer, send_p);
+    stt_ucx_chan_fini(&cs->ch, true);    /* the comm owns the socket and the worker now */
+    return status;
+}
+
+static const stt_connect_steps_t connect_steps = {
+    .who = "ucx",
+    .hint = "",
+    .decode = connect_decode,
+    .start = connect_start,
+    .step = connect_step,
+    .free = connect_free,
+};
+
 strata_status_t stt_ucx_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                 stt_comm_t **send_p)
 {
-    stt_ucx_handle_t h;
-    ucx_connect_t *cs;
-    stt_netif_t nif;
-    strata_status_t status;
-    bool ready = false;
-
-    if (handle == NULL || send_p == NULL) {
-        STU_WARN("ucx: connect(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
-        return STRATA_ERR_INVALID;
-    }
-    status = stt_ucx_handle_decode(handle, &h);
-    if (status == STRATA_OK)
-        status = stt_connslot_load(handle, h.listener_id, "ucx", (void **)&cs);
-    if (status != STRATA_OK)
-        return status;
-    if (cs == NULL) {
-        status = stt_ucx_device_get(dev, &nif);
-        if (status == STRATA_OK)
-            status = connect_start(&h, &cs);
-        if (status != STRATA_OK)
-            return status;
-        stt_connslot_store(handle, h.listener_id, cs);
-    }
-
-    status = connect_step(cs, &ready);
-    if (status != STRATA_OK)
-        goto err_reset;
-    if (ready) {
-        stt_ucx_hello_t in = cs->ch.in;
-        status = stt_ucx_conn_create(true, dev, &cs->w, cs->ch.fd, &in, cs->ch.in_addr,
-                                     cs->conn_id, cs->ch.peer, send_p);
-        stt_ucx_chan_fini(&cs->ch, true);   /* the comm owns the socket and the worker */
-        connect_free(cs);
-        stt_connslot_store(handle, h.listener_id, NULL);
-        return status;
-    }
-    if (stt_connect_expired(cs->ch.start_ns, "ucx", "connecting to", cs->ch.peer, "")) {
-        status = STRATA_ERR_TIMEOUT;
-        goto err_reset;
-    }
-    *send_p = NULL;
-    return STRATA_OK;
-
-err_reset:
-    connect_free(cs);
-    stt_connslot_store(handle, h.listener_id, NULL);
-    return status;
+    return stt_connect_run(&connect_steps, dev, handle, cfg, send_p);
 }

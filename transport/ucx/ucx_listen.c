@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/base/handle.h"
+#include "transport/base/connect.h"
 #include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"

@@ -7,7 +7,7 @@
  *
  * Handle (STT_HANDLE_SIZE bytes, listen writes the first STT_UCX_HANDLE_BYTES,
  * zeroes the rest; connect keeps its state in the connect slot at the end,
- * base/handle.h):
+ * base/connect.h):
  *   0 magic u32 "STRU" | 4 version u16 | 6 family u16 | 8 listener id u64 |
  *   16 port (network order) u16 | 18 address, 16 bytes (IPv4: first 4) |
  *   34 IPv6 scope id u32 | 38..64 zero

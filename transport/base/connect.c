@@ -1,7 +1,7 @@
-/* Handle head, connect slot and handshake deadline of the socket-based transports (handle.h). */
+/* The handle head, the connect slot, the pending connect and the deadline (connect.h). */
 #include <string.h>
 
-#include "transport/base/handle.h"
+#include "transport/base/connect.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/time.h"
@@ -64,6 +64,46 @@ void stt_connslot_store(void *handle, uint64_t listener_id, void *state)
                            .check = state != NULL ? connslot_check(state, listener_id) : 0};
 
     memcpy((char *)handle + STT_CONNSLOT_OFFSET, &slot, sizeof(slot));
+}
+
+strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void *handle,
+                                const stt_conn_cfg_t *cfg, stt_comm_t **send_p)
+{
+    union {
+        uint8_t bytes[STT_HANDLE_SIZE];
+        uint64_t align;
+    } h;
+    uint64_t listener_id = 0;
+    stt_connect_t *cs;
+    strata_status_t status;
+
+    if (handle == NULL || send_p == NULL) {
+        STU_WARN("%s: connect(dev %d) called with a NULL %s", steps->who, dev,
+                 handle ? "output" : "handle");
+        return STRATA_ERR_INVALID;
+    }
+    status = steps->decode(handle, h.bytes, &listener_id);
+    if (status == STRATA_OK)
+        status = stt_connslot_load(handle, listener_id, steps->who, (void **)&cs);
+    if (status != STRATA_OK)
+        return status;
+    if (cs == NULL) {
+        status = steps->start(dev, h.bytes, cfg, &cs);
+        if (status != STRATA_OK)
+            return status;
+        stt_connslot_store(handle, listener_id, cs);
+    }
+    *send_p = NULL;
+    status = steps->step(cs, dev, h.bytes, send_p);
+    if (status == STRATA_INPROGRESS) {
+        if (!stt_connect_expired(cs->start_ns, steps->who, "connecting to", cs->peer,
+                                 steps->hint))
+            return STRATA_OK;
+        status = STRATA_ERR_TIMEOUT;
+    }
+    steps->free(cs);                     /* ready (the comm took its parts) or failed */
+    stt_connslot_store(handle, listener_id, NULL);
+    return status;
 }
 
 uint64_t stt_connect_timeout_ns(void)
