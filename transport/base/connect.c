@@ -82,7 +82,13 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
                  handle ? "output" : "handle");
         return STRATA_ERR_INVALID;
     }
-    status = steps->decode(handle, h.bytes, &listener_id);
+    if (steps->decode != NULL) {
+        status = steps->decode(handle, h.bytes, &listener_id);
+    } else {
+        status = stt_handle_load(handle, steps->magic, steps->version, steps->who,
+                                 (stt_handle_t *)h.bytes);
+        listener_id = ((const stt_handle_t *)h.bytes)->listener_id;
+    }
     if (status == STRATA_OK)
         status = stt_connslot_load(handle, listener_id, steps->who, (void **)&cs);
     if (status != STRATA_OK)

@@ -92,8 +92,14 @@ typedef struct stt_connect {
 typedef struct stt_connect_steps {
     const char *who;      /* transport name */
     const char *hint;     /* appended to the timeout warning ("" for none) */
-    /* Checks the caller's handle and decodes it into h (STT_HANDLE_SIZE bytes at most). */
+    /*
+     * Checks the caller's handle and decodes it into h (STT_HANDLE_SIZE bytes
+     * at most). NULL for a handle that is the head above: then h is an
+     * stt_handle_t, checked with magic and version.
+     */
     strata_status_t (*decode)(const void *handle, void *h, uint64_t *listener_id_p);
+    uint32_t magic;
+    uint16_t version;
     /* Begins an attempt on dev to the listener h names; fills its stt_connect_t. */
     strata_status_t (*start)(int dev, const void *h, const stt_conn_cfg_t *cfg,
                              stt_connect_t **state_p);

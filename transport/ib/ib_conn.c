@@ -339,15 +339,6 @@ typedef struct ib_connect {
     uint8_t buf[STT_IB_META_BYTES];
 } ib_connect_t;
 
-static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
-{
-    strata_status_t status =
-        stt_handle_load(handle, STT_IB_HANDLE_MAGIC, STT_IB_PROTO_VERSION, "ib", h);
-
-    *listener_id_p = ((const stt_ib_handle_t *)h)->listener_id;
-    return status;
-}
-
 static void connect_state_free(stt_connect_t *state)
 {
     ib_connect_t *cs = (ib_connect_t *)state;
@@ -497,7 +488,8 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
 static const stt_connect_steps_t connect_steps = {
     .who = "ib",
     .hint = " (listener gone, or not calling accept?)",
-    .decode = connect_decode,
+    .magic = STT_IB_HANDLE_MAGIC,
+    .version = STT_IB_PROTO_VERSION,
     .start = connect_start,
     .step = connect_step,
     .free = connect_state_free,

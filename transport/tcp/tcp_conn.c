@@ -103,15 +103,6 @@ void stt_tcp_close_recv(stt_comm_t *comm)
 
 /* ------------------------------------------------------------------ connect */
 
-static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
-{
-    strata_status_t status =
-        stt_handle_load(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, "tcp", h);
-
-    *listener_id_p = ((const stt_tcp_handle_t *)h)->listener_id;
-    return status;
-}
-
 static void connect_free(stt_connect_t *state)
 {
     tcp_connect_t *cs = (tcp_connect_t *)state;
@@ -248,7 +239,8 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
 static const stt_connect_steps_t connect_steps = {
     .who = "tcp",
     .hint = " (listener gone, or not calling accept?)",
-    .decode = connect_decode,
+    .magic = STT_TCP_HANDLE_MAGIC,
+    .version = STT_TCP_PROTO_VERSION,
     .start = connect_start,
     .step = connect_step,
     .free = connect_free,
