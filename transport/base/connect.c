@@ -75,6 +75,7 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
     } h;
     uint64_t listener_id = 0;
     stt_connect_t *cs;
+    stt_comm_t *comm = NULL;
     strata_status_t status;
 
     if (handle == NULL || send_p == NULL) {
@@ -99,16 +100,19 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
             return status;
         stt_connslot_store(handle, listener_id, cs);
     }
-    *send_p = NULL;
-    status = steps->step(cs, dev, h.bytes, send_p);
+    status = steps->step(cs, dev, h.bytes, &comm);
     if (status == STRATA_INPROGRESS) {
         if (!stt_connect_expired(cs->start_ns, steps->who, "connecting to", cs->peer,
-                                 steps->hint))
+                                 steps->hint)) {
+            *send_p = NULL;
             return STRATA_OK;
+        }
         status = STRATA_ERR_TIMEOUT;
     }
     steps->free(cs);                     /* ready (the comm took its parts) or failed */
     stt_connslot_store(handle, listener_id, NULL);
+    if (status == STRATA_OK)
+        *send_p = comm;
     return status;
 }
 

@@ -41,8 +41,10 @@ strata_status_t stt_loop_conn_create(stt_loop_chan_t *chan, int dev, bool send,
 void stt_loop_close(stt_comm_t *base)
 {
     stt_loop_comm_t *comm = (stt_loop_comm_t *)base;
-    stt_loop_chan_t *chan = comm->chan;
 
+    if (comm == NULL)
+        return;                          /* closing nothing is fine (the contract) */
+    stt_loop_chan_t *chan = comm->chan;
     pthread_mutex_lock(&chan->lock);
     if (comm->send) {
         chan->send_gone = 1;

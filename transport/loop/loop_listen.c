@@ -56,8 +56,10 @@ strata_status_t stt_loop_accept(stt_listen_t *listen, stt_comm_t **recv_p)
 void stt_loop_close_listen(stt_listen_t *listen)
 {
     stt_loop_listen_t *l = (stt_loop_listen_t *)listen;
-    stt_loop_chan_t *chan = stt_loop_listeners_remove(l);
 
+    if (l == NULL)
+        return;                          /* closing nothing is fine (the contract) */
+    stt_loop_chan_t *chan = stt_loop_listeners_remove(l);
     while (chan != NULL) {
         stt_loop_chan_t *next = chan->next_pending;
         pthread_mutex_lock(&chan->lock);
