@@ -17,13 +17,10 @@ void stt_conn_init(stt_conn_t *conn, const stt_ops_t *ops, int dev, bool send, c
     conn->where[0] = '\0';
 }
 
-stt_conn_t *stt_conn_of(stt_comm_t *comm, const stt_ops_t *ops, bool send, const char *call)
+stt_conn_t *stt_conn_bad(const stt_comm_t *comm, const stt_ops_t *ops, bool send,
+                         const char *call)
 {
-    stt_conn_t *conn = (stt_conn_t *)comm;
-
-    if (STU_LIKELY(conn != NULL && conn->base.ops == ops && conn->send == send))
-        return conn;
-    if (conn == NULL)
+    if (comm == NULL)
         STU_WARN("%s: %s called with a NULL comm", ops->name, call);
     else
         STU_WARN("%s: %s called with a comm that is not a %s %s comm", ops->name, call,

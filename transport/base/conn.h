@@ -37,12 +37,24 @@ typedef struct stt_conn {
 /* Fills the head of a new comm of ops on dev (healthy, peer copied, where empty). */
 void stt_conn_init(stt_conn_t *conn, const stt_ops_t *ops, int dev, bool send, const char *peer);
 
+/* The warning of stt_conn_of for a comm that is not one; returns NULL. */
+stt_conn_t *stt_conn_bad(const stt_comm_t *comm, const stt_ops_t *ops, bool send,
+                         const char *call);
+
 /*
  * comm as a connection of ops and of the given direction, or NULL with a
  * warning naming call ("isend", "close_recv", ...) when it is NULL, another
- * transport's, or of the other direction.
+ * transport's, or of the other direction. Inline: every post and test checks.
  */
-stt_conn_t *stt_conn_of(stt_comm_t *comm, const stt_ops_t *ops, bool send, const char *call);
+static inline stt_conn_t *stt_conn_of(stt_comm_t *comm, const stt_ops_t *ops, bool send,
+                                      const char *call)
+{
+    stt_conn_t *conn = (stt_conn_t *)comm;
+
+    if (STU_LIKELY(conn != NULL && conn->base.ops == ops && conn->send == send))
+        return conn;
+    return stt_conn_bad(comm, ops, send, call);
+}
 
 /*
  * Records the comm's first failure and logs it once:

@@ -20,10 +20,8 @@ void stt_slots_bind(stt_slots_t *slots, void *reqs, size_t stride, int cap, stt_
         slots->free[i] = (uint16_t)(cap - 1 - i);
 }
 
-strata_status_t stt_slots_test_check(const stt_ops_t *ops, const stt_req_t *req, const int *done)
+strata_status_t stt_slots_test_bad(const stt_ops_t *ops, const stt_req_t *req, const int *done)
 {
-    if (STU_LIKELY(req != NULL && done != NULL && req->comm != NULL && req->comm->ops == ops))
-        return STRATA_OK;
     STU_WARN("%s: test called with %s", ops->name,
              req == NULL    ? "a NULL request"
              : done == NULL ? "a NULL done output"

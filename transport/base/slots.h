@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "transport/transport.h"
+#include "util/compiler.h"
 
 /* The largest pool: the contract's send budget (a comm's receive budget is smaller). */
 #define STT_SLOTS_MAX STT_MAX_SEND_REQUESTS
@@ -106,11 +107,21 @@ static inline stt_slot_t *stt_slots_find(const stt_slots_t *slots, const stt_req
     return stt_slot_find(slots->first, slots->stride, slots->cap, req);
 }
 
+/* The warning of stt_slots_test_check for bad arguments; returns STRATA_ERR_INVALID. */
+strata_status_t stt_slots_test_bad(const stt_ops_t *ops, const stt_req_t *req, const int *done);
+
 /*
  * test()'s own arguments: a request of a comm of ops and a done output.
  * STRATA_ERR_INVALID with a warning otherwise.
  */
-strata_status_t stt_slots_test_check(const stt_ops_t *ops, const stt_req_t *req, const int *done);
+static inline strata_status_t stt_slots_test_check(const stt_ops_t *ops, const stt_req_t *req,
+                                                   const int *done)
+{
+    if (STU_LIKELY(req != NULL && done != NULL && req->comm != NULL &&
+                   req->comm->ops == ops))
+        return STRATA_OK;
+    return stt_slots_test_bad(ops, req, done);
+}
 
 /* The warning for a test() on a request its comm does not hold; returns STRATA_ERR_INVALID. */
 strata_status_t stt_slots_stale(const stt_ops_t *ops, const stt_req_t *req);
