@@ -25,7 +25,8 @@ endif
 srcs_in = $(foreach d,$(1),$(wildcard $(d)/*.c))
 objs_of = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 XPORT_OBJ := $(call objs_of,$(call srcs_in,util $(XPORT_DIRS)))
-COLL_OBJ := $(call objs_of,$(call srcs_in,algos coll))
+ALGOS_OBJ := $(call objs_of,$(call srcs_in,algos))
+COLL_OBJ := $(ALGOS_OBJ) $(call objs_of,$(call srcs_in,coll))
 PLUGIN_OBJ := $(call objs_of,$(call srcs_in,plugin))
 LIB_OBJ := $(XPORT_OBJ) $(COLL_OBJ)
 
@@ -62,6 +63,8 @@ HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
 PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
+# algos/ as an archive: the plugin's tuner and CollNet link from it only what they use.
+ALGOS_LIB := $(BUILD)/lib/libstrata_algos.a
 # The plugin's objects as an archive, for the unit tests of its shims.
 PLUGIN_LIB := $(BUILD)/lib/libstrata_plugin.a
 # tools/lib and the tools' and benchmarks' own files, so unit tests can link the pure parts.
@@ -90,6 +93,11 @@ $(INTERNAL_LIB): $(LIB_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(ALGOS_LIB): $(ALGOS_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(TOOL_LIB): $(TOOLLIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
@@ -100,11 +108,12 @@ $(PLUGIN_LIB): $(PLUGIN_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The plugin links the transports and the NCCL edge only: no algos/, no coll/.
-$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) plugin/exports.map
+# The plugin links the transports, the NCCL edge, and from algos/ only what its tuner and
+# CollNet use (an archive: unreferenced objects stay out); never coll/.
+$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) $(ALGOS_LIB) plugin/exports.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(XPORT_OBJ) $(LDFLAGS_BASE) \
+	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(ALGOS_LIB) $(XPORT_OBJ) $(LDFLAGS_BASE) \
 		-Wl,--version-script=plugin/exports.map \
 		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
 
@@ -130,6 +139,12 @@ $(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) $(INTERNAL_
 		$(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
+# CUDA's nccl.h, when installed, for the ABI cross-checks (tests/support/sts_cuda_nccl.c).
+CUDA_NCCL_H ?= $(wildcard /usr/local/cuda/include/nccl.h)
+ifneq ($(CUDA_NCCL_H),)
+$(BUILD)/obj/tests/support/sts_cuda_nccl.o: TEST_CFLAGS += -DSTS_HAVE_CUDA_NCCL=1 \
+	-isystem $(dir $(CUDA_NCCL_H))
+endif
 $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"

@@ -3,6 +3,7 @@
  * which node am I on, the node's shared memory, the transport and its
  * connections (connect.c), and the α-β selection tables.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct rank_info {
     char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
+    int32_t ncpu;          /* cores online on this rank's host */
     uint64_t token;        /* rank 0's: names the job's shared-memory segments */
 } rank_info_t;
 
@@ -107,6 +109,18 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     for (int r = 0; r < P; r++)
         on_host += strcmp(info[r].host, info[ctx->rank].host) == 0;
     ctx->oversubscribed = ncpu > 0 && on_host > ncpu;
+    /* For the model, the same on every rank: the busiest host and its cores (fewest on a tie). */
+    comm->host_ranks = 0;
+    comm->host_cores = 0;
+    for (int r = 0; r < P; r++) {
+        int n = 0;
+        for (int q = 0; q < P; q++)
+            n += strcmp(info[q].host, info[r].host) == 0;
+        if (n > comm->host_ranks || (n == comm->host_ranks && info[r].ncpu < comm->host_cores)) {
+            comm->host_ranks = n;
+            comm->host_cores = info[r].ncpu > 0 ? info[r].ncpu : 0;
+        }
+    }
     return STRATA_OK;
 }
 
@@ -211,7 +225,8 @@ static strata_status_t comm_select(strata_comm_t *comm)
     if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
-                       .local_size = ctx->local_size, .nrails = comm->nrails};
+                       .local_size = ctx->local_size, .nrails = comm->nrails,
+                       .host_ranks = comm->host_ranks, .host_cores = comm->host_cores};
     /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
     dims.contiguous = 1;
     for (int i = 0; i < ctx->nranks; i++)
@@ -369,6 +384,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     memset(&mine, 0, sizeof(mine));
     snprintf(mine.node_id, sizeof(mine.node_id), "%s", launch.node_id);
     mine.pid = (int32_t)getpid();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    mine.ncpu = ncpu > 0 && ncpu < INT32_MAX ? (int32_t)ncpu : 0;
     if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
         strcpy(mine.host, "localhost");
     if (getrandom(&mine.token, sizeof(mine.token), 0) != sizeof(mine.token))

@@ -19,6 +19,7 @@ static int state_refs;
 static const stt_ops_t *state_ops;
 static int state_ndev;
 static stt_props_t state_props[STP_MAX_DEVS];
+static stp_ctx_t *state_ctxs;   /* live contexts, for stp_state_has_comm */
 
 static void state_log_devices(void)
 {
@@ -75,16 +76,19 @@ strata_status_t stp_state_acquire(uint64_t comm_id, int traffic_class, stp_ctx_t
     pthread_mutex_lock(&state_lock);
     if (state_refs == 0)
         status = state_open();
-    if (status == STRATA_OK)
+    if (status == STRATA_OK) {
         state_refs++;
+        ctx->magic = STP_CTX_MAGIC;
+        ctx->comm_id = comm_id;
+        ctx->traffic_class = traffic_class;
+        ctx->next = state_ctxs;
+        state_ctxs = ctx;
+    }
     pthread_mutex_unlock(&state_lock);
     if (status != STRATA_OK) {
         free(ctx);
         return status;
     }
-    ctx->magic = STP_CTX_MAGIC;
-    ctx->comm_id = comm_id;
-    ctx->traffic_class = traffic_class;
     *ctx_p = ctx;
     return STRATA_OK;
 }
@@ -98,9 +102,15 @@ void stp_state_release(stp_ctx_t *ctx)
 {
     if (!stp_ctx_valid(ctx))
         return;
+    pthread_mutex_lock(&state_lock);
+    for (stp_ctx_t **pp = &state_ctxs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == ctx) {
+            *pp = ctx->next;
+            break;
+        }
+    }
     ctx->magic = 0;
     free(ctx);
-    pthread_mutex_lock(&state_lock);
     if (state_refs > 0 && --state_refs == 0) {
         state_ops->fini();
         state_ops = NULL;
@@ -108,6 +118,22 @@ void stp_state_release(stp_ctx_t *ctx)
         stu_param_release();   /* NCCL may dlclose us now: leave no heap behind */
     }
     pthread_mutex_unlock(&state_lock);
+}
+
+int stp_state_has_comm(uint64_t comm_id, int *ndev_p)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&state_lock);
+    for (const stp_ctx_t *c = state_ctxs; c != NULL; c = c->next) {
+        if (c->comm_id == comm_id) {
+            found = 1;
+            *ndev_p = state_ndev;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&state_lock);
+    return found;
 }
 
 const stt_ops_t *stp_state_transport(void)

@@ -18,10 +18,11 @@ includes() {
     grep -rlE "#include *[<\"]($re)" "$@" 2>/dev/null
 }
 
-# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* stands where NCCL stands
-# (it dlopens the plugin and calls it as NCCL's proxy does).
+# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* and nccl_model.* stand where
+# NCCL stands (the first dlopens the plugin and calls it as NCCL does, the second computes
+# NCCL's own cost table for the tuner to be called with).
 for f in $(includes 'nccl/' util transport algos coll tools bench include/strata |
-           grep -v '^tools/lib/plugin_loader\.[ch]$'); do
+           grep -vE '^tools/lib/(plugin_loader|nccl_model)\.[ch]$'); do
     report "$f includes an NCCL ABI header (only plugin/ may)"
 done
 # util is the bottom layer.
