@@ -42,6 +42,29 @@ for t in tcp ucx ib loop; do
         report "$f reaches into transport/$t/ (use its $t.h or transport/transport.h)"
     done
 done
+# Every transport folder follows one file plan (docs/architecture.md, "Inside a transport"),
+# and its calls go one way: <t>_send.c and <t>_recv.c call <t>_conn.c, never the reverse, and
+# never each other.
+for t in tcp ucx ib loop; do
+    d=transport/$t
+    [ -d "$d" ] || continue
+    for f in $t.h ${t}_internal.h ${t}_ops.c ${t}_listen.c ${t}_conn.c ${t}_send.c ${t}_recv.c \
+             ${t}_wire.h; do
+        [ -f "$d/$f" ] || report "$d lacks $f (the transport file plan)"
+    done
+    calls() { grep -nE "\b($2) *\(" "$1" 2>/dev/null | sed "s|^|$1:|"; }
+    send_fns="stt_${t}_send_[a-z0-9_]+|stt_${t}_isend"
+    recv_fns="stt_${t}_recv_[a-z0-9_]+|stt_${t}_irecv|stt_${t}_iflush"
+    for hit in $(calls "$d/${t}_conn.c" "$send_fns|$recv_fns" | cut -d: -f1,2); do
+        report "$hit: ${t}_conn.c calls the data path (only ${t}_send.c/${t}_recv.c call conn)"
+    done
+    for hit in $(calls "$d/${t}_send.c" "$recv_fns" | cut -d: -f1,2); do
+        report "$hit: ${t}_send.c calls the receive side"
+    done
+    for hit in $(calls "$d/${t}_recv.c" "$send_fns" | cut -d: -f1,2); do
+        report "$hit: ${t}_recv.c calls the send side"
+    done
+done
 # algos use the transport contract, never one transport.
 for f in $(includes 'transport/(tcp|ucx|ib|loop|base)/' algos); do
     report "$f (algos) includes one transport (use transport/transport.h)"

@@ -8,7 +8,7 @@
  * payloads ending exactly at the stage's end, small then large, truncation and
  * garbage behind a staged message, EOF behind one, and what poll_fds names
  * while bytes sit in the stage. Bad-peer cases use a raw socket that speaks
- * the wire format itself (tcp_frame.h), which also pins the format down.
+ * the wire format itself (tcp_wire.h), which also pins the format down.
  */
 #include <sys/ioctl.h>
 

@@ -95,22 +95,31 @@ strata_status_t stt_hostmr_irecv_check(stt_comm_t *comm, const char *peer, int n
 }
 
 strata_status_t stt_hostmr_isend_check(stt_comm_t *comm, const char *peer, const void *data,
-                                       size_t size, uint64_t limit, const void *mh)
+                                       size_t size, uint64_t limit, const void *mh,
+                                       stt_req_t **req_p)
 {
-    if (STU_LIKELY(size <= limit && (data != NULL || size == 0) &&
+    if (STU_LIKELY(req_p != NULL && size <= limit && (data != NULL || size == 0) &&
                    stt_hostmr_valid(comm, mh, data, size)))
         return STRATA_OK;
-    STU_WARN("%s: isend to %s: bad arguments (data %p, %zu bytes, limit %llu, mh %p)",
-             comm->ops->name, peer, data, size, (unsigned long long)limit, mh);
+    STU_WARN("%s: isend to %s: bad arguments (data %p, %zu bytes, limit %llu, mh %p, request"
+             " output %p)", comm->ops->name, peer, data, size, (unsigned long long)limit, mh,
+             (void *)req_p);
     return STRATA_ERR_INVALID;
 }
 
-strata_status_t stt_hostmr_iflush_check(stt_comm_t *comm, const char *peer, int n,
-                                        stt_req_t **req_p)
+strata_status_t stt_hostmr_iflush(stt_comm_t *comm, const char *peer, strata_status_t failed,
+                                  stt_slots_t *slots, int n, stt_req_t **req_p)
 {
-    if (req_p != NULL && n >= 1 && n <= STT_MAX_RECVS)
-        return STRATA_OK;
-    STU_WARN("%s: iflush on the comm from %s: bad arguments (n %d, request output %p)",
-             comm->ops->name, peer, n, (void *)req_p);
-    return STRATA_ERR_INVALID;
+    if (req_p == NULL || n < 1 || n > STT_MAX_RECVS) {
+        STU_WARN("%s: iflush on the comm from %s: bad arguments (n %d, request output %p)",
+                 comm->ops->name, peer, n, (void *)req_p);
+        return STRATA_ERR_INVALID;
+    }
+    if (failed != STRATA_OK)
+        return failed;
+    stt_slot_t *slot = stt_slots_take(slots, 0);
+    if (slot != NULL)
+        slot->state = STT_SLOT_DONE;
+    *req_p = slot != NULL ? &slot->base : NULL;
+    return STRATA_OK;
 }

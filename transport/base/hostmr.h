@@ -1,7 +1,7 @@
 /*
  * Memory handles for transports that move host memory without registering it
- * (tcp, ucx's tag API): a handle only records what was registered, which lets
- * isend/irecv check that a buffer lies inside the region its handle names.
+ * (tcp, ucx's tag API, loop): a handle only records what was registered, which
+ * lets isend/irecv check that a buffer lies inside the region its handle names.
  * GPU and DMA-BUF memory are refused with STRATA_ERR_UNSUPPORTED.
  *
  * Thread safety: none needed; a handle belongs to one comm.
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/base/slots.h"
 #include "transport/transport.h"
 
 #define STT_HOSTMR_MAGIC 0x52525453u   /* "STRR" */
@@ -45,13 +46,20 @@ strata_status_t stt_hostmr_irecv_check(stt_comm_t *comm, const char *peer, int n
                                        const size_t *sizes, const int *tags, void **mhs,
                                        stt_req_t **req_p);
 
-/* isend's buffer: at most limit bytes, inside its handle. As above. */
+/* isend's arguments: a buffer of at most limit bytes inside its handle, an output. As above. */
 strata_status_t stt_hostmr_isend_check(stt_comm_t *comm, const char *peer, const void *data,
-                                       size_t size, uint64_t limit, const void *mh);
+                                       size_t size, uint64_t limit, const void *mh,
+                                       stt_req_t **req_p);
 
-/* iflush's arguments: n in 1..STT_MAX_RECVS, an output. As above. */
-strata_status_t stt_hostmr_iflush_check(stt_comm_t *comm, const char *peer, int n,
-                                        stt_req_t **req_p);
+/*
+ * The whole iflush of such a transport: host memory is coherent once a
+ * receive completed, so there is nothing to wait for. Checks the arguments
+ * (n in 1..STT_MAX_RECVS, an output: STRATA_ERR_INVALID as above), returns
+ * failed when the comm failed, and otherwise takes a request from slots that
+ * is DONE at once (a NULL request when none is free: call again).
+ */
+strata_status_t stt_hostmr_iflush(stt_comm_t *comm, const char *peer, strata_status_t failed,
+                                  stt_slots_t *slots, int n, stt_req_t **req_p);
 
 /* A NULL handle is accepted (nothing to check); otherwise it must cover the buffer. */
 static inline bool stt_hostmr_valid(const stt_comm_t *comm, const void *mh, const void *data,

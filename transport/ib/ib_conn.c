@@ -1,51 +1,348 @@
 /*
- * Connect side of the ib handshake: a state machine kept in a heap object
- * whose pointer lives in the caller's handle, after the bytes listen wrote.
+ * Connections of the ib transport: the connect side of the handshake, and
+ * what send and receive comms share through their lives: creation (CQ, QPs,
+ * the registered control block), the failure bookkeeping, the watch on
+ * async events and the side channel, and close. The data path (ib_send.c,
+ * ib_recv.c) calls in here; this file never calls it.
+ *
+ * The control block is one registered allocation per comm:
+ *   slots[STT_IB_FIFO_DEPTH]  send comm: the FIFO the receiver writes CTS into;
+ *                             receive comm: the CTS source the receiver writes from
+ *   sizes[DEPTH][MAX_RECVS]   send comm: the sizes source; receive comm: the sizes
+ *                             array the sender writes into
+ *
+ * connect is a state machine driven by base/connect.h (which keeps the
+ * attempt in the caller's handle and enforces STRATA_CONNECT_TIMEOUT):
  *
  *   CONNECTING  non-blocking TCP connect to the listener's side channel
  *   HELLO       the send comm exists (QPs in INIT); writing its metadata
  *   REPLY       reading the receiver's metadata; then QPs to RTR and RTS
  *   READY       writing "ready"; then the send comm is handed out
- *
- * Past STRATA_CONNECT_TIMEOUT the attempt fails with STRATA_ERR_TIMEOUT and
- * the handle is reset, so a later call starts over. A caller that abandons a
- * connect in progress leaks its state (the contract gives no later chance).
  */
 #include <errno.h>
-#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/connect.h"
+#include "transport/base/sock.h"
 #include "transport/ib/ib_internal.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/time.h"
 
-#define CONNECT_CHECK_SALT 0x1bc0ffee1bc0ffeeull
+typedef struct ctl_block {
+    stt_ib_fifo_slot_t slots[STT_IB_FIFO_DEPTH];
+    uint32_t sizes[STT_IB_FIFO_DEPTH][STT_MAX_RECVS];
+    uint64_t flush_sink;
+} ctl_block_t;
+
+void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
+{
+    static const char *const kinds[] = {"?", "send (signalled)", "CTS", "receive",
+                                        "unsignalled write", "flush read"};
+    char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
+    int kind = (int)(wc->wr_id & 0xff);
+
+    if (conn->head.failed != STRATA_OK)
+        return;                      /* the WRs flushed after the first error */
+    stt_ib_gid_format(conn->local_gid, l, sizeof(l));
+    stt_ib_gid_format(conn->remote_gid, r, sizeof(r));
+    stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "work completion error '%s' (status %d, vendor"
+                  " error 0x%x) on a %s work request, opcode %d, %u bytes, QP 0x%x,"
+                  " local GID %s, remote GID %s", ibv_wc_status_str(wc->status),
+                  (int)wc->status, wc->vendor_err,
+                  kind < (int)(sizeof(kinds) / sizeof(kinds[0])) ? kinds[kind] : "?",
+                  (int)wc->opcode, wc->byte_len, wc->qp_num, l, r);
+}
+
+bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
+{
+    int async = __atomic_load_n(&conn->async_err, __ATOMIC_ACQUIRE);
+
+    if (STU_UNLIKELY(async != 0))
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "async event '%s' on one of its QPs or"
+                      " its CQ", ibv_event_type_str((enum ibv_event_type)(async - 1)));
+    if (STU_UNLIKELY(__atomic_load_n(&conn->ctx->fatal, __ATOMIC_ACQUIRE) != conn->dev_fatal))
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "device %s reported a fatal error",
+                      conn->ctx->name);
+    if (conn->eof_ns != 0 || !pending)
+        return conn->eof_ns != 0;
+    uint64_t now = stu_time_ns();
+    if (now - conn->eof_check_ns < STT_IB_EOF_CHECK_NS)
+        return false;
+    conn->eof_check_ns = now;
+    int err;
+    stt_sock_peek_t peek = stt_sock_peek(conn->fd, &err);
+    if (peek == STT_SOCK_BYTES) {
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "unexpected bytes on the side channel");
+    } else if (peek != STT_SOCK_QUIET) {
+        STU_INFO(STU_LOG_NET, "ib: side channel to %s %s", conn->head.peer,
+                 peek == STT_SOCK_EOF ? "closed by the peer" : strerror(err));
+        conn->eof_ns = now;
+    }
+    return conn->eof_ns != 0;
+}
+
+static strata_status_t conn_ctl_create(stt_ib_conn_t *conn)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t align = page > 0 ? (size_t)page : 4096;
+
+    conn->ctl_bytes = (sizeof(ctl_block_t) + align - 1) & ~(align - 1);
+    if (posix_memalign(&conn->ctl, align, conn->ctl_bytes) != 0) {
+        STU_WARN("ib: no memory for a control block (%zu bytes)", conn->ctl_bytes);
+        conn->ctl = NULL;
+        return STRATA_ERR_NO_MEMORY;
+    }
+    memset(conn->ctl, 0, conn->ctl_bytes);
+    conn->ctl_mr = ibv_reg_mr(conn->ctx->pd, conn->ctl, conn->ctl_bytes,
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (conn->ctl_mr == NULL) {
+        STU_WARN("ib: %s: registering a control block (%zu bytes): %s", conn->ctx->name,
+                 conn->ctl_bytes, strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    return STRATA_OK;
+}
+
+static void conn_kind_setup(stt_ib_conn_t *conn)
+{
+    ctl_block_t *ctl = conn->ctl;
+
+    if (conn->head.send) {
+        stt_ib_send_t *sc = (stt_ib_send_t *)conn;
+        sc->fifo = ctl->slots;
+        sc->sizes_src = &ctl->sizes[0][0];
+        stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_IB_SEND_RING,
+                       &conn->head.base);
+        int64_t ar = stu_param_int(STU_PARAM_IB_ADAPTIVE_ROUTING);
+        sc->ar = ar < 0 ? conn->dev->link_layer == IBV_LINK_LAYER_INFINIBAND : ar > 0;
+        int64_t v = stu_param_int(STU_PARAM_IB_AR_THRESHOLD);
+        sc->ar_threshold = v < 0 ? 0 : (uint64_t)v;
+        v = stu_param_int(STU_PARAM_IB_SPLIT_MIN);
+        sc->split_min = v < 0 ? 0 : (uint64_t)v;
+    } else {
+        stt_ib_recv_t *rc = (stt_ib_recv_t *)conn;
+        rc->cts = ctl->slots;
+        rc->sizes = &ctl->sizes[0][0];
+        stt_slots_bind(NULL, rc->reqs, sizeof(rc->reqs[0]), STT_IB_FIFO_DEPTH, &conn->head.base);
+        stt_slots_bind(&rc->flush_slots, rc->flushes, sizeof(rc->flushes[0]), STT_IB_FIFO_DEPTH,
+                       &conn->head.base);
+        for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
+            rc->flushes[i].is_flush = 1;
+        rc->flush_sink = &ctl->flush_sink;
+    }
+}
+
+/* Posts the initial receive WRs of every QP of a receive comm. */
+static strata_status_t conn_recvs_post(stt_ib_conn_t *conn)
+{
+    for (int q = 0; q < conn->nqps; q++) {
+        int rc = stt_ib_qp_post_recvs(conn, q, STT_IB_RQ_DEPTH);
+        if (rc != 0) {
+            STU_WARN("ib: ibv_post_recv of %d receive WRs on QP 0x%x for %s: %s",
+                     STT_IB_RQ_DEPTH, conn->qps[q].qp->qp_num, conn->head.peer, strerror(rc));
+            return STRATA_ERR_IO;
+        }
+    }
+    return STRATA_OK;
+}
+
+strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const char *peer,
+                                   stt_ib_conn_t **conn_p)
+{
+    strata_status_t status;
+    stt_ib_dev_t *d = stt_ib_device_at(dev);
+    size_t bytes = send ? sizeof(stt_ib_send_t) : sizeof(stt_ib_recv_t);
+    uint32_t sq = send ? STT_IB_SEND_SQ_DEPTH : STT_IB_RECV_SQ_DEPTH;
+    uint32_t rq = send ? 1 : STT_IB_RQ_DEPTH;
+
+    if (d == NULL) {
+        close(fd);
+        return STRATA_ERR_NOT_FOUND;
+    }
+    stt_ib_conn_t *conn = calloc(1, bytes);
+    if (conn == NULL) {
+        STU_WARN("ib: no memory for a comm with %s (%zu bytes)", peer, bytes);
+        close(fd);
+        return STRATA_ERR_NO_MEMORY;
+    }
+    stt_conn_init(&conn->head, &stt_ib_ops, dev, send, peer);
+    conn->dev = d;
+    conn->ctx = d->ctx;
+    conn->nqps = nqps;
+    conn->fd = fd;
+    conn->dev_fatal = __atomic_load_n(&d->ctx->fatal, __ATOMIC_ACQUIRE);
+    int64_t sl = stu_param_int(STU_PARAM_IB_SL);
+    conn->sl = (uint8_t)(sl < 0 || sl > 15 ? 0 : sl);
+
+    status = conn_ctl_create(conn);
+    if (status != STRATA_OK)
+        goto err_destroy;
+    bool flush = !send && stt_ib_flush_wanted(d);
+    int cqe = nqps * (int)(sq + rq) + (flush ? STT_IB_FIFO_DEPTH : 0) + 16;
+    if (cqe > d->ctx->attr.max_cqe)
+        cqe = d->ctx->attr.max_cqe;
+    conn->cq = ibv_create_cq(d->ctx->vctx, cqe, conn, NULL, 0);
+    if (conn->cq == NULL) {
+        STU_WARN("ib: %s: ibv_create_cq(%d entries) for %s: %s", d->ctx->name, cqe, peer,
+                 strerror(errno));
+        status = STRATA_ERR_NO_RESOURCE;
+        goto err_destroy;
+    }
+    for (int i = 0; i < nqps; i++) {
+        status = stt_ib_qp_create(conn, &conn->qps[i], sq, rq);
+        if (status == STRATA_OK)
+            status = stt_ib_qp_to_init(conn, &conn->qps[i]);
+        if (status != STRATA_OK)
+            goto err_destroy;
+    }
+    if (flush) {
+        status = stt_ib_qp_create(conn, &conn->flush_qp, STT_IB_FIFO_DEPTH + 1, 1);
+        if (status == STRATA_OK)
+            status = stt_ib_qp_to_init(conn, &conn->flush_qp);
+        if (status != STRATA_OK)
+            goto err_destroy;
+    }
+    /* Failures name the device, the port and the first QP after the peer. */
+    snprintf(conn->head.where, sizeof(conn->head.where), " on %s:%d (QP 0x%x)", d->ctx->name,
+             d->port, conn->qps[0].qp->qp_num);
+    conn_kind_setup(conn);
+    if (!send) {
+        status = conn_recvs_post(conn);
+        if (status != STRATA_OK)
+            goto err_destroy;
+    }
+    *conn_p = conn;
+    return STRATA_OK;
+
+err_destroy:
+    stt_ib_conn_destroy(conn);
+    return status;
+}
+
+static void conn_qp_destroy(stt_ib_qp_t *q)
+{
+    if (q->qp == NULL)
+        return;
+    uint32_t qpn = q->qp->qp_num;
+    int rc = ibv_destroy_qp(q->qp);
+    if (rc != 0)
+        STU_WARN("ib: ibv_destroy_qp(0x%x): %s", qpn, strerror(rc));
+    q->qp = NULL;
+}
+
+void stt_ib_conn_quiesce(stt_ib_conn_t *conn)
+{
+    for (int i = 0; i < conn->nqps; i++)
+        conn_qp_destroy(&conn->qps[i]);
+    conn_qp_destroy(&conn->flush_qp);
+}
+
+void stt_ib_conn_destroy(stt_ib_conn_t *conn)
+{
+    stt_ib_conn_quiesce(conn);
+    int rc = conn->cq != NULL ? ibv_destroy_cq(conn->cq) : 0;
+    if (rc != 0)
+        STU_WARN("ib: ibv_destroy_cq: %s", strerror(rc));
+    if (conn->ctl_mr != NULL)
+        ibv_dereg_mr(conn->ctl_mr);
+    free(conn->ctl);
+    if (conn->fd >= 0)
+        close(conn->fd);
+    free(conn);
+}
+
+void stt_ib_conn_meta(const stt_ib_conn_t *conn, int kind, uint64_t listener_id,
+                      uint64_t conn_id, stt_ib_meta_t *meta)
+{
+    const stt_ib_dev_t *d = conn->dev;
+    ctl_block_t *ctl = conn->ctl;
+
+    memset(meta, 0, sizeof(*meta));
+    meta->kind = (uint8_t)kind;
+    meta->nqps = (uint8_t)conn->nqps;
+    meta->link_layer = d->link_layer;
+    meta->mtu = (uint8_t)d->mtu;
+    meta->port = (uint8_t)d->port;
+    meta->has_alt = d->has_alt;
+    meta->tc = conn->tc;
+    meta->lid = d->lid;
+    meta->listener_id = listener_id;
+    meta->conn_id = conn_id;
+    memcpy(meta->gid, d->gid, 16);
+    if (d->has_alt)
+        memcpy(meta->alt_gid, d->alt_gid, 16);
+    meta->addr = conn->head.send ? (uint64_t)(uintptr_t)ctl->slots
+                                 : (uint64_t)(uintptr_t)ctl->sizes;
+    meta->rkey = conn->ctl_mr->rkey;
+    for (int i = 0; i < conn->nqps; i++)
+        meta->qpn[i] = conn->qps[i].qp->qp_num;
+}
+
+/* ------------------------------------------------------------------ close */
+
+void stt_ib_close_send(stt_comm_t *comm)
+{
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
+    stt_ib_send_t *sc = (stt_ib_send_t *)stt_conn_of(comm, &stt_ib_ops, true, "close_send");
+    if (sc == NULL)
+        return;
+    stt_ib_conn_quiesce(&sc->conn);      /* no DMA from a registration released below */
+    for (int i = 0; i < STT_IB_SEND_RING; i++)
+        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].fly != NULL)
+            stt_ib_mr_fly_release(sc->conn.ctx, sc->reqs[i].fly);
+    stt_ib_conn_destroy(&sc->conn);
+}
+
+/* The registrations a receive or flush request still holds. */
+static void conn_rreq_unfly(stt_ib_conn_t *conn, stt_ib_rreq_t *req)
+{
+    if (req->slot.state == STT_SLOT_FREE)
+        return;
+    for (int i = 0; i < req->slot.n; i++)
+        if (req->fly[i] != NULL)
+            stt_ib_mr_fly_release(conn->ctx, req->fly[i]);
+}
+
+void stt_ib_close_recv(stt_comm_t *comm)
+{
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)stt_conn_of(comm, &stt_ib_ops, false, "close_recv");
+    if (rc == NULL)
+        return;
+    stt_ib_conn_quiesce(&rc->conn);      /* no DMA into a registration released below */
+    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++) {
+        conn_rreq_unfly(&rc->conn, &rc->reqs[i]);
+        conn_rreq_unfly(&rc->conn, &rc->flushes[i]);  /* a flush read's registration */
+    }
+    stt_ib_conn_destroy(&rc->conn);
+}
+
+/* ------------------------------------------------------------------ connect */
 
 enum { STAGE_CONNECTING, STAGE_HELLO, STAGE_REPLY, STAGE_READY };
 
-struct stt_ib_connect {
+typedef struct ib_connect {
+    stt_connect_t head;          /* start time, peer */
     int stage;
     int fd;                      /* until the comm owns it */
     stt_ib_conn_t *conn;
     int dev;
     int tc;                      /* from the caller's cfg, or -1 */
-    uint64_t start_ns;
     uint64_t conn_id;
     uint32_t done;
     uint8_t buf[STT_IB_META_BYTES];
-    char peer[STT_IB_ADDR_STRLEN];
-};
+} ib_connect_t;
 
-static uint64_t connect_check(const stt_ib_handle_t *h, const stt_ib_connect_t *cs)
+static void connect_state_free(stt_connect_t *state)
 {
-    return (uint64_t)(uintptr_t)cs ^ h->listener_id ^ CONNECT_CHECK_SALT;
-}
+    ib_connect_t *cs = (ib_connect_t *)state;
 
-static void connect_state_free(stt_ib_connect_t *cs)
-{
     if (cs->conn != NULL)
         stt_ib_conn_destroy(cs->conn);
     else if (cs->fd >= 0)
@@ -53,14 +350,15 @@ static void connect_state_free(stt_ib_connect_t *cs)
     free(cs);
 }
 
-static strata_status_t connect_start(int dev, const stt_ib_handle_t *h,
-                                     const stt_conn_cfg_t *cfg, stt_ib_connect_t **cs_p)
+static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
+                                     stt_connect_t **state_p)
 {
+    const stt_ib_handle_t *h = hp;
     strata_status_t status;
-    socklen_t len = h->addr.sa.sa_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                     : sizeof(struct sockaddr_in6);
-    stt_ib_connect_t *cs = calloc(1, sizeof(*cs));
 
+    if (stt_ib_device_at(dev) == NULL)
+        return STRATA_ERR_NOT_FOUND;
+    ib_connect_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
         STU_WARN("ib: no memory for a connect state (%zu bytes)", sizeof(*cs));
         return STRATA_ERR_NO_MEMORY;
@@ -68,27 +366,26 @@ static strata_status_t connect_start(int dev, const stt_ib_handle_t *h,
     cs->dev = dev;
     cs->tc = cfg != NULL && cfg->traffic_class != STT_TRAFFIC_CLASS_UNDEF ? cfg->traffic_class
                                                                           : -1;
-    cs->start_ns = stu_time_ns();
-    cs->conn_id = stt_ib_oob_random();
-    stt_ib_oob_format(&h->addr.sa, cs->peer, sizeof(cs->peer));
-    status = stt_ib_oob_socket(h->addr.sa.sa_family, &cs->fd);
+    cs->head.start_ns = stu_time_ns();
+    cs->conn_id = stt_netif_random_u64();
+    stt_netif_addr_format(&h->addr, cs->head.peer, sizeof(cs->head.peer));
+    status = stt_sock_open("ib", h->addr.sa.sa_family, &cs->fd);
     if (status != STRATA_OK) {
         free(cs);
         return status;
     }
-    if (connect(cs->fd, &h->addr.sa, len) != 0 && errno != EINPROGRESS && errno != EINTR) {
-        STU_WARN("ib: connecting the side channel to %s: %s", cs->peer, strerror(errno));
-        status = errno == ECONNREFUSED ? STRATA_ERR_REMOTE : STRATA_ERR_IO;
-        connect_state_free(cs);
+    status = stt_sock_connect("ib", cs->fd, &h->addr, cs->head.peer);
+    if (status != STRATA_OK) {
+        connect_state_free(&cs->head);
         return status;
     }
     cs->stage = STAGE_CONNECTING;
-    *cs_p = cs;
+    *state_p = &cs->head;
     return STRATA_OK;
 }
 
 /* The socket is connected: make the send comm and its HELLO. */
-static strata_status_t connect_made(stt_ib_connect_t *cs, const stt_ib_handle_t *h)
+static strata_status_t connect_made(ib_connect_t *cs, const stt_ib_handle_t *h)
 {
     strata_status_t status;
     stt_ib_meta_t hello;
@@ -96,8 +393,7 @@ static strata_status_t connect_made(stt_ib_connect_t *cs, const stt_ib_handle_t 
     int64_t tc = stu_param_int(STU_PARAM_IB_TC);
 
     nqps = nqps < 1 ? 1 : nqps > STT_IB_MAX_QPS ? STT_IB_MAX_QPS : nqps;
-    status = stt_ib_conn_create(STT_IB_KIND_SEND, cs->dev, (int)nqps, cs->fd, cs->peer,
-                                &cs->conn);
+    status = stt_ib_conn_create(true, cs->dev, (int)nqps, cs->fd, cs->head.peer, &cs->conn);
     cs->fd = -1;                                 /* the comm owns it, even on failure */
     if (status != STRATA_OK)
         return status;
@@ -109,45 +405,29 @@ static strata_status_t connect_made(stt_ib_connect_t *cs, const stt_ib_handle_t 
     return STRATA_OK;
 }
 
-static strata_status_t connect_poll(stt_ib_connect_t *cs, const stt_ib_handle_t *h)
+static strata_status_t connect_poll(ib_connect_t *cs, const stt_ib_handle_t *h)
 {
-    struct pollfd pfd = {.fd = cs->fd, .events = POLLOUT};
-    int err = 0;
-    socklen_t len = sizeof(err);
+    strata_status_t status = stt_sock_connected("ib", cs->fd, cs->head.peer);
 
-    if (poll(&pfd, 1, 0) < 0) {
-        if (errno == EINTR)
-            return STRATA_INPROGRESS;
-        STU_WARN("ib: poll while connecting to %s: %s", cs->peer, strerror(errno));
-        return STRATA_ERR_IO;
-    }
-    if (pfd.revents == 0)
-        return STRATA_INPROGRESS;
-    if (getsockopt(cs->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        err = errno;
-    if (err != 0) {
-        STU_WARN("ib: connecting the side channel to %s: %s", cs->peer, strerror(err));
-        return err == ECONNREFUSED ? STRATA_ERR_REMOTE : STRATA_ERR_IO;
-    }
-    return connect_made(cs, h);
+    return status == STRATA_OK ? connect_made(cs, h) : status;
 }
 
-static strata_status_t connect_reply_done(stt_ib_connect_t *cs, const stt_ib_handle_t *h)
+static strata_status_t connect_reply_done(ib_connect_t *cs, const stt_ib_handle_t *h)
 {
     strata_status_t status;
     stt_ib_meta_t reply, ready;
     const char *why = NULL;
 
     if (stt_ib_meta_decode(cs->buf, STT_IB_META_REPLY, &reply, &why) != STRATA_OK) {
-        STU_WARN("ib: bad connection reply from %s: %s", cs->peer, why);
+        STU_WARN("ib: bad connection reply from %s: %s", cs->head.peer, why);
         return STRATA_ERR_REMOTE;
     }
     if (reply.conn_id != cs->conn_id || reply.listener_id != h->listener_id) {
         STU_WARN("ib: the reply from %s is for another connection (%016llx, ours %016llx)",
-                 cs->peer, (unsigned long long)reply.conn_id, (unsigned long long)cs->conn_id);
+                 cs->head.peer, (unsigned long long)reply.conn_id, (unsigned long long)cs->conn_id);
         return STRATA_ERR_REMOTE;
     }
-    status = stt_ib_conn_connect_qps(cs->conn, &reply, reply.gid_choice, false);
+    status = stt_ib_qp_connect(cs->conn, &reply, reply.gid_choice, false);
     if (status != STRATA_OK)
         return status;
     memset(&ready, 0, sizeof(ready));
@@ -160,7 +440,7 @@ static strata_status_t connect_reply_done(stt_ib_connect_t *cs, const stt_ib_han
     return STRATA_OK;
 }
 
-static strata_status_t connect_step(stt_ib_connect_t *cs, const stt_ib_handle_t *h)
+static strata_status_t connect_advance(ib_connect_t *cs, const stt_ib_handle_t *h)
 {
     strata_status_t status = STRATA_OK;
 
@@ -170,106 +450,53 @@ static strata_status_t connect_step(stt_ib_connect_t *cs, const stt_ib_handle_t 
             return status;
     }
     if (cs->stage == STAGE_HELLO) {
-        status = stt_ib_oob_xfer(cs->conn->fd, true, cs->buf, STT_IB_META_BYTES, &cs->done,
-                                 "the connection hello", cs->peer);
+        status = stt_sock_xfer("ib", cs->conn->fd, true, cs->buf, STT_IB_META_BYTES, &cs->done,
+                               "the connection hello", cs->head.peer);
         if (status != STRATA_OK)
             return status;
         cs->done = 0;
         cs->stage = STAGE_REPLY;
     }
     if (cs->stage == STAGE_REPLY) {
-        status = stt_ib_oob_xfer(cs->conn->fd, false, cs->buf, STT_IB_META_BYTES, &cs->done,
-                                 "the connection reply", cs->peer);
+        status = stt_sock_xfer("ib", cs->conn->fd, false, cs->buf, STT_IB_META_BYTES, &cs->done,
+                               "the connection reply", cs->head.peer);
         if (status != STRATA_OK)
             return status;
         status = connect_reply_done(cs, h);
         if (status != STRATA_OK)
             return status;
     }
-    return stt_ib_oob_xfer(cs->conn->fd, true, cs->buf, STT_IB_META_BYTES, &cs->done,
-                           "the ready message", cs->peer);
+    return stt_sock_xfer("ib", cs->conn->fd, true, cs->buf, STT_IB_META_BYTES, &cs->done,
+                         "the ready message", cs->head.peer);
 }
 
-static strata_status_t connect_handle_check(const stt_ib_handle_t *h)
+/* The handshake's next steps; once "ready" is out, the send comm is handed out. */
+static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h,
+                                    stt_comm_t **send_p)
 {
-    const char *why = NULL;
+    ib_connect_t *cs = (ib_connect_t *)state;
+    strata_status_t status = connect_advance(cs, h);
 
-    if (h->magic != STT_IB_HANDLE_MAGIC)
-        why = "bad magic (not an ib transport handle)";
-    else if (h->version != STT_IB_PROTO_VERSION)
-        why = "protocol version differs from ours";
-    else if (h->addr.sa.sa_family != AF_INET && h->addr.sa.sa_family != AF_INET6)
-        why = "unknown address family";
-    if (why == NULL)
-        return STRATA_OK;
-    STU_WARN("ib: connect: invalid handle: %s (magic %08x version %u family %u)", why,
-             h->magic, h->version, h->addr.sa.sa_family);
-    return STRATA_ERR_INVALID;
+    if (status != STRATA_OK)
+        return status;
+    STU_INFO(STU_LOG_NET, "ib: connected to %s", cs->head.peer);
+    *send_p = &cs->conn->head.base;
+    cs->conn = NULL;                     /* the caller's now */
+    return STRATA_OK;
 }
 
-/* Writes the in-progress state (cs, or NULL when done or reset) back into the caller's handle. */
-static void connect_handle_store(void *handle, stt_ib_handle_t *h, stt_ib_connect_t *cs)
-{
-    h->connect = cs;
-    h->connect_check = cs != NULL ? connect_check(h, cs) : 0;
-    memcpy(handle, h, sizeof(*h));
-}
+static const stt_connect_steps_t connect_steps = {
+    .who = "ib",
+    .hint = " (listener gone, or not calling accept?)",
+    .magic = STT_IB_HANDLE_MAGIC,
+    .version = STT_IB_PROTO_VERSION,
+    .start = connect_start,
+    .step = connect_step,
+    .free = connect_state_free,
+};
 
 strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p)
 {
-    stt_ib_handle_t h;
-    stt_ib_connect_t *cs;
-    strata_status_t status;
-
-    if (handle == NULL || send_p == NULL) {
-        STU_WARN("ib: connect(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
-        return STRATA_ERR_INVALID;
-    }
-    /* The handle is the caller's bytes, aligned or not (NCCL embeds it in its own
-     * structures): work on an aligned copy and store the in-progress state back. */
-    memcpy(&h, handle, sizeof(h));
-    status = connect_handle_check(&h);
-    if (status != STRATA_OK)
-        return status;
-    cs = h.connect;
-    if (cs == NULL) {
-        if (stt_ib_device_at(dev) == NULL)
-            return STRATA_ERR_NOT_FOUND;
-        status = connect_start(dev, &h, cfg, &cs);
-        if (status != STRATA_OK)
-            return status;
-        connect_handle_store(handle, &h, cs);
-    } else if (h.connect_check != connect_check(&h, cs)) {
-        STU_WARN("ib: connect: the handle's in-progress state is corrupt (handle copied or"
-                 " overwritten while connecting?)");
-        return STRATA_ERR_INVALID;
-    }
-
-    status = connect_step(cs, &h);
-    if (status == STRATA_OK) {
-        stt_ib_conn_t *conn = cs->conn;
-        cs->conn = NULL;
-        connect_state_free(cs);
-        connect_handle_store(handle, &h, NULL);
-        STU_INFO(STU_LOG_NET, "ib: connected to %s", conn->peer);
-        *send_p = &conn->base;
-        return STRATA_OK;
-    }
-    if (status != STRATA_INPROGRESS)
-        goto err_reset;
-    int64_t timeout_ms = stu_param_int(STU_PARAM_CONNECT_TIMEOUT);
-    if (timeout_ms > 0 && stu_time_ns() - cs->start_ns > (uint64_t)timeout_ms * 1000000ull) {
-        STU_WARN("ib: connecting to %s took longer than STRATA_CONNECT_TIMEOUT=%lld ms"
-                 " (listener gone, or not calling accept?)", cs->peer, (long long)timeout_ms);
-        status = STRATA_ERR_TIMEOUT;
-        goto err_reset;
-    }
-    *send_p = NULL;
-    return STRATA_OK;
-
-err_reset:
-    connect_state_free(cs);
-    connect_handle_store(handle, &h, NULL);
-    return status;
+    return stt_connect_run(&connect_steps, dev, handle, cfg, send_p);
 }

@@ -1,9 +1,9 @@
 /*
  * Devices of the ib transport: every ACTIVE port with an IB or Ethernet
  * (RoCE) link layer that passes STRATA_IB_HCA. Discovered by the first init,
- * dropped by the last fini. Each opened verbs device (a context) gets one
- * protection domain, one registration cache and one async-event thread,
- * shared by its ports.
+ * dropped by the last fini (base/devref.h); probe, init and fini live here.
+ * Each opened verbs device (a context) gets one protection domain, one
+ * registration cache and one async-event thread, shared by its ports.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -13,22 +13,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/devref.h"
 #include "transport/ib/ib_internal.h"
 #include "transport/ib/ib_sysfs.h"
 #include "util/log.h"
 #include "util/name_filter.h"
 #include "util/param.h"
 
-static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-static int dev_refs;
+/* Guarded by the devref's lock (devs, below): written by open and close only. */
 static int dev_count;
 static stt_ib_dev_t dev_table[STT_IB_MAX_DEVS];
 static int ctx_count;
 static stt_ib_ctx_t *ctx_table[STT_IB_MAX_DEVS];
 static stt_ib_gid_owner_t local_gids[64];
 static int local_ngids;
-static struct sockaddr_storage oob_addr;
-static socklen_t oob_len;
+static stt_netif_addr_t oob_addr;
 
 strata_status_t stt_ib_probe(void)
 {
@@ -79,9 +78,11 @@ static bool oob_try(const char *spec_text, bool allow_loopback)
                 IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr))
                 continue;
             memset(&oob_addr, 0, sizeof(oob_addr));
-            oob_len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-            memcpy(&oob_addr, ifa->ifa_addr, oob_len);
-            ((struct sockaddr_in *)&oob_addr)->sin_port = 0;
+            if (family == AF_INET)
+                oob_addr.in4 = *(const struct sockaddr_in *)ifa->ifa_addr;
+            else
+                oob_addr.in6 = *(const struct sockaddr_in6 *)ifa->ifa_addr;
+            oob_addr.in4.sin_port = 0;           /* same offset in both families */
             found = true;
         }
     }
@@ -98,22 +99,8 @@ static strata_status_t oob_pick(void)
         STU_WARN("ib: no interface for the side channel (STRATA_SOCKET_IFNAME='%s')", spec);
         return STRATA_ERR_NOT_FOUND;
     }
-    stt_ib_oob_format((struct sockaddr *)&oob_addr, text, sizeof(text));
+    stt_netif_addr_format(&oob_addr, text, sizeof(text));
     STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: side channel on %s", text);
-    return STRATA_OK;
-}
-
-strata_status_t stt_ib_device_oob_addr(struct sockaddr_storage *addr_p, socklen_t *len_p)
-{
-    pthread_mutex_lock(&dev_lock);
-    bool ok = dev_refs > 0;
-    *addr_p = oob_addr;
-    *len_p = oob_len;
-    pthread_mutex_unlock(&dev_lock);
-    if (!ok) {
-        STU_WARN("ib: used before init");
-        return STRATA_ERR_INVALID;
-    }
     return STRATA_OK;
 }
 
@@ -306,7 +293,7 @@ err_close:
     ctx_close(ctx);
 }
 
-/* Called with dev_lock held. */
+/* Called with the devref's lock held. */
 static strata_status_t dev_discover(void)
 {
     stu_name_filter_t filter;
@@ -367,75 +354,73 @@ static void dev_params_check(void)
         STU_WARN("ib: STRATA_IB_RETRY_CNT=%lld is outside 0..7, clamped", (long long)v);
 }
 
+/* The first init (under the devref's lock). */
+static strata_status_t dev_open(int *count_p)
+{
+    strata_status_t status = dev_discover();
+
+    if (status != STRATA_OK)
+        return status;
+    dev_params_check();
+    *count_p = dev_count;
+    return STRATA_OK;
+}
+
+/* The last fini (under the devref's lock). */
+static void dev_close(void)
+{
+    for (int i = 0; i < ctx_count; i++)
+        ctx_close(ctx_table[i]);
+    ctx_count = 0;
+    dev_count = 0;
+}
+
+static stt_devref_t devs = STT_DEVREF_INIT("ib", dev_open, dev_close);
+
 strata_status_t stt_ib_init(void)
 {
-    strata_status_t status = STRATA_OK;
-
-    stu_log_init();
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs == 0) {
-        status = dev_discover();
-        if (status == STRATA_OK)
-            dev_params_check();
-    }
-    if (status == STRATA_OK)
-        dev_refs++;
-    pthread_mutex_unlock(&dev_lock);
-    return status;
+    return stt_devref_init(&devs);
 }
 
 void stt_ib_fini(void)
 {
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs > 0 && --dev_refs == 0) {
-        for (int i = 0; i < ctx_count; i++)
-            ctx_close(ctx_table[i]);
-        ctx_count = 0;
-        dev_count = 0;
-    }
-    pthread_mutex_unlock(&dev_lock);
+    stt_devref_fini(&devs);
 }
 
 strata_status_t stt_ib_devices(int *ndev_p)
 {
-    if (ndev_p == NULL) {
-        STU_WARN("ib: devices() called with a NULL output");
-        return STRATA_ERR_INVALID;
-    }
-    pthread_mutex_lock(&dev_lock);
-    int refs = dev_refs, count = dev_count;
-    pthread_mutex_unlock(&dev_lock);
-    if (refs == 0) {
-        STU_WARN("ib: devices() called before init");
-        return STRATA_ERR_INVALID;
-    }
-    *ndev_p = count;
-    return STRATA_OK;
+    return stt_devref_count(&devs, ndev_p);
 }
 
 stt_ib_dev_t *stt_ib_device_at(int dev)
 {
-    stt_ib_dev_t *d = NULL;
+    if (stt_devref_lookup(&devs, dev, NULL, 0, NULL) != STRATA_OK)
+        return NULL;
+    return &dev_table[dev];
+}
 
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs > 0 && dev >= 0 && dev < dev_count)
-        d = &dev_table[dev];
-    int count = dev_count, refs = dev_refs;
-    pthread_mutex_unlock(&dev_lock);
-    if (d == NULL)
-        STU_WARN("ib: no device %d (%d devices%s)", dev, count, refs ? "" : ", not initialised");
-    return d;
+strata_status_t stt_ib_device_oob_addr(stt_netif_addr_t *addr_p)
+{
+    pthread_mutex_lock(&devs.lock);
+    bool ok = devs.refs > 0;
+    *addr_p = oob_addr;
+    pthread_mutex_unlock(&devs.lock);
+    if (!ok) {
+        STU_WARN("ib: used before init");
+        return STRATA_ERR_INVALID;
+    }
+    return STRATA_OK;
 }
 
 bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16])
 {
     bool found = false;
 
-    pthread_mutex_lock(&dev_lock);
+    pthread_mutex_lock(&devs.lock);
     for (int i = 0; i < local_ngids && !found; i++)
         found = memcmp(local_gids[i].raw, gid, 16) == 0 &&
                 strcmp(local_gids[i].dev, d->ctx->name) != 0;
-    pthread_mutex_unlock(&dev_lock);
+    pthread_mutex_unlock(&devs.lock);
     return found;
 }
 

@@ -6,15 +6,21 @@
  *                    registration cache, async-event thread (ib_device.c,
  *                    ib_async.c, ib_mr.c)
  *   stt_ib_dev_t     one ACTIVE port of a context: a Strata device (ib_device.c)
- *   stt_ib_handle_t  the connection handle, in the caller's 128 bytes
+ *   stt_ib_handle_t  the connection handle, in the caller's 128 bytes (ib_wire.h)
  *   stt_ib_listen_t  the side-channel listener and its half-open connections
  *                    (ib_listen.c)
  *   stt_ib_conn_t    what both comm kinds share: CQ, QPs, the registered control
- *                    block, the side-channel socket (ib_comm.c, ib_qp.c)
+ *                    block, the side-channel socket (made, watched and closed in
+ *                    ib_conn.c; QPs in ib_qp.c)
  *   stt_ib_send_t / stt_ib_recv_t  the two ends, with preallocated request
  *                    rings (ib_send.c, ib_recv.c)
  *
- * Threading: the device table is guarded by a mutex in ib_device.c; each
+ * Calls go one way: ib_ops.c -> ib_listen.c, ib_send.c, ib_recv.c -> ib_conn.c ->
+ * ib_qp.c, ib_mr.c, ib_device.c, ib_wire.c, ib_fifo.c, base/. ib_conn.c never
+ * calls the data path; a failure found anywhere goes through stt_conn_fail
+ * (base/conn.h).
+ *
+ * Threading: the device table is guarded by its devref (ib_device.c); each
  * context's registration cache by the context's mutex. Comms are used by one
  * thread at a time (the contract); the async thread only sets atomic flags.
  */
@@ -28,6 +34,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "transport/base/conn.h"
+#include "transport/base/netif.h"
+#include "transport/base/slots.h"
 #include "transport/ib/ib.h"
 #include "transport/ib/ib_gid.h"
 #include "transport/ib/ib_mrcache.h"
@@ -60,7 +69,7 @@
  * could exit), then fail; unposted work fails at once.
  */
 #define STT_IB_EOF_GRACE_NS (2000ull * 1000000ull)
-#define STT_IB_ADDR_STRLEN (INET6_ADDRSTRLEN + 8)
+#define STT_IB_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
 #define STT_IB_MRC_KEEP_MAX 64           /* idle registrations kept with STRATA_IB_MR_KEEP=1 */
 
 /* ------------------------------------------------------------------ devices */
@@ -104,7 +113,7 @@ stt_ib_dev_t *stt_ib_device_at(int dev);
 bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16]);
 
 /* Side-channel address chosen at init (port 0): sockets bind to it. */
-strata_status_t stt_ib_device_oob_addr(struct sockaddr_storage *addr_p, socklen_t *len_p);
+strata_status_t stt_ib_device_oob_addr(stt_netif_addr_t *addr_p);
 
 /* Async-event thread of a context (ib_async.c). */
 strata_status_t stt_ib_async_start(stt_ib_ctx_t *ctx);
@@ -124,45 +133,7 @@ strata_status_t stt_ib_mr_resolve(stt_ib_ctx_t *ctx, void *mh, void *data, size_
                                   uint32_t *lkey_p, uint32_t *rkey_p,
                                   stt_ib_mrc_entry_t **fly_p);
 
-/* ------------------------------------------------------------------ handle */
-
-#define STT_IB_HANDLE_MAGIC 0x48425453u   /* "STBH" */
-
-typedef struct stt_ib_connect stt_ib_connect_t;
-
-typedef struct stt_ib_handle {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t reserved;
-    uint64_t listener_id;
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in in4;
-        struct sockaddr_in6 in6;
-    } addr;
-    stt_ib_connect_t *connect;   /* connect's in-progress state, NULL as listen writes it */
-    uint64_t connect_check;
-} stt_ib_handle_t;
-
-_Static_assert(sizeof(stt_ib_handle_t) <= STT_HANDLE_SIZE, "ib handle exceeds 128 bytes");
-
-/* ------------------------------------------------------------------ side channel (ib_oob.c) */
-
-void stt_ib_oob_format(const struct sockaddr *sa, char *buf, size_t len);
-/* Non-blocking close-on-exec stream socket with TCP_NODELAY. */
-strata_status_t stt_ib_oob_socket(int family, int *fd_p);
-/*
- * Moves bytes [*done, len) of buf on a non-blocking socket (send when out).
- * OK when all len are done, STRATA_INPROGRESS when it would block,
- * STRATA_ERR_REMOTE (logged with what, peer) on EOF or error.
- */
-strata_status_t stt_ib_oob_xfer(int fd, bool out, uint8_t *buf, uint32_t len, uint32_t *done,
-                                const char *what, const char *peer);
-uint64_t stt_ib_oob_random(void);
-
 /* ------------------------------------------------------------------ comms */
-
-typedef enum stt_ib_kind { STT_IB_KIND_SEND = 1, STT_IB_KIND_RECV = 2 } stt_ib_kind_t;
 
 /* Kinds of work request, in the low byte of wr_id. */
 enum {
@@ -190,8 +161,7 @@ static inline uint32_t stt_ib_qp_room(const stt_ib_qp_t *q)
 }
 
 typedef struct stt_ib_conn {
-    stt_comm_t base;
-    stt_ib_kind_t kind;
+    stt_conn_t head;             /* comm, direction, peer, first failure (base/conn.h) */
     stt_ib_dev_t *dev;
     stt_ib_ctx_t *ctx;
     struct ibv_cq *cq;
@@ -207,7 +177,6 @@ typedef struct stt_ib_conn {
     size_t ctl_bytes;
     struct ibv_mr *ctl_mr;
     int fd;                      /* side channel, watched for EOF */
-    strata_status_t failed;      /* first error; every later call returns it */
     int async_err;               /* set by the async thread (atomic) */
     int dev_fatal;               /* ctx->fatal when the comm was made */
     uint64_t eof_check_ns;
@@ -218,21 +187,18 @@ typedef struct stt_ib_conn {
     uint32_t remote_rkey;
     uint8_t local_gid[16];
     uint8_t remote_gid[16];
-    char peer[STT_IB_ADDR_STRLEN];
 } stt_ib_conn_t;
 
-typedef enum stt_ib_req_state {
-    STT_IB_REQ_FREE = 0,
-    STT_IB_REQ_QUEUED,           /* send: waiting for its CTS */
-    STT_IB_REQ_ACTIVE,           /* posted to the NIC / receive published */
-    STT_IB_REQ_DONE,
-} stt_ib_req_state_t;
+/*
+ * Request states (slot.state): STT_SLOT_FREE, ACTIVE (posted to the NIC, or a
+ * receive published), DONE (base/slots.h), and for sends QUEUED, waiting for
+ * the CTS of its receive.
+ */
+#define STT_IB_REQ_QUEUED STT_SLOT_OWN
 
 typedef struct stt_ib_sreq {
-    stt_req_t base;
-    uint8_t state;
+    stt_slot_t slot;
     uint8_t cqes_left;           /* signalled completions still due */
-    strata_status_t status;
     int tag;
     char *data;
     uint64_t size;
@@ -253,7 +219,7 @@ typedef struct stt_ib_send {
     bool slot_trunc;
     bool slot_sizes;                     /* sizes go through the sizes array */
     stt_ib_fifo_entry_t slot[STT_MAX_RECVS];
-    uint64_t slot_bad_since;             /* stu_time_ns() when recv_seq's slot first read malformed; 0: not */
+    uint64_t slot_bad_since;             /* when recv_seq's slot first read malformed; 0: not */
     uint32_t slot_bad_reads;             /* malformed reads since then */
     uint32_t rr;                         /* round robin over QPs for unsplit messages */
     bool ar;
@@ -263,20 +229,17 @@ typedef struct stt_ib_send {
     uint32_t q_head;
     uint32_t q_tail;
     uint16_t queue[STT_IB_SEND_RING];
-    uint16_t nfree;
-    uint16_t free_slots[STT_IB_SEND_RING];
+    stt_slots_t slots;
     stt_ib_sreq_t reqs[STT_IB_SEND_RING];
 } stt_ib_send_t;
 
+/* A receive (slot.n buffers) or a flush. */
 typedef struct stt_ib_rreq {
-    stt_req_t base;
-    uint8_t state;
+    stt_slot_t slot;
     uint8_t is_flush;
-    uint8_t n;
     uint8_t cqes_want;           /* 0 until the first immediate says */
     uint8_t cqes_got;
     uint32_t imm;                /* the first immediate */
-    strata_status_t status;
     uint64_t cap[STT_MAX_RECVS];
     uint64_t got[STT_MAX_RECVS];
     stt_ib_mrc_entry_t *fly[STT_MAX_RECVS];
@@ -287,9 +250,8 @@ typedef struct stt_ib_recv {
     stt_ib_fifo_slot_t *cts;             /* in ctl: CTS source, [DEPTH] */
     volatile uint32_t *sizes;            /* in ctl: written by the sender, [DEPTH][MAX_RECVS] */
     uint32_t seq;                        /* next receive */
-    stt_ib_rreq_t reqs[STT_IB_FIFO_DEPTH];
-    uint16_t nflush;
-    uint16_t flush_free[STT_IB_FIFO_DEPTH];
+    stt_ib_rreq_t reqs[STT_IB_FIFO_DEPTH];      /* receive seq uses reqs[seq % DEPTH] */
+    stt_slots_t flush_slots;
     stt_ib_rreq_t flushes[STT_IB_FIFO_DEPTH];
     uint64_t *flush_sink;                /* in ctl: where flush reads land */
 } stt_ib_recv_t;
@@ -300,12 +262,15 @@ typedef struct stt_ib_recv {
  */
 bool stt_ib_flush_wanted(const stt_ib_dev_t *d);
 
+/* ------------------------------------------------------------------ ib_conn.c */
+
 /*
- * Makes a comm of either kind on dev with nqps QPs in INIT (ib_comm.c). It
- * owns fd from then on, even on failure. conn_id names it in logs.
+ * Makes a send (send true) or receive comm on dev with nqps QPs in INIT; a
+ * receive comm's QPs get their receive WRs posted. It owns fd from then on,
+ * even on failure.
  */
-strata_status_t stt_ib_conn_create(stt_ib_kind_t kind, int dev, int nqps, int fd,
-                                   const char *peer, stt_ib_conn_t **conn_p);
+strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const char *peer,
+                                   stt_ib_conn_t **conn_p);
 void stt_ib_conn_destroy(stt_ib_conn_t *conn);
 /* Destroys the QPs (no more DMA), keeping the rest for destroy. */
 void stt_ib_conn_quiesce(stt_ib_conn_t *conn);
@@ -314,25 +279,13 @@ void stt_ib_conn_quiesce(stt_ib_conn_t *conn);
 void stt_ib_conn_meta(const stt_ib_conn_t *conn, int kind, uint64_t listener_id,
                       uint64_t conn_id, stt_ib_meta_t *meta);
 
-/*
- * Takes every QP to RTR then RTS against the peer's metadata, using the GID
- * pair gid_choice names. STRATA_ERR_REMOTE (logged) when a transition fails;
- * quiet says not to warn (the caller will try the other pair).
- */
-strata_status_t stt_ib_conn_connect_qps(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
-                                        int gid_choice, bool quiet);
-
-/* Marks the comm failed with status and logs why (only the first time). */
-void stt_ib_conn_fail(stt_ib_conn_t *conn, strata_status_t status, const char *fmt, ...)
-    STU_PRINTF(3, 4);
-
 /* Logs a failed work completion with everything known and fails the comm. */
 void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc);
 
 /*
  * The checks every progress call makes besides the CQ: async errors, device
  * fatal events, the side channel. Returns true when the peer closed its end
- * (eof_ns set); failures go through stt_ib_conn_fail.
+ * (eof_ns set); failures go through stt_conn_fail.
  */
 bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending);
 
@@ -348,43 +301,60 @@ void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t 
 strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
                                  int sgid_index, const uint8_t *dgid, bool quiet);
 strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q);
+/* Posts count zero-length receive WRs on QP q of conn; 0 or ibv_post_recv's error. */
+int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count);
 
-/* Progress of each kind: polls the CQ, moves work on; returns the comm's state. */
+/*
+ * Takes every QP of conn (and its flush QP) to RTR then RTS against the
+ * peer's metadata, using the GID pair gid_choice names; records the remote
+ * control block. STRATA_ERR_REMOTE (logged) when a transition fails; quiet
+ * says not to warn (the caller will try the other pair).
+ */
+strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
+                                  int gid_choice, bool quiet);
+
+/* ------------------------------------------------------------------ the data path */
+
+/* ib_send.c: polls the CQ, moves work on; returns the comm's state. */
 strata_status_t stt_ib_send_progress(stt_ib_send_t *sc);
-strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc);
+/* test() of a send request of sc (ib_ops.c found it in sc's ring). */
 strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
                                  size_t *sizes);
+/* ib_recv.c: the same for a receive comm. */
+strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc);
 strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,
                                  size_t *sizes);
-/* Posts the initial receive WRs of every QP of a receive comm. */
-strata_status_t stt_ib_recv_post_initial(stt_ib_recv_t *rc);
 
-/* ------------------------------------------------------------------ ops */
+/* ------------------------------------------------------------------ operations, by file */
 
+/* ib_device.c */
 strata_status_t stt_ib_probe(void);
 strata_status_t stt_ib_init(void);
 void stt_ib_fini(void);
 strata_status_t stt_ib_devices(int *ndev_p);
 strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p);
+/* ib_listen.c */
 strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p);
-strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
-                               stt_comm_t **send_p);
 strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_ib_close_listen(stt_listen_t *listen);
+/* ib_conn.c */
+strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                               stt_comm_t **send_p);
+void stt_ib_close_send(stt_comm_t *comm);
+void stt_ib_close_recv(stt_comm_t *comm);
+/* ib_mr.c */
 strata_status_t stt_ib_reg_mr(stt_comm_t *comm, void *data, size_t size, int type,
                               void **mh_p);
 strata_status_t stt_ib_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
                                      uint64_t offset, int fd, void **mh_p);
 strata_status_t stt_ib_dereg_mr(stt_comm_t *comm, void *mh);
+/* ib_send.c */
 strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                              stt_req_t **req_p);
+/* ib_recv.c */
 strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                              const int *tags, void **mhs, stt_req_t **req_p);
 strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
-strata_status_t stt_ib_test(stt_req_t *req, int *done, size_t *sizes);
-void stt_ib_close_send(stt_comm_t *comm);
-void stt_ib_close_recv(stt_comm_t *comm);
-int stt_ib_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 #endif /* STT_IB_INTERNAL_H */

@@ -14,12 +14,11 @@
  * Soft-RoCE devices of one host with IPv4 GIDs), the link-local pair is tried
  * and the REPLY tells the sender which pair both ends use.
  */
-#define _GNU_SOURCE 1   /* accept4 */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/sock.h"
 #include "transport/ib/ib_internal.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -51,8 +50,7 @@ typedef struct stt_ib_listen {
 strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
 {
     strata_status_t status;
-    struct sockaddr_storage addr;
-    socklen_t len;
+    stt_netif_addr_t addr;
     int fd;
 
     if (handle == NULL || listen_p == NULL) {
@@ -61,20 +59,15 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
     }
     if (stt_ib_device_at(dev) == NULL)
         return STRATA_ERR_NOT_FOUND;
-    status = stt_ib_device_oob_addr(&addr, &len);
+    status = stt_ib_device_oob_addr(&addr);
     if (status != STRATA_OK)
         return status;
-    status = stt_ib_oob_socket(addr.ss_family, &fd);
+    status = stt_sock_open("ib", addr.sa.sa_family, &fd);
     if (status != STRATA_OK)
         return status;
-    char text[STT_IB_ADDR_STRLEN];
-    stt_ib_oob_format((struct sockaddr *)&addr, text, sizeof(text));
-    if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, SOMAXCONN) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
-        STU_WARN("ib: side-channel listener on %s: %s", text, strerror(errno));
-        status = STRATA_ERR_IO;
+    status = stt_sock_listen("ib", fd, &addr, &addr);
+    if (status != STRATA_OK)
         goto err_close;
-    }
     stt_ib_listen_t *l = calloc(1, sizeof(*l));
     if (l == NULL) {
         STU_WARN("ib: no memory for a listen comm (%zu bytes)", sizeof(*l));
@@ -84,19 +77,11 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
     l->base.ops = &stt_ib_ops;
     l->base.dev = dev;
     l->fd = fd;
-    l->listener_id = stt_ib_oob_random();
+    l->listener_id = stt_netif_random_u64();
     for (int i = 0; i < LISTEN_PENDING; i++)
         l->pend[i].fd = -1;
-    stt_ib_oob_format((struct sockaddr *)&addr, l->local, sizeof(l->local));
-
-    stt_ib_handle_t h;                  /* the caller's bytes may be unaligned: build, then copy */
-    memset(&h, 0, sizeof(h));
-    h.magic = STT_IB_HANDLE_MAGIC;
-    h.version = STT_IB_PROTO_VERSION;
-    h.listener_id = l->listener_id;
-    memcpy(&h.addr, &addr, len);
-    memset(handle, 0, STT_HANDLE_SIZE);
-    memcpy(handle, &h, sizeof(h));
+    stt_netif_addr_format(&addr, l->local, sizeof(l->local));
+    stt_handle_store(handle, STT_IB_HANDLE_MAGIC, STT_IB_PROTO_VERSION, l->listener_id, &addr);
     STU_INFO(STU_LOG_NET, "ib: dev %d listening on %s, id %016llx", dev, l->local,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
@@ -121,25 +106,17 @@ static void listen_accept_new(stt_ib_listen_t *l, uint64_t now)
 {
     for (int i = 0; i < LISTEN_PENDING; i++) {
         listen_pend_t *p = &l->pend[i];
-        struct sockaddr_storage addr;
-        socklen_t len = sizeof(addr);
+        stt_netif_addr_t addr;
         if (p->stage != PEND_FREE)
             continue;
-        int fd = accept4(l->fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
-                i--;
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                STU_WARN("ib: accept on %s: %s", l->local, strerror(errno));
+        int fd = stt_sock_accept("ib", l->fd, l->local, &addr);
+        if (fd < 0)
             return;
-        }
         memset(p, 0, sizeof(*p));
         p->stage = PEND_HELLO;
         p->fd = fd;
         p->start_ns = now;
-        stt_ib_oob_format((struct sockaddr *)&addr, p->peer, sizeof(p->peer));
+        stt_netif_addr_format(&addr, p->peer, sizeof(p->peer));
     }
 }
 
@@ -160,8 +137,7 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
                  (unsigned long long)hello.listener_id);
         return STRATA_ERR_REMOTE;
     }
-    status = stt_ib_conn_create(STT_IB_KIND_RECV, l->base.dev, hello.nqps, p->fd, p->peer,
-                                &p->conn);
+    status = stt_ib_conn_create(false, l->base.dev, hello.nqps, p->fd, p->peer, &p->conn);
     p->fd = -1;                                  /* the comm owns it, even on failure */
     if (status != STRATA_OK)
         return status;
@@ -178,15 +154,15 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
         STU_INFO(STU_LOG_NET, "ib: %s is another device of this host; using link-local GIDs",
                  p->peer);
         choice = STT_IB_GID_ALT;
-        status = stt_ib_conn_connect_qps(p->conn, &hello, choice, false);
+        status = stt_ib_qp_connect(p->conn, &hello, choice, false);
     } else {
-        status = stt_ib_conn_connect_qps(p->conn, &hello, choice, can_fall_back);
+        status = stt_ib_qp_connect(p->conn, &hello, choice, can_fall_back);
     }
     if (status != STRATA_OK && can_fall_back && choice == STT_IB_GID_PRIMARY) {
         STU_INFO(STU_LOG_NET, "ib: the chosen GIDs cannot reach %s; trying the link-local"
                  " pair", p->peer);
         choice = STT_IB_GID_ALT;
-        status = stt_ib_conn_connect_qps(p->conn, &hello, choice, false);
+        status = stt_ib_qp_connect(p->conn, &hello, choice, false);
     }
     if (status != STRATA_OK)
         return status;
@@ -207,8 +183,8 @@ static strata_status_t pend_step(stt_ib_listen_t *l, listen_pend_t *p, stt_comm_
     const char *why = NULL;
 
     if (p->stage == PEND_HELLO) {
-        status = stt_ib_oob_xfer(p->fd, false, p->buf, STT_IB_META_BYTES, &p->done,
-                                 "the connection hello", p->peer);
+        status = stt_sock_xfer("ib", p->fd, false, p->buf, STT_IB_META_BYTES, &p->done,
+                               "the connection hello", p->peer);
         if (status != STRATA_OK)
             return status;
         status = pend_hello_done(l, p);
@@ -216,15 +192,15 @@ static strata_status_t pend_step(stt_ib_listen_t *l, listen_pend_t *p, stt_comm_
             return status;
     }
     if (p->stage == PEND_REPLY) {
-        status = stt_ib_oob_xfer(p->conn->fd, true, p->buf, STT_IB_META_BYTES, &p->done,
-                                 "the connection reply", p->peer);
+        status = stt_sock_xfer("ib", p->conn->fd, true, p->buf, STT_IB_META_BYTES, &p->done,
+                               "the connection reply", p->peer);
         if (status != STRATA_OK)
             return status;
         p->done = 0;
         p->stage = PEND_READY;
     }
-    status = stt_ib_oob_xfer(p->conn->fd, false, p->buf, STT_IB_META_BYTES, &p->done,
-                             "the ready message", p->peer);
+    status = stt_sock_xfer("ib", p->conn->fd, false, p->buf, STT_IB_META_BYTES, &p->done,
+                           "the ready message", p->peer);
     if (status != STRATA_OK)
         return status;
     if (stt_ib_meta_decode(p->buf, STT_IB_META_READY, &ready, &why) != STRATA_OK ||
@@ -234,7 +210,7 @@ static strata_status_t pend_step(stt_ib_listen_t *l, listen_pend_t *p, stt_comm_
         return STRATA_ERR_REMOTE;
     }
     STU_INFO(STU_LOG_NET, "ib: %s accepted %s", l->local, p->peer);
-    *recv_p = &p->conn->base;
+    *recv_p = &p->conn->head.base;
     p->conn = NULL;
     memset(p, 0, sizeof(*p));
     p->fd = -1;
@@ -250,8 +226,7 @@ strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         return STRATA_ERR_INVALID;
     }
     uint64_t now = stu_time_ns();
-    int64_t timeout_ms = stu_param_int(STU_PARAM_CONNECT_TIMEOUT);
-    uint64_t timeout_ns = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+    uint64_t timeout_ns = stt_connect_timeout_ns();
 
     *recv_p = NULL;
     listen_accept_new(l, now);
@@ -266,7 +241,7 @@ strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p)
             pend_drop(p);                        /* the cause was logged */
         } else if (now - p->start_ns > timeout_ns) {
             STU_WARN("ib: %s: connection from %s not complete within %lld ms, dropped",
-                     l->local, p->peer, (long long)timeout_ms);
+                     l->local, p->peer, (long long)(timeout_ns / 1000000));
             pend_drop(p);
         }
     }

@@ -1,38 +1,28 @@
-/* The ib transport's operations table and the request test that dispatches by comm kind. */
-#include <stddef.h>
-
+/*
+ * The ib transport's operations table, and test(), which finds the request
+ * in its comm's rings and hands it to the side of the data path it belongs to.
+ */
 #include "transport/ib/ib_internal.h"
-#include "util/log.h"
 
-strata_status_t stt_ib_test(stt_req_t *req, int *done, size_t *sizes)
+static strata_status_t ib_test(stt_req_t *req, int *done, size_t *sizes)
 {
-    if (req == NULL || done == NULL || req->comm == NULL || req->comm->ops != &stt_ib_ops) {
-        STU_WARN("ib: test called with %s", req == NULL ? "a NULL request" :
-                 done == NULL ? "a NULL done output" : "a request of no ib comm");
+    if (stt_slots_test_check(&stt_ib_ops, req, done) != STRATA_OK)
         return STRATA_ERR_INVALID;
-    }
     stt_ib_conn_t *conn = (stt_ib_conn_t *)req->comm;
-    if (conn->kind == STT_IB_KIND_SEND) {
+    if (conn->head.send) {
         stt_ib_send_t *sc = (stt_ib_send_t *)conn;
-        ptrdiff_t i = (stt_ib_sreq_t *)req - sc->reqs;
-        if (i >= 0 && i < STT_IB_SEND_RING && &sc->reqs[i].base == req &&
-            sc->reqs[i].state != STT_IB_REQ_FREE)
-            return stt_ib_send_test(sc, &sc->reqs[i], done, sizes);
+        stt_slot_t *s = stt_slots_find(&sc->slots, req);
+        if (s != NULL)
+            return stt_ib_send_test(sc, (stt_ib_sreq_t *)s, done, sizes);
     } else {
         stt_ib_recv_t *rc = (stt_ib_recv_t *)conn;
-        ptrdiff_t i = (stt_ib_rreq_t *)req - rc->reqs;
-        ptrdiff_t f = (stt_ib_rreq_t *)req - rc->flushes;
-        stt_ib_rreq_t *r = NULL;
-        if (i >= 0 && i < STT_IB_FIFO_DEPTH && &rc->reqs[i].base == req)
-            r = &rc->reqs[i];
-        else if (f >= 0 && f < STT_IB_FIFO_DEPTH && &rc->flushes[f].base == req)
-            r = &rc->flushes[f];
-        if (r != NULL && r->state != STT_IB_REQ_FREE)
-            return stt_ib_recv_test(rc, r, done, sizes);
+        stt_slot_t *s = stt_slot_find(rc->reqs, sizeof(rc->reqs[0]), STT_IB_FIFO_DEPTH, req);
+        if (s == NULL)
+            s = stt_slots_find(&rc->flush_slots, req);
+        if (s != NULL)
+            return stt_ib_recv_test(rc, (stt_ib_rreq_t *)s, done, sizes);
     }
-    STU_WARN("ib: test on a request %p that is not pending on its comm (released already?)",
-             (void *)req);
-    return STRATA_ERR_INVALID;
+    return stt_slots_stale(&stt_ib_ops, req);
 }
 
 const stt_ops_t stt_ib_ops = {
@@ -51,9 +41,9 @@ const stt_ops_t stt_ib_ops = {
     .isend = stt_ib_isend,
     .irecv = stt_ib_irecv,
     .iflush = stt_ib_iflush,
-    .test = stt_ib_test,
+    .test = ib_test,
     .close_send = stt_ib_close_send,
     .close_recv = stt_ib_close_recv,
     .close_listen = stt_ib_close_listen,
-    .poll_fds = stt_ib_poll_fds,
+    .poll_fds = stt_no_poll_fds,        /* no completion channel: test() polls the CQs */
 };

@@ -1,7 +1,9 @@
 /*
- * RC queue pairs of the ib transport: creation and the INIT -> RTR -> RTS
- * transitions. Every failure is logged with the QP number, the device and
- * the GIDs involved.
+ * RC queue pairs of the ib transport: creation, the INIT -> RTR -> RTS
+ * transitions, connecting a comm's QPs to the peer's (and the flush QP to
+ * itself), and the zero-length receive WRs a receive comm keeps posted.
+ * Every failure is logged with the QP number, the device and the GIDs
+ * involved.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,7 +50,7 @@ strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t s
     }
     if (q->qp == NULL) {
         STU_WARN("ib: %s: ibv_create_qp (RC, %u send / %u receive WRs) for %s: %s",
-                 conn->ctx->name, sq_depth, rq_depth, conn->peer, strerror(errno));
+                 conn->ctx->name, sq_depth, rq_depth, conn->head.peer, strerror(errno));
         return STRATA_ERR_NO_RESOURCE;
     }
     q->sq_depth = sq_depth;
@@ -128,7 +130,7 @@ strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_
         else
             STU_WARN("ib: %s:%d: QP 0x%x to RTR (remote QP 0x%x at %s, GID index %d %s -> %s,"
                      " LID %u, MTU %d): %s", d->ctx->name, d->port, q->qp->qp_num,
-                     q->remote_qpn, conn->peer, sgid_index, l, r, remote->lid,
+                     q->remote_qpn, conn->head.peer, sgid_index, l, r, remote->lid,
                      128 << attr.path_mtu, strerror(rc));
         return STRATA_ERR_REMOTE;
     }
@@ -153,6 +155,93 @@ strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q)
         STU_WARN("ib: %s: QP 0x%x to RTS (timeout %u, retries %u): %s", conn->ctx->name,
                  q->qp->qp_num, attr.timeout, attr.retry_cnt, strerror(rc));
         return STRATA_ERR_IO;
+    }
+    return STRATA_OK;
+}
+
+int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count)
+{
+    struct ibv_recv_wr wr[STT_IB_RQ_DEPTH];
+    struct ibv_recv_wr *bad = NULL;
+
+    if (count <= 0)
+        return 0;
+    for (int i = 0; i < count; i++) {
+        wr[i] = (struct ibv_recv_wr){.wr_id = stt_ib_wr_id(STT_IB_WR_RECV, q, 0, 0),
+                                     .next = i + 1 < count ? &wr[i + 1] : NULL,
+                                     .sg_list = NULL, .num_sge = 0};
+    }
+    return ibv_post_recv(conn->qps[q].qp, wr, &bad);
+}
+
+/* The flush QP talks to itself, over the GID the data QPs use. */
+static strata_status_t qp_flush_connect(stt_ib_conn_t *conn, int sgid_index)
+{
+    const stt_ib_dev_t *d = conn->dev;
+    stt_ib_meta_t self;
+    strata_status_t status;
+
+    memset(&self, 0, sizeof(self));
+    self.mtu = (uint8_t)d->mtu;
+    self.lid = d->lid;
+    conn->flush_qp.remote_qpn = conn->flush_qp.qp->qp_num;
+    status = stt_ib_qp_to_rtr(conn, &conn->flush_qp, &self, sgid_index, conn->local_gid, false);
+    if (status == STRATA_OK)
+        status = stt_ib_qp_to_rts(conn, &conn->flush_qp);
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_NET, "ib: receive comm with %s flushes through loopback QP 0x%x",
+                 conn->head.peer, conn->flush_qp.qp->qp_num);
+    return status;
+}
+
+strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
+                                  int gid_choice, bool quiet)
+{
+    strata_status_t status;
+    const stt_ib_dev_t *d = conn->dev;
+    bool alt = gid_choice == STT_IB_GID_ALT;
+    const uint8_t *dgid = alt ? remote->alt_gid : remote->gid;
+    int sgid_index = alt ? d->alt_index : d->gid_index;
+
+    if (remote->nqps != conn->nqps || remote->link_layer != d->link_layer) {
+        STU_WARN("ib: %s offers %u QPs on link layer %u; this end has %d on link layer %u",
+                 conn->head.peer, remote->nqps, remote->link_layer, conn->nqps, d->link_layer);
+        return STRATA_ERR_REMOTE;
+    }
+    if (alt && !d->has_alt) {
+        STU_WARN("ib: %s asked for the link-local GID pair, but %s:%d has none", conn->head.peer,
+                 d->ctx->name, d->port);
+        return STRATA_ERR_REMOTE;
+    }
+    for (int i = 0; i < conn->nqps; i++) {
+        conn->qps[i].remote_qpn = remote->qpn[i];
+        status = stt_ib_qp_to_rtr(conn, &conn->qps[i], remote, sgid_index, dgid, quiet);
+        if (status != STRATA_OK)
+            return status;
+    }
+    for (int i = 0; i < conn->nqps; i++) {
+        status = stt_ib_qp_to_rts(conn, &conn->qps[i]);
+        if (status != STRATA_OK)
+            return status;
+    }
+    memcpy(conn->local_gid, alt ? d->alt_gid : d->gid, 16);
+    memcpy(conn->remote_gid, dgid, 16);
+    if (conn->flush_qp.qp != NULL) {
+        status = qp_flush_connect(conn, sgid_index);
+        if (status != STRATA_OK)
+            return status;
+    }
+    conn->remote_addr = remote->addr;
+    conn->remote_rkey = remote->rkey;
+    if (stu_log_level >= STU_LOG_INFO) {
+        char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
+        stt_ib_gid_format(conn->local_gid, l, sizeof(l));
+        stt_ib_gid_format(conn->remote_gid, r, sizeof(r));
+        STU_INFO(STU_LOG_NET, "ib: %s comm %s:%d <-> %s: %d QP(s) from 0x%x to 0x%x, GID %s"
+                 " (index %d) -> %s%s, MTU %d, tc %u sl %u", stt_conn_kind(&conn->head),
+                 d->ctx->name, d->port, conn->head.peer, conn->nqps, conn->qps[0].qp->qp_num,
+                 remote->qpn[0], l, sgid_index, r, alt ? " (link-local fallback)" : "",
+                 128 << (remote->mtu < d->mtu ? remote->mtu : d->mtu), conn->tc, conn->sl);
     }
     return STRATA_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * The receive side of the ib transport's data path.
+ * The receive side of the ib transport: irecv, iflush, receive progress and
+ * the test of a receive or flush request.
  *
  * irecv takes the request of FIFO slot seq % STT_IB_FIFO_DEPTH (free once the
  * receive STT_IB_FIFO_DEPTH earlier was tested), fills the CTS entries of its
@@ -22,35 +23,14 @@
 #include "util/log.h"
 #include "util/time.h"
 
-static strata_status_t recv_post_wrs(stt_ib_recv_t *rc, int q, int count)
+/* Puts back count receive WRs of QP q (each immediate consumed one). */
+static void recv_post_wrs(stt_ib_recv_t *rc, int q, int count)
 {
-    struct ibv_recv_wr wr[STT_IB_RQ_DEPTH];
-    struct ibv_recv_wr *bad = NULL;
+    int err = stt_ib_qp_post_recvs(&rc->conn, q, count);
 
-    if (count <= 0)
-        return STRATA_OK;
-    for (int i = 0; i < count; i++) {
-        wr[i] = (struct ibv_recv_wr){.wr_id = stt_ib_wr_id(STT_IB_WR_RECV, q, 0, 0),
-                                     .next = i + 1 < count ? &wr[i + 1] : NULL,
-                                     .sg_list = NULL, .num_sge = 0};
-    }
-    int rc_post = ibv_post_recv(rc->conn.qps[q].qp, wr, &bad);
-    if (rc_post != 0) {
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_post_recv of %d receive WRs on QP 0x%x:"
-                         " %s", count, rc->conn.qps[q].qp->qp_num, strerror(rc_post));
-        return STRATA_ERR_IO;
-    }
-    return STRATA_OK;
-}
-
-strata_status_t stt_ib_recv_post_initial(stt_ib_recv_t *rc)
-{
-    for (int q = 0; q < rc->conn.nqps; q++) {
-        strata_status_t status = recv_post_wrs(rc, q, STT_IB_RQ_DEPTH);
-        if (status != STRATA_OK)
-            return status;
-    }
-    return STRATA_OK;
+    if (err != 0)
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "ibv_post_recv of %d receive WRs on QP"
+                      " 0x%x: %s", count, rc->conn.qps[q].qp->qp_num, strerror(err));
 }
 
 /* Every completion of receive req arrived: take its sizes. */
@@ -59,35 +39,35 @@ static void recv_complete(stt_ib_recv_t *rc, stt_ib_rreq_t *req, uint32_t slot)
     stt_ib_imm_t imm;
 
     stt_ib_imm_decode(req->imm, &imm);
-    req->status = imm.trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
+    req->slot.status = imm.trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
     if (imm.sizes) {
-        for (int i = 0; i < req->n; i++) {
+        for (int i = 0; i < req->slot.n; i++) {
             uint32_t v = rc->sizes[slot * STT_MAX_RECVS + (uint32_t)i];
             uint64_t size = v & ~STT_IB_SIZE_TRUNC;
             if (size > req->cap[i]) {
-                stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "the peer reports %llu bytes"
-                                 " for buffer %d of a %llu-byte receive (slot %u)",
-                                 (unsigned long long)size, i,
-                                 (unsigned long long)req->cap[i], slot);
+                stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "the peer reports %llu bytes"
+                              " for buffer %d of a %llu-byte receive (slot %u)",
+                              (unsigned long long)size, i,
+                              (unsigned long long)req->cap[i], slot);
                 return;
             }
             req->got[i] = (v & STT_IB_SIZE_TRUNC) ? 0 : size;
             if (v & STT_IB_SIZE_TRUNC)
-                req->status = STRATA_ERR_TRUNCATED;
+                req->slot.status = STRATA_ERR_TRUNCATED;
         }
     } else {
-        if (req->n != 1 || imm.size > req->cap[0]) {
-            stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediate size %u for a receive of"
-                             " %d buffers, %llu bytes (slot %u)", imm.size, req->n,
-                             (unsigned long long)req->cap[0], slot);
+        if (req->slot.n != 1 || imm.size > req->cap[0]) {
+            stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "immediate size %u for a receive of"
+                          " %d buffers, %llu bytes (slot %u)", imm.size, req->slot.n,
+                          (unsigned long long)req->cap[0], slot);
             return;
         }
         req->got[0] = imm.trunc ? 0 : imm.size;
     }
-    if (req->status == STRATA_ERR_TRUNCATED)
+    if (req->slot.status == STRATA_ERR_TRUNCATED)
         STU_INFO(STU_LOG_NET, "ib: receive in slot %u from %s failed: a send was larger than"
-                 " its buffer", slot, rc->conn.peer);
-    req->state = STT_IB_REQ_DONE;
+                 " its buffer", slot, rc->conn.head.peer);
+    req->slot.state = STT_SLOT_DONE;
 }
 
 static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
@@ -95,27 +75,27 @@ static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
     stt_ib_imm_t imm;
 
     if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM)) {
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "a receive completion that is no write"
-                         " with immediate (opcode %d, flags 0x%x)", (int)wc->opcode,
-                         (unsigned)wc->wc_flags);
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "a receive completion that is no write"
+                      " with immediate (opcode %d, flags 0x%x)", (int)wc->opcode,
+                      (unsigned)wc->wc_flags);
         return;
     }
     uint32_t value = ntohl(wc->imm_data);
     stt_ib_imm_decode(value, &imm);
     stt_ib_rreq_t *req = &rc->reqs[imm.slot];
-    if (req->state != STT_IB_REQ_ACTIVE || imm.nqps > (uint32_t)rc->conn.nqps) {
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediate 0x%08x names slot %u (%s)"
-                         " and %u QPs (the comm has %d)", value, imm.slot,
-                         req->state == STT_IB_REQ_ACTIVE ? "posted" : "no receive posted",
-                         imm.nqps, rc->conn.nqps);
+    if (req->slot.state != STT_SLOT_ACTIVE || imm.nqps > (uint32_t)rc->conn.nqps) {
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "immediate 0x%08x names slot %u (%s)"
+                      " and %u QPs (the comm has %d)", value, imm.slot,
+                      req->slot.state == STT_SLOT_ACTIVE ? "posted" : "no receive posted",
+                      imm.nqps, rc->conn.nqps);
         return;
     }
     if (req->cqes_want == 0) {
         req->cqes_want = (uint8_t)imm.nqps;
         req->imm = value;
     } else if (req->imm != value) {
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "immediates of one receive disagree"
-                         " (0x%08x, then 0x%08x)", req->imm, value);
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "immediates of one receive disagree"
+                      " (0x%08x, then 0x%08x)", req->imm, value);
         return;
     }
     if (++req->cqes_got == req->cqes_want)
@@ -126,12 +106,12 @@ static void recv_flush_done(stt_ib_recv_t *rc, const struct ibv_wc *wc)
 {
     uint32_t f = (uint32_t)((wc->wr_id >> 16) & 0xffff);
 
-    if (f >= STT_IB_FIFO_DEPTH || rc->flushes[f].state != STT_IB_REQ_ACTIVE) {
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_INTERNAL, "flush completion %016llx for no"
-                         " flush in flight", (unsigned long long)wc->wr_id);
+    if (f >= STT_IB_FIFO_DEPTH || rc->flushes[f].slot.state != STT_SLOT_ACTIVE) {
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_INTERNAL, "flush completion %016llx for no"
+                      " flush in flight", (unsigned long long)wc->wr_id);
         return;
     }
-    rc->flushes[f].state = STT_IB_REQ_DONE;
+    rc->flushes[f].slot.state = STT_SLOT_DONE;
 }
 
 static void recv_poll_cq(stt_ib_recv_t *rc)
@@ -143,7 +123,7 @@ static void recv_poll_cq(stt_ib_recv_t *rc)
     do {
         n = ibv_poll_cq(rc->conn.cq, STT_IB_CQ_BATCH, wc);
         if (n < 0) {
-            stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
+            stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
             return;
         }
         for (int i = 0; i < n; i++) {
@@ -158,9 +138,9 @@ static void recv_poll_cq(stt_ib_recv_t *rc)
                 continue;
             }
             if (q >= rc->conn.nqps || (kind != STT_IB_WR_CTS && kind != STT_IB_WR_RECV)) {
-                stt_ib_conn_fail(&rc->conn, STRATA_ERR_INTERNAL, "completion with an unknown"
-                                 " work request id %016llx",
-                                 (unsigned long long)wc[i].wr_id);
+                stt_conn_fail(&rc->conn.head, STRATA_ERR_INTERNAL, "completion with an unknown"
+                              " work request id %016llx",
+                              (unsigned long long)wc[i].wr_id);
                 continue;
             }
             if (kind == STT_IB_WR_CTS) {
@@ -168,11 +148,11 @@ static void recv_poll_cq(stt_ib_recv_t *rc)
                 continue;
             }
             repost[q]++;
-            if (rc->conn.failed == STRATA_OK)
+            if (rc->conn.head.failed == STRATA_OK)
                 recv_imm(rc, &wc[i]);
         }
     } while (n == STT_IB_CQ_BATCH);
-    for (int q = 0; q < rc->conn.nqps && rc->conn.failed == STRATA_OK; q++)
+    for (int q = 0; q < rc->conn.nqps && rc->conn.head.failed == STRATA_OK; q++)
         recv_post_wrs(rc, q, repost[q]);
 }
 
@@ -180,35 +160,36 @@ strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc)
 {
     stt_ib_conn_t *conn = &rc->conn;
 
-    if (conn->failed != STRATA_OK)
-        return conn->failed;
+    if (conn->head.failed != STRATA_OK)
+        return conn->head.failed;
     recv_poll_cq(rc);
     int active = 0;
     for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
-        active += rc->reqs[i].state == STT_IB_REQ_ACTIVE;
-    if (stt_ib_conn_watch(conn, active > 0) && active > 0 && conn->failed == STRATA_OK) {
+        active += rc->reqs[i].slot.state == STT_SLOT_ACTIVE;
+    if (stt_ib_conn_watch(conn, active > 0) && active > 0 && conn->head.failed == STRATA_OK) {
         recv_poll_cq(rc);                  /* whatever the peer wrote before it left */
         active = 0;
         for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
-            active += rc->reqs[i].state == STT_IB_REQ_ACTIVE;
+            active += rc->reqs[i].slot.state == STT_SLOT_ACTIVE;
         if (active > 0)
-            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel with"
-                             " %d receives pending", active);
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed its side channel with"
+                          " %d receives pending", active);
     }
-    return conn->failed;
+    return conn->head.failed;
 }
 
 static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
 {
-    for (int i = 0; i < req->n; i++) {
+    for (int i = 0; i < req->slot.n; i++) {
         if (req->fly[i] != NULL) {
             stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
             req->fly[i] = NULL;
         }
     }
-    req->state = STT_IB_REQ_FREE;
     if (req->is_flush)
-        rc->flush_free[rc->nflush++] = (uint16_t)(req - rc->flushes);
+        stt_slots_give(&rc->flush_slots, &req->slot);
+    else
+        req->slot.state = STT_SLOT_FREE;
 }
 
 /* Resolves every buffer's keys; on failure releases what it took. */
@@ -218,7 +199,7 @@ static strata_status_t recv_keys(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int n, v
     for (int i = 0; i < n; i++) {
         uint32_t lkey;
         if (data[i] == NULL && sizes[i] > 0) {
-            STU_WARN("ib: irecv from %s: buffer %d is NULL with %zu bytes", rc->conn.peer, i,
+            STU_WARN("ib: irecv from %s: buffer %d is NULL with %zu bytes", rc->conn.head.peer, i,
                      sizes[i]);
             goto err_release;
         }
@@ -229,7 +210,7 @@ static strata_status_t recv_keys(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int n, v
     return STRATA_OK;
 
 err_release:
-    req->n = (uint8_t)n;
+    req->slot.n = (uint8_t)n;
     for (int i = 0; i < n; i++) {
         if (req->fly[i] != NULL)
             stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
@@ -241,27 +222,28 @@ err_release:
 strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                              const int *tags, void **mhs, stt_req_t **req_p)
 {
-    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)stt_conn_of(comm, &stt_ib_ops, false, "irecv");
     uint32_t rkeys[STT_MAX_RECVS];
 
-    if (rc == NULL || rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV ||
-        req_p == NULL || n < 1 || n > STT_MAX_RECVS || data == NULL || sizes == NULL ||
+    if (rc == NULL)
+        return STRATA_ERR_INVALID;
+    if (req_p == NULL || n < 1 || n > STT_MAX_RECVS || data == NULL || sizes == NULL ||
         tags == NULL) {
-        STU_WARN("ib: irecv: bad arguments (comm %p, n %d of at most %d, data %p, sizes %p,"
-                 " tags %p, request output %p)", (void *)comm, n, STT_MAX_RECVS, (void *)data,
-                 (const void *)sizes, (const void *)tags, (void *)req_p);
+        STU_WARN("ib: irecv from %s: bad arguments (n %d of at most %d, data %p, sizes %p,"
+                 " tags %p, request output %p)", rc->conn.head.peer, n, STT_MAX_RECVS,
+                 (void *)data, (const void *)sizes, (const void *)tags, (void *)req_p);
         return STRATA_ERR_INVALID;
     }
-    if (STU_UNLIKELY(rc->conn.failed != STRATA_OK))
-        return rc->conn.failed;
+    if (STU_UNLIKELY(rc->conn.head.failed != STRATA_OK))
+        return rc->conn.head.failed;
     uint32_t slot = rc->seq % STT_IB_FIFO_DEPTH;
     stt_ib_rreq_t *req = &rc->reqs[slot];
     stt_ib_qp_t *q0 = &rc->conn.qps[0];
-    if (req->state != STT_IB_REQ_FREE || stt_ib_qp_room(q0) == 0) {
+    if (req->slot.state != STT_SLOT_FREE || stt_ib_qp_room(q0) == 0) {
         stt_ib_recv_progress(rc);
-        if (req->state != STT_IB_REQ_FREE || stt_ib_qp_room(q0) == 0) {
+        if (req->slot.state != STT_SLOT_FREE || stt_ib_qp_room(q0) == 0) {
             *req_p = NULL;
-            return rc->conn.failed;
+            return rc->conn.head.failed;
         }
     }
     if (recv_keys(rc, req, n, data, sizes, mhs, rkeys) != STRATA_OK)
@@ -290,26 +272,26 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
     }
     int rc_post = ibv_post_send(q0->qp, &wr, &bad);
     if (rc_post != 0) {
-        req->n = (uint8_t)n;
+        req->slot.n = (uint8_t)n;
         recv_req_release(rc, req);
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "ibv_post_send of the clear-to-send on QP"
-                         " 0x%x: %s", q0->qp->qp_num, strerror(rc_post));
-        return rc->conn.failed;
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "ibv_post_send of the clear-to-send on QP"
+                      " 0x%x: %s", q0->qp->qp_num, strerror(rc_post));
+        return rc->conn.head.failed;
     }
-    req->state = STT_IB_REQ_ACTIVE;
+    req->slot.state = STT_SLOT_ACTIVE;
     req->is_flush = 0;
-    req->n = (uint8_t)n;
+    req->slot.n = (uint8_t)n;
     req->cqes_want = 0;
     req->cqes_got = 0;
     req->imm = 0;
-    req->status = STRATA_OK;
-    req->base.nsizes = n;
+    req->slot.status = STRATA_OK;
+    req->slot.base.nsizes = n;
     for (int i = 0; i < n; i++) {
         req->cap[i] = sizes[i];
         req->got[i] = 0;
     }
     rc->seq++;
-    *req_p = &req->base;
+    *req_p = &req->slot.base;
     return STRATA_OK;
 }
 
@@ -324,12 +306,12 @@ static strata_status_t recv_flush_post(stt_ib_recv_t *rc, stt_ib_rreq_t *req, vo
         recv_req_release(rc, req);
         return STRATA_ERR_INVALID;
     }
-    req->n = 1;                          /* so that release drops fly[0] */
+    req->slot.n = 1;                          /* so that release drops fly[0] */
     struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)rc->flush_sink, .length = 1,
                           .lkey = rc->conn.ctl_mr->lkey};
     struct ibv_send_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof(wr));
-    wr.wr_id = stt_ib_wr_id(STT_IB_WR_FLUSH, 0, (int)(req - rc->flushes), 0);
+    wr.wr_id = stt_ib_wr_id(STT_IB_WR_FLUSH, 0, req->slot.index, 0);
     wr.opcode = IBV_WR_RDMA_READ;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.sg_list = &sge;
@@ -339,48 +321,45 @@ static strata_status_t recv_flush_post(stt_ib_recv_t *rc, stt_ib_rreq_t *req, vo
     int rc_post = ibv_post_send(rc->conn.flush_qp.qp, &wr, &bad);
     if (rc_post != 0) {
         recv_req_release(rc, req);
-        stt_ib_conn_fail(&rc->conn, STRATA_ERR_IO, "posting a flush read on QP 0x%x: %s",
-                         rc->conn.flush_qp.qp->qp_num, strerror(rc_post));
-        return rc->conn.failed;
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "posting a flush read on QP 0x%x: %s",
+                      rc->conn.flush_qp.qp->qp_num, strerror(rc_post));
+        return rc->conn.head.failed;
     }
-    req->state = STT_IB_REQ_ACTIVE;
+    req->slot.state = STT_SLOT_ACTIVE;
     return STRATA_OK;
 }
 
 strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p)
 {
-    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)stt_conn_of(comm, &stt_ib_ops, false, "iflush");
 
-    if (rc == NULL || rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV ||
-        req_p == NULL || n < 1 || n > STT_MAX_RECVS) {
-        STU_WARN("ib: iflush: bad arguments (comm %p, n %d, request output %p)", (void *)comm,
-                 n, (void *)req_p);
+    if (rc == NULL)
+        return STRATA_ERR_INVALID;
+    if (req_p == NULL || n < 1 || n > STT_MAX_RECVS) {
+        STU_WARN("ib: iflush on the comm from %s: bad arguments (n %d, request output %p)",
+                 rc->conn.head.peer, n, (void *)req_p);
         return STRATA_ERR_INVALID;
     }
-    if (rc->conn.failed != STRATA_OK)
-        return rc->conn.failed;
+    if (rc->conn.head.failed != STRATA_OK)
+        return rc->conn.head.failed;
     /* Host memory, or flushing off: the completions polled made the data visible. */
     int last = n - 1;
     while (last >= 0 && (sizes == NULL || sizes[last] <= 0 || data[last] == NULL))
         last--;
     bool read = rc->conn.flush_qp.qp != NULL && last >= 0;
-    if (rc->nflush == 0) {
+    stt_ib_rreq_t *req = (stt_ib_rreq_t *)stt_slots_take(&rc->flush_slots, 0);
+    if (req == NULL) {
         if (!read) {
             *req_p = NULL;               /* nothing to wait for */
             return STRATA_OK;
         }
         STU_WARN("ib: iflush on the receive comm with %s: %d flushes in flight already",
-                 rc->conn.peer, STT_IB_FIFO_DEPTH);
+                 rc->conn.head.peer, STT_IB_FIFO_DEPTH);
         return STRATA_ERR_NO_RESOURCE;
     }
-    stt_ib_rreq_t *req = &rc->flushes[rc->flush_free[--rc->nflush]];
-    req->is_flush = 1;
-    req->n = 0;
-    req->status = STRATA_OK;
-    req->base.nsizes = 0;
-    req->state = STT_IB_REQ_DONE;
-    *req_p = &req->base;
+    req->slot.state = STT_SLOT_DONE;
+    *req_p = &req->slot.base;
     if (!read)
         return STRATA_OK;
     return recv_flush_post(rc, req, data[last], (size_t)sizes[last], mhs ? mhs[last] : NULL);
@@ -389,39 +368,20 @@ strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *s
 strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,
                                  size_t *sizes)
 {
-    if (req->state != STT_IB_REQ_DONE)
+    if (req->slot.state != STT_SLOT_DONE)
         stt_ib_recv_progress(rc);
-    if (req->state != STT_IB_REQ_DONE && rc->conn.failed == STRATA_OK) {
+    if (req->slot.state != STT_SLOT_DONE && rc->conn.head.failed == STRATA_OK) {
         *done = 0;
         return STRATA_OK;
     }
-    strata_status_t status = req->state == STT_IB_REQ_DONE ? req->status : rc->conn.failed;
+    strata_status_t status =
+        req->slot.state == STT_SLOT_DONE ? req->slot.status : rc->conn.head.failed;
     recv_req_release(rc, req);
     if (status != STRATA_OK)
         return status;
     *done = 1;
     if (sizes != NULL && !req->is_flush)
-        for (int i = 0; i < req->n; i++)
+        for (int i = 0; i < req->slot.n; i++)
             sizes[i] = req->got[i];
     return STRATA_OK;
-}
-
-void stt_ib_close_recv(stt_comm_t *comm)
-{
-    stt_ib_recv_t *rc = (stt_ib_recv_t *)comm;
-
-    if (rc == NULL)
-        return;
-    if (rc->conn.base.ops != &stt_ib_ops || rc->conn.kind != STT_IB_KIND_RECV) {
-        STU_WARN("ib: close_recv called with something that is not an ib receive comm");
-        return;
-    }
-    stt_ib_conn_quiesce(&rc->conn);      /* no DMA into a registration released below */
-    for (int i = 0; i < STT_IB_FIFO_DEPTH; i++) {
-        if (rc->reqs[i].state != STT_IB_REQ_FREE)
-            recv_req_release(rc, &rc->reqs[i]);
-        if (rc->flushes[i].state != STT_IB_REQ_FREE)
-            recv_req_release(rc, &rc->flushes[i]);   /* drops a flush read's registration */
-    }
-    stt_ib_conn_destroy(&rc->conn);
 }

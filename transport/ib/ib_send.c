@@ -1,5 +1,6 @@
 /*
- * The send side of the ib transport's data path.
+ * The send side of the ib transport: isend, send progress and the test of a
+ * send request.
  *
  * isend queues a request; progress matches queued sends, in posting order,
  * against the FIFO slot of the next receive (the CTS the receiver wrote),
@@ -42,8 +43,7 @@ static void send_req_release(stt_ib_send_t *sc, stt_ib_sreq_t *req)
         stt_ib_mr_fly_release(sc->conn.ctx, req->fly);
         req->fly = NULL;
     }
-    req->state = STT_IB_REQ_FREE;
-    sc->free_slots[sc->nfree++] = (uint16_t)(req - sc->reqs);
+    stt_slots_give(&sc->slots, &req->slot);
 }
 
 static void send_poll_cq(stt_ib_send_t *sc)
@@ -54,7 +54,7 @@ static void send_poll_cq(stt_ib_send_t *sc)
     do {
         n = ibv_poll_cq(sc->conn.cq, STT_IB_CQ_BATCH, wc);
         if (n < 0) {
-            stt_ib_conn_fail(&sc->conn, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
             return;
         }
         for (int i = 0; i < n; i++) {
@@ -66,15 +66,15 @@ static void send_poll_cq(stt_ib_send_t *sc)
             int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
             if ((wc[i].wr_id & 0xff) != STT_IB_WR_SEND || qp >= sc->conn.nqps ||
                 idx >= STT_IB_SEND_RING) {
-                stt_ib_conn_fail(&sc->conn, STRATA_ERR_INTERNAL, "completion with an unknown"
-                                 " work request id %016llx",
-                                 (unsigned long long)wc[i].wr_id);
+                stt_conn_fail(&sc->conn.head, STRATA_ERR_INTERNAL, "completion with an unknown"
+                              " work request id %016llx",
+                              (unsigned long long)wc[i].wr_id);
                 continue;
             }
             sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
             stt_ib_sreq_t *req = &sc->reqs[idx];
-            if (req->state == STT_IB_REQ_ACTIVE && --req->cqes_left == 0)
-                req->state = STT_IB_REQ_DONE;
+            if (req->slot.state == STT_SLOT_ACTIVE && --req->cqes_left == 0)
+                req->slot.state = STT_SLOT_DONE;
         }
     } while (n == STT_IB_CQ_BATCH);
 }
@@ -98,8 +98,8 @@ static bool send_slot_load(stt_ib_send_t *sc)
         }
         if (++sc->slot_bad_reads >= STT_IB_FIFO_SETTLE_READS &&
             now - sc->slot_bad_since >= STT_IB_FIFO_SETTLE_NS)
-            stt_ib_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "invalid clear-to-send for receive"
-                             " %u: %s", sc->recv_seq, why);
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "invalid clear-to-send for receive"
+                          " %u: %s", sc->recv_seq, why);
         return false;
     }
     sc->slot_bad_since = 0;
@@ -255,9 +255,9 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
         plan.wr[q][k - 1].wr_id = stt_ib_wr_id(STT_IB_WR_SEND, q, idx, qp->sq_posted);
         int rc = ibv_post_send(qp->qp, &plan.wr[q][0], &bad);
         if (rc != 0) {
-            stt_ib_conn_fail(conn, STRATA_ERR_IO, "ibv_post_send on QP 0x%x (%d work requests,"
-                             " %llu bytes): %s", qp->qp->qp_num, k,
-                             (unsigned long long)bytes, strerror(rc));
+            stt_conn_fail(&conn->head, STRATA_ERR_IO, "ibv_post_send on QP 0x%x (%d work requests,"
+                          " %llu bytes): %s", qp->qp->qp_num, k,
+                          (unsigned long long)bytes, strerror(rc));
             return false;
         }
         cqes++;
@@ -267,13 +267,13 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     sc->slot_matched |= (uint8_t)(1u << i);
     sc->slot_qps = (uint8_t)union_mask;
     sc->slot_trunc = sc->slot_trunc || trunc;
-    req->status = trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
+    req->slot.status = trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
     req->cqes_left = (uint8_t)cqes;
-    req->state = cqes > 0 ? STT_IB_REQ_ACTIVE : STT_IB_REQ_DONE;
+    req->slot.state = cqes > 0 ? STT_SLOT_ACTIVE : STT_SLOT_DONE;
     if (trunc)
         STU_INFO(STU_LOG_NET, "ib: send of %llu bytes (tag %d) to %s is larger than its receive"
                  " buffer of %llu bytes: truncated", (unsigned long long)req->size, req->tag,
-                 conn->peer, (unsigned long long)e->size);
+                 conn->head.peer, (unsigned long long)e->size);
     if (last) {
         sc->slot_ready = false;
         sc->recv_seq++;
@@ -283,15 +283,15 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
 
 static void send_match(stt_ib_send_t *sc)
 {
-    while (sc->q_head != sc->q_tail && sc->conn.failed == STRATA_OK) {
+    while (sc->q_head != sc->q_tail && sc->conn.head.failed == STRATA_OK) {
         if (!sc->slot_ready && !send_slot_load(sc))
             return;
         stt_ib_sreq_t *req = &sc->reqs[sc->queue[sc->q_head % STT_IB_SEND_RING]];
         int i = send_buffer_find(sc, req->tag);
         if (i < 0) {
-            stt_ib_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "send with tag %d matches no open"
-                             " buffer of receive %u (%d buffers, first tag %d)", req->tag,
-                             sc->recv_seq, sc->slot_n, sc->slot[0].tag);
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send with tag %d matches no open"
+                          " buffer of receive %u (%d buffers, first tag %d)", req->tag,
+                          sc->recv_seq, sc->slot_n, sc->slot[0].tag);
             return;
         }
         if (!send_post(sc, req, i))
@@ -304,70 +304,67 @@ strata_status_t stt_ib_send_progress(stt_ib_send_t *sc)
 {
     stt_ib_conn_t *conn = &sc->conn;
 
-    if (conn->failed != STRATA_OK)
-        return conn->failed;
+    if (conn->head.failed != STRATA_OK)
+        return conn->head.failed;
     send_poll_cq(sc);
     send_match(sc);
     bool queued = sc->q_head != sc->q_tail;
-    bool pending = queued || sc->nfree < STT_IB_SEND_RING;
-    if (stt_ib_conn_watch(conn, pending) && conn->failed == STRATA_OK) {
+    bool pending = queued || !stt_slots_idle(&sc->slots);
+    if (stt_ib_conn_watch(conn, pending) && conn->head.failed == STRATA_OK) {
         int active = 0;
         for (int i = 0; i < STT_IB_SEND_RING; i++)
-            active += sc->reqs[i].state == STT_IB_REQ_ACTIVE;
+            active += sc->reqs[i].slot.state == STT_SLOT_ACTIVE;
         if (queued)
-            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel with"
-                             " %u sends waiting for receives", sc->q_tail - sc->q_head);
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed its side channel with"
+                          " %u sends waiting for receives", sc->q_tail - sc->q_head);
         else if (active > 0 && stu_time_ns() - conn->eof_ns > STT_IB_EOF_GRACE_NS)
-            stt_ib_conn_fail(conn, STRATA_ERR_REMOTE, "the peer closed its side channel and"
-                             " %d posted sends were not acknowledged within %llu ms", active,
-                             (unsigned long long)(STT_IB_EOF_GRACE_NS / 1000000));
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed its side channel and"
+                          " %d posted sends were not acknowledged within %llu ms", active,
+                          (unsigned long long)(STT_IB_EOF_GRACE_NS / 1000000));
     }
-    return conn->failed;
+    return conn->head.failed;
 }
 
 strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                              stt_req_t **req_p)
 {
-    stt_ib_send_t *sc = (stt_ib_send_t *)comm;
+    stt_ib_send_t *sc = (stt_ib_send_t *)stt_conn_of(comm, &stt_ib_ops, true, "isend");
     strata_status_t status;
     stt_ib_mrc_entry_t *fly;
     uint32_t lkey, rkey;
 
-    if (sc == NULL || sc->conn.base.ops != &stt_ib_ops || sc->conn.kind != STT_IB_KIND_SEND ||
-        req_p == NULL) {
-        STU_WARN("ib: isend called with %s", req_p == NULL ? "a NULL request output" :
-                 "something that is not an ib send comm");
+    if (sc == NULL)
+        return STRATA_ERR_INVALID;
+    if (STU_UNLIKELY(req_p == NULL)) {
+        STU_WARN("ib: isend to %s with a NULL request output", sc->conn.head.peer);
         return STRATA_ERR_INVALID;
     }
-    if (STU_UNLIKELY(sc->conn.failed != STRATA_OK))
-        return sc->conn.failed;
+    if (STU_UNLIKELY(sc->conn.head.failed != STRATA_OK))
+        return sc->conn.head.failed;
     if (STU_UNLIKELY(size > STT_IB_MAX_MSG_BYTES || (data == NULL && size > 0))) {
         STU_WARN("ib: isend to %s: bad arguments (data %p, %zu bytes, limit %llu)",
-                 sc->conn.peer, data, size, (unsigned long long)STT_IB_MAX_MSG_BYTES);
+                 sc->conn.head.peer, data, size, (unsigned long long)STT_IB_MAX_MSG_BYTES);
         return STRATA_ERR_INVALID;
     }
-    if (sc->nfree == 0) {
+    if (sc->slots.nfree == 0) {
         *req_p = NULL;
         return STRATA_OK;
     }
     status = stt_ib_mr_resolve(sc->conn.ctx, mh, data, size, &lkey, &rkey, &fly);
     if (status != STRATA_OK)
         return status;
-    uint16_t idx = sc->free_slots[--sc->nfree];
-    stt_ib_sreq_t *req = &sc->reqs[idx];
-    req->state = STT_IB_REQ_QUEUED;
-    req->status = STRATA_OK;
+    stt_ib_sreq_t *req = (stt_ib_sreq_t *)stt_slots_take(&sc->slots, 1);
+    req->slot.state = STT_IB_REQ_QUEUED;
     req->cqes_left = 0;
     req->tag = tag;
     req->data = data;
     req->size = size;
     req->lkey = lkey;
     req->fly = fly;
-    req->base.nsizes = 1;
-    sc->queue[sc->q_tail % STT_IB_SEND_RING] = idx;
+    sc->queue[sc->q_tail % STT_IB_SEND_RING] = req->slot.index;
     sc->q_tail++;
     stt_ib_send_progress(sc);
-    *req_p = &req->base;
+    *req_p = &req->slot.base;
     return STRATA_OK;
 }
 
@@ -375,13 +372,14 @@ strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag,
 strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
                                  size_t *sizes)
 {
-    if (req->state != STT_IB_REQ_DONE)
+    if (req->slot.state != STT_SLOT_DONE)
         stt_ib_send_progress(sc);
-    if (req->state != STT_IB_REQ_DONE && sc->conn.failed == STRATA_OK) {
+    if (req->slot.state != STT_SLOT_DONE && sc->conn.head.failed == STRATA_OK) {
         *done = 0;
         return STRATA_OK;
     }
-    strata_status_t status = req->state == STT_IB_REQ_DONE ? req->status : sc->conn.failed;
+    strata_status_t status =
+        req->slot.state == STT_SLOT_DONE ? req->slot.status : sc->conn.head.failed;
     uint64_t size = req->size;
     send_req_release(sc, req);
     if (status != STRATA_OK)
@@ -390,21 +388,4 @@ strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *don
     if (sizes != NULL)
         sizes[0] = size;
     return STRATA_OK;
-}
-
-void stt_ib_close_send(stt_comm_t *comm)
-{
-    stt_ib_send_t *sc = (stt_ib_send_t *)comm;
-
-    if (sc == NULL)
-        return;
-    if (sc->conn.base.ops != &stt_ib_ops || sc->conn.kind != STT_IB_KIND_SEND) {
-        STU_WARN("ib: close_send called with something that is not an ib send comm");
-        return;
-    }
-    stt_ib_conn_quiesce(&sc->conn);      /* no DMA into a registration released below */
-    for (int i = 0; i < STT_IB_SEND_RING; i++)
-        if (sc->reqs[i].state != STT_IB_REQ_FREE && sc->reqs[i].fly != NULL)
-            stt_ib_mr_fly_release(sc->conn.ctx, sc->reqs[i].fly);
-    stt_ib_conn_destroy(&sc->conn);
 }

@@ -1,4 +1,4 @@
-/* Connection metadata of the ib transport: fixed offsets, little-endian (ib_proto.h). */
+/* Connection metadata of the ib transport: fixed offsets, little-endian (ib_wire.h). */
 #include <string.h>
 
 #include "transport/ib/ib_wire.h"

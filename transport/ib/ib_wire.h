@@ -1,7 +1,13 @@
 /*
  * The ib transport's wire formats. Pure logic: no verbs, no sockets, no
  * allocation. docs/ib-protocol.md tells the whole protocol; this header holds
- * the three formats and their checks.
+ * the handle and the three formats and their checks (metadata: ib_wire.c,
+ * FIFO entries: ib_fifo.c, the immediate: inline below).
+ *
+ * 0. The handle (STT_HANDLE_SIZE bytes, carried out of band by the caller):
+ *    base/connect.h's native head with magic "STBH", STT_IB_PROTO_VERSION, a
+ *    random listener id and the side channel's address; connect keeps its
+ *    state in the connect slot at the handle's end.
  *
  * 1. Connection metadata, over the TCP side channel. Three messages of
  *    STT_IB_META_BYTES each, every integer little-endian at a fixed offset:
@@ -26,18 +32,22 @@
  *    A sizes array slot holds STT_MAX_RECVS u32: the byte count of each buffer,
  *    with STT_IB_SIZE_TRUNC set for a buffer whose send was too large.
  */
-#ifndef STT_IB_PROTO_H
-#define STT_IB_PROTO_H
+#ifndef STT_IB_WIRE_H
+#define STT_IB_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/base/connect.h"
 #include "transport/transport.h"
 
 #define STT_IB_PROTO_VERSION 2   /* 2: FIFO seq moved to the end of an entry */
 #define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
 #define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
+
+#define STT_IB_HANDLE_MAGIC 0x48425453u   /* "STBH" */
+typedef stt_handle_t stt_ib_handle_t;
 
 /* ------------------------------------------------------------------ FIFO */
 
@@ -172,4 +182,4 @@ void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf);
 strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_meta_t *meta_p,
                                    const char **why_p);
 
-#endif /* STT_IB_PROTO_H */
+#endif /* STT_IB_WIRE_H */

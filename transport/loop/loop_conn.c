@@ -1,46 +1,29 @@
 /*
- * Loop transport data path. A channel holds a FIFO of posted, unmatched sends
- * and a FIFO of receives that still have unmatched buffers. Whoever posts or
- * tests runs the matcher under the channel lock: the oldest send goes into the
- * buffer of the oldest receive whose tag equals the send's, by memcpy.
+ * Connections of the loop transport: connect, and a comm's lifecycle.
+ *
+ * connect, driven by base/connect.h, makes a channel, queues it on the
+ * listener the handle names (loop_wire.c) and completes once accept took
+ * the channel, like a network transport whose connect waits for the
+ * listener's answer; it fails after STRATA_CONNECT_TIMEOUT or when the
+ * listener closes first.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "transport/loop/loop.h"
 #include "transport/loop/loop_internal.h"
-#include "util/compiler.h"
 #include "util/log.h"
+#include "util/time.h"
 
-loop_channel_t *loop_channel_create(void)
+strata_status_t stt_loop_conn_create(stt_loop_chan_t *chan, int dev, bool send,
+                                     stt_comm_t **comm_p)
 {
-    loop_channel_t *chan = calloc(1, sizeof(*chan));
-    if (chan == NULL)
-        return NULL;
-    pthread_mutex_init(&chan->lock, NULL);
-    chan->refs = 2;   /* the connecting side and the listener's queue */
-    return chan;
-}
-
-void loop_channel_release(loop_channel_t *chan)
-{
-    pthread_mutex_lock(&chan->lock);
-    int left = --chan->refs;
-    pthread_mutex_unlock(&chan->lock);
-    if (left == 0) {
-        pthread_mutex_destroy(&chan->lock);
-        free(chan);
-    }
-}
-
-strata_status_t loop_comm_create(loop_channel_t *chan, int dev, int is_send,
-                                 stt_comm_t **comm_p)
-{
-    loop_comm_t *comm = calloc(1, sizeof(*comm));
+    int nreqs = send ? STT_MAX_SEND_REQUESTS : STT_MAX_REQUESTS;
+    stt_loop_comm_t *comm = calloc(1, sizeof(*comm));
     if (comm == NULL)
         return STRATA_ERR_NO_MEMORY;
-    comm->nreqs = is_send ? STT_MAX_SEND_REQUESTS : STT_MAX_REQUESTS;
-    comm->reqs = calloc((size_t)comm->nreqs, sizeof(*comm->reqs));
+    comm->reqs = calloc((size_t)nreqs, sizeof(*comm->reqs));
     if (comm->reqs == NULL) {
         free(comm);
         return STRATA_ERR_NO_MEMORY;
@@ -48,189 +31,22 @@ strata_status_t loop_comm_create(loop_channel_t *chan, int dev, int is_send,
     comm->base.ops = &stt_loop_ops;
     comm->base.dev = dev;
     comm->chan = chan;
-    comm->is_send = is_send;
-    for (int i = 0; i < comm->nreqs; i++)
-        comm->reqs[i].base.comm = &comm->base;
+    comm->send = send;
+    stt_slots_bind(&comm->slots, comm->reqs, sizeof(comm->reqs[0]), nreqs, &comm->base);
     *comm_p = &comm->base;
     return STRATA_OK;
 }
 
-/* Called with the channel lock held. */
-static void channel_match(loop_channel_t *chan)
+/* Drops this comm's requests from the channel's FIFO and tells the peer. */
+void stt_loop_close(stt_comm_t *base)
 {
-    while (chan->failed == STRATA_OK && chan->sq_head != chan->sq_tail &&
-           chan->rq_head != chan->rq_tail) {
-        loop_req_t *s = chan->sendq[chan->sq_head % STT_MAX_SEND_REQUESTS];
-        loop_req_t *r = chan->recvq[chan->rq_head % STT_MAX_REQUESTS];
-        int slot = -1;
-        for (int i = 0; i < r->n; i++) {
-            if (!(r->matched & (1u << i)) && r->tags[i] == s->tags[0]) {
-                slot = i;
-                break;
-            }
-        }
-        if (slot < 0) {
-            STU_WARN("loop: a send with tag %d matches no free buffer of the oldest receive "
-                     "(%d buffers); failing the connection", s->tags[0], r->n);
-            chan->failed = STRATA_ERR_REMOTE;
-            return;
-        }
-        if (s->caps[0] > r->caps[slot]) {
-            STU_WARN("loop: message of %zu bytes (tag %d) is larger than its receive buffer of "
-                     "%zu bytes", s->caps[0], s->tags[0], r->caps[slot]);
-            r->result = STRATA_ERR_TRUNCATED;
-            r->got[slot] = 0;
-        } else {
-            if (s->caps[0] > 0)
-                memcpy(r->bufs[slot], s->bufs[0], s->caps[0]);
-            r->got[slot] = s->caps[0];
-        }
-        s->got[0] = s->caps[0];
-        s->state = LOOP_REQ_DONE;
-        chan->sq_head++;
-        r->matched |= 1u << slot;
-        if (r->matched == (1u << r->n) - 1) {
-            r->state = LOOP_REQ_DONE;
-            chan->rq_head++;
-        }
-    }
-}
+    stt_loop_comm_t *comm = (stt_loop_comm_t *)base;
 
-static loop_req_t *comm_slot_get(loop_comm_t *comm)
-{
-    for (int i = 0; i < comm->nreqs; i++) {
-        int k = (comm->next_slot + i) % comm->nreqs;
-        if (comm->reqs[k].state == LOOP_REQ_FREE) {
-            comm->next_slot = (k + 1) % comm->nreqs;
-            return &comm->reqs[k];
-        }
-    }
-    return NULL;
-}
-
-strata_status_t loop_isend(stt_comm_t *base, void *data, size_t size, int tag, void *mh,
-                           stt_req_t **req_p)
-{
-    loop_comm_t *comm = (loop_comm_t *)base;
-    loop_channel_t *chan = comm->chan;
-
-    if (STU_UNLIKELY(data == NULL && size > 0))
-        return STRATA_ERR_INVALID;
-    pthread_mutex_lock(&chan->lock);
-    loop_req_t *req = NULL;
-    if (chan->sq_tail - chan->sq_head < STT_MAX_SEND_REQUESTS)
-        req = comm_slot_get(comm);
-    if (req != NULL) {
-        req->state = LOOP_REQ_POSTED;
-        req->result = STRATA_OK;
-        req->n = 1;
-        req->base.nsizes = 1;
-        req->matched = 0;
-        req->tags[0] = tag;
-        req->bufs[0] = data;
-        req->caps[0] = size;
-        req->got[0] = 0;
-        chan->sendq[chan->sq_tail++ % STT_MAX_SEND_REQUESTS] = req;
-        channel_match(chan);
-    }
-    pthread_mutex_unlock(&chan->lock);
-    *req_p = req ? &req->base : NULL;
-    return STRATA_OK;
-}
-
-strata_status_t loop_irecv(stt_comm_t *base, int n, void **data, const size_t *sizes,
-                           const int *tags, void **mhs, stt_req_t **req_p)
-{
-    loop_comm_t *comm = (loop_comm_t *)base;
-    loop_channel_t *chan = comm->chan;
-
-    if (STU_UNLIKELY(n < 1 || n > STT_MAX_RECVS || data == NULL || sizes == NULL ||
-                     tags == NULL))
-        return STRATA_ERR_INVALID;
-    for (int i = 0; i < n; i++)
-        if (STU_UNLIKELY(data[i] == NULL && sizes[i] > 0))
-            return STRATA_ERR_INVALID;
-    pthread_mutex_lock(&chan->lock);
-    loop_req_t *req = NULL;
-    if (chan->rq_tail - chan->rq_head < STT_MAX_REQUESTS)
-        req = comm_slot_get(comm);
-    if (req != NULL) {
-        req->state = LOOP_REQ_POSTED;
-        req->result = STRATA_OK;
-        req->n = n;
-        req->base.nsizes = n;
-        req->matched = 0;
-        for (int i = 0; i < n; i++) {
-            req->tags[i] = tags[i];
-            req->bufs[i] = data[i];
-            req->caps[i] = sizes[i];
-            req->got[i] = 0;
-        }
-        chan->recvq[chan->rq_tail++ % STT_MAX_REQUESTS] = req;
-        channel_match(chan);
-    }
-    pthread_mutex_unlock(&chan->lock);
-    *req_p = req ? &req->base : NULL;
-    return STRATA_OK;
-}
-
-/* Host memory needs no flush: the request completes at the first test. */
-strata_status_t loop_iflush(stt_comm_t *base, int n, void **data, const int *sizes, void **mhs,
-                            stt_req_t **req_p)
-{
-    loop_comm_t *comm = (loop_comm_t *)base;
-    pthread_mutex_lock(&comm->chan->lock);
-    loop_req_t *req = comm_slot_get(comm);
-    if (req != NULL) {
-        req->state = LOOP_REQ_DONE;
-        req->result = STRATA_OK;
-        req->n = 0;
-        req->base.nsizes = 0;
-    }
-    pthread_mutex_unlock(&comm->chan->lock);
-    *req_p = req ? &req->base : NULL;
-    return STRATA_OK;
-}
-
-strata_status_t loop_test(stt_req_t *base, int *done, size_t *sizes)
-{
-    loop_req_t *req = (loop_req_t *)base;
-    loop_comm_t *comm = (loop_comm_t *)base->comm;
-    loop_channel_t *chan = comm->chan;
-    strata_status_t status = STRATA_OK;
-
-    pthread_mutex_lock(&chan->lock);
-    channel_match(chan);
-    int peer_gone = comm->is_send ? chan->recv_gone : chan->send_gone;
-    if (req->state == LOOP_REQ_DONE) {
-        if (sizes != NULL)
-            for (int i = 0; i < req->n; i++)
-                sizes[i] = req->got[i];
-        status = req->result;
-        req->state = LOOP_REQ_FREE;
-        *done = 1;
-    } else if (chan->failed != STRATA_OK || peer_gone) {
-        status = chan->failed != STRATA_OK ? chan->failed : STRATA_ERR_REMOTE;
-        *done = 1;
-        /* Released; its stale FIFO entry is never matched again (the peer is gone). */
-        req->state = LOOP_REQ_FREE;
-    } else {
-        *done = 0;
-    }
-    pthread_mutex_unlock(&chan->lock);
-    return status;
-}
-
-/* Drops this comm's requests from the channel FIFO and tells the peer. */
-void loop_comm_close(stt_comm_t *base)
-{
-    loop_comm_t *comm = (loop_comm_t *)base;
     if (comm == NULL)
-        return;   /* closing nothing is fine (the contract) */
-    loop_channel_t *chan = comm->chan;
-
+        return;                          /* closing nothing is fine (the contract) */
+    stt_loop_chan_t *chan = comm->chan;
     pthread_mutex_lock(&chan->lock);
-    if (comm->is_send) {
+    if (comm->send) {
         chan->send_gone = 1;
         chan->sq_head = chan->sq_tail;
     } else {
@@ -238,7 +54,109 @@ void loop_comm_close(stt_comm_t *base)
         chan->rq_head = chan->rq_tail;
     }
     pthread_mutex_unlock(&chan->lock);
-    loop_channel_release(chan);
+    stt_loop_chan_release(chan);
     free(comm->reqs);
     free(comm);
+}
+
+typedef struct loop_connect {
+    stt_connect_t head;          /* start time, peer */
+    stt_loop_chan_t *chan;       /* until the send comm takes it */
+} loop_connect_t;
+
+static strata_status_t connect_decode(const void *handle, void *hp, uint64_t *listener_id_p)
+{
+    stt_loop_handle_t *h = hp;
+
+    memcpy(h, handle, sizeof(*h));
+    *listener_id_p = h->listener_id;
+    if (h->magic != STT_LOOP_HANDLE_MAGIC) {
+        STU_WARN("loop: connect handle has a bad magic 0x%llx", (unsigned long long)h->magic);
+        return STRATA_ERR_INVALID;
+    }
+    if (h->pid != (uint64_t)getpid()) {
+        STU_WARN("loop: the handle comes from process %llu; the loop transport connects only "
+                 "inside one process", (unsigned long long)h->pid);
+        return STRATA_ERR_INVALID;
+    }
+    return STRATA_OK;
+}
+
+/* Gives up: the channel out of the listener's queue if still there, and our reference. */
+static void connect_free(stt_connect_t *state)
+{
+    loop_connect_t *cs = (loop_connect_t *)state;
+
+    if (cs->chan != NULL) {
+        if (stt_loop_listeners_unqueue(cs->chan))
+            stt_loop_chan_release(cs->chan);     /* the queue's reference */
+        pthread_mutex_lock(&cs->chan->lock);
+        cs->chan->send_gone = 1;                 /* an accepted receive side learns it */
+        pthread_mutex_unlock(&cs->chan->lock);
+        stt_loop_chan_release(cs->chan);
+    }
+    free(cs);
+}
+
+static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
+                                     stt_connect_t **state_p)
+{
+    const stt_loop_handle_t *h = hp;
+    loop_connect_t *cs = calloc(1, sizeof(*cs));
+    stt_loop_chan_t *chan = stt_loop_chan_create();
+
+    if (cs == NULL || chan == NULL) {
+        free(cs);
+        free(chan);
+        return STRATA_ERR_NO_MEMORY;
+    }
+    if (!stt_loop_listeners_queue(h->listener_id, chan)) {
+        free(cs);
+        free(chan);
+        STU_WARN("loop: no listener with id %llu (closed, or a handle from another process)",
+                 (unsigned long long)h->listener_id);
+        return STRATA_ERR_REMOTE;
+    }
+    cs->head.start_ns = stu_time_ns();
+    snprintf(cs->head.peer, sizeof(cs->head.peer), "listener %llu",
+             (unsigned long long)h->listener_id);
+    cs->chan = chan;
+    *state_p = &cs->head;
+    return STRATA_OK;
+}
+
+static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h,
+                                    stt_comm_t **send_p)
+{
+    loop_connect_t *cs = (loop_connect_t *)state;
+
+    pthread_mutex_lock(&cs->chan->lock);
+    int accepted = cs->chan->accepted;
+    int refused = cs->chan->recv_gone;
+    pthread_mutex_unlock(&cs->chan->lock);
+    if (refused) {
+        STU_WARN("loop: the listener closed before accepting the connection");
+        return STRATA_ERR_REMOTE;
+    }
+    if (!accepted)
+        return STRATA_INPROGRESS;
+    strata_status_t status = stt_loop_conn_create(cs->chan, dev, true, send_p);
+    if (status == STRATA_OK)
+        cs->chan = NULL;                 /* the comm holds our reference now */
+    return status;
+}
+
+static const stt_connect_steps_t connect_steps = {
+    .who = "loop",
+    .hint = " (not accepted)",
+    .decode = connect_decode,
+    .start = connect_start,
+    .step = connect_step,
+    .free = connect_free,
+};
+
+strata_status_t stt_loop_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                 stt_comm_t **send_p)
+{
+    return stt_connect_run(&connect_steps, dev, handle, cfg, send_p);
 }

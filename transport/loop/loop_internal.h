@@ -1,67 +1,73 @@
-/* Objects of the loop transport, shared by its files. */
+/*
+ * Objects of the loop transport, shared by its files. Nothing outside
+ * transport/loop includes this.
+ *
+ *   stt_loop_chan_t    the in-process wire between one send comm and one
+ *                      receive comm: two FIFOs and the matcher (loop_wire.c)
+ *   stt_loop_listen_t  a listener in the process-wide list, with its queue of
+ *                      channels waiting for accept (loop_wire.c, loop_listen.c)
+ *   stt_loop_comm_t    either end of a channel, with its request slots
+ *                      (loop_conn.c; requests in loop_send.c and loop_recv.c)
+ *
+ * Calls go one way: loop_ops.c -> loop_listen.c, loop_send.c, loop_recv.c ->
+ * loop_conn.c -> loop_wire.c, base/.
+ *
+ * Threading: the two ends of a channel may be used by different threads at
+ * once; everything the channel holds (both FIFOs, the requests queued in them)
+ * is guarded by its lock. The listener list has one process-wide lock.
+ */
 #ifndef STT_LOOP_INTERNAL_H
 #define STT_LOOP_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "transport/transport.h"
+#include "transport/base/slots.h"
+#include "transport/loop/loop.h"
+#include "transport/loop/loop_wire.h"
 
-#define LOOP_HANDLE_MAGIC 0x53544c4f4f503031ull /* "STLOOP01" */
-
-typedef struct loop_channel loop_channel_t;
-
-enum loop_req_state { LOOP_REQ_FREE = 0, LOOP_REQ_POSTED, LOOP_REQ_DONE };
-
-typedef struct loop_req {
-    stt_req_t base;
-    int state;
-    strata_status_t result;   /* final status once DONE */
-    int n;                    /* buffers: 1 for a send */
+/* A request: slot.n buffers (1 for a send), slot.status its result once DONE. */
+typedef struct stt_loop_req {
+    stt_slot_t slot;
     unsigned matched;         /* bit i: buffer i got its message */
     int tags[STT_MAX_RECVS];
     void *bufs[STT_MAX_RECVS];
     size_t caps[STT_MAX_RECVS];
     size_t got[STT_MAX_RECVS];
-} loop_req_t;
+} stt_loop_req_t;
 
-typedef struct loop_comm {
+typedef struct stt_loop_comm {
     stt_comm_t base;
-    loop_channel_t *chan;
-    int is_send;
-    int nreqs;
-    int next_slot;
-    loop_req_t *reqs;
-} loop_comm_t;
+    stt_loop_chan_t *chan;
+    bool send;
+    stt_slots_t slots;        /* taken and given under the channel's lock */
+    stt_loop_req_t *reqs;
+} stt_loop_comm_t;
 
-/* The wire between one send comm and one recv comm. */
-struct loop_channel {
-    pthread_mutex_t lock;
-    int refs;
-    int accepted;             /* the listener handed the recv side out */
-    int send_gone;            /* the send side closed or never came */
-    int recv_gone;
-    strata_status_t failed;   /* protocol failure seen by both sides */
-    unsigned sq_head, sq_tail;
-    unsigned rq_head, rq_tail;
-    loop_req_t *sendq[STT_MAX_SEND_REQUESTS];
-    loop_req_t *recvq[STT_MAX_REQUESTS];
-    loop_channel_t *next_pending;   /* listener's accept queue, under the global lock */
-};
+/* ------------------------------------------------------------------ loop_conn.c */
 
-loop_channel_t *loop_channel_create(void);
-void loop_channel_release(loop_channel_t *chan);
+/* A comm on chan (send or receive side); takes one of chan's references on success. */
+strata_status_t stt_loop_conn_create(stt_loop_chan_t *chan, int dev, bool send,
+                                     stt_comm_t **comm_p);
 
-/* Data path (loop_channel.c). */
-strata_status_t loop_comm_create(loop_channel_t *chan, int dev, int is_send,
-                                 stt_comm_t **comm_p);
-void loop_comm_close(stt_comm_t *comm);
-strata_status_t loop_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
-                           stt_req_t **req_p);
-strata_status_t loop_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
-                           const int *tags, void **mhs, stt_req_t **req_p);
-strata_status_t loop_iflush(stt_comm_t *comm, int n, void **data, const int *sizes, void **mhs,
-                            stt_req_t **req_p);
-strata_status_t loop_test(stt_req_t *req, int *done, size_t *sizes);
+/* ------------------------------------------------------------------ operations, by file */
+
+/* loop_listen.c */
+strata_status_t stt_loop_listen(int dev, void *handle, stt_listen_t **listen_p);
+strata_status_t stt_loop_accept(stt_listen_t *listen, stt_comm_t **recv_p);
+void stt_loop_close_listen(stt_listen_t *listen);
+/* loop_conn.c */
+strata_status_t stt_loop_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                 stt_comm_t **send_p);
+void stt_loop_close(stt_comm_t *comm);
+/* loop_send.c */
+strata_status_t stt_loop_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                               stt_req_t **req_p);
+/* loop_recv.c */
+strata_status_t stt_loop_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                               const int *tags, void **mhs, stt_req_t **req_p);
+strata_status_t stt_loop_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                                void **mhs, stt_req_t **req_p);
 
 #endif /* STT_LOOP_INTERNAL_H */

@@ -1,25 +1,31 @@
 /*
  * Devices of the TCP transport: the network interfaces netif.h selects
- * (STRATA_SOCKET_IFNAME, STRATA_SOCKET_FAMILY). Discovered once by the first
- * init, dropped by the last fini.
+ * (STRATA_SOCKET_IFNAME, STRATA_SOCKET_FAMILY). Discovered by the first init,
+ * dropped by the last fini (base/devref.h); probe, init and fini live here.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/devref.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
 #include "util/param.h"
 
-static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-static int dev_refs;
-static int dev_count;
 static stt_tcp_dev_t dev_table[STT_NETIF_MAX];
 
-/* Called with dev_lock held. */
-static strata_status_t dev_discover(void)
+static void dev_params_check(void)
+{
+    int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
+    if (nsocks < 1 || nsocks > STT_TCP_MAX_SOCKS)
+        STU_WARN("tcp: STRATA_SOCKET_NSOCKS=%lld is outside 1..%d, clamped", (long long)nsocks,
+                 STT_TCP_MAX_SOCKS);
+    if (stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN) < 0)
+        STU_WARN("tcp: STRATA_SOCKET_STRIPE_MIN is negative, every message will be striped");
+}
+
+/* The first init's discovery (under the devref's lock). */
+static strata_status_t dev_open(int *count_p)
 {
     stt_netif_t nifs[STT_NETIF_MAX];
     int count = 0;
@@ -39,19 +45,12 @@ static strata_status_t dev_discover(void)
         p->max_p2p_bytes = STT_TCP_MAX_MSG_BYTES;
         p->max_coll_bytes = STT_TCP_MAX_COLL_BYTES;
     }
-    dev_count = count;
+    dev_params_check();
+    *count_p = count;
     return STRATA_OK;
 }
 
-static void dev_params_check(void)
-{
-    int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
-    if (nsocks < 1 || nsocks > STT_TCP_MAX_SOCKS)
-        STU_WARN("tcp: STRATA_SOCKET_NSOCKS=%lld is outside 1..%d, clamped", (long long)nsocks,
-                 STT_TCP_MAX_SOCKS);
-    if (stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN) < 0)
-        STU_WARN("tcp: STRATA_SOCKET_STRIPE_MIN is negative, every message will be striped");
-}
+static stt_devref_t devs = STT_DEVREF_INIT("tcp", dev_open, NULL);
 
 strata_status_t stt_tcp_probe(void)
 {
@@ -68,60 +67,22 @@ strata_status_t stt_tcp_probe(void)
 
 strata_status_t stt_tcp_init(void)
 {
-    strata_status_t status = STRATA_OK;
-
-    stu_log_init();
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs == 0) {
-        status = dev_discover();
-        if (status == STRATA_OK)
-            dev_params_check();
-    }
-    if (status == STRATA_OK)
-        dev_refs++;
-    pthread_mutex_unlock(&dev_lock);
-    return status;
+    return stt_devref_init(&devs);
 }
 
 void stt_tcp_fini(void)
 {
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs > 0 && --dev_refs == 0)
-        dev_count = 0;
-    pthread_mutex_unlock(&dev_lock);
+    stt_devref_fini(&devs);
 }
 
 strata_status_t stt_tcp_devices(int *ndev_p)
 {
-    if (ndev_p == NULL) {
-        STU_WARN("tcp: devices() called with a NULL output");
-        return STRATA_ERR_INVALID;
-    }
-    pthread_mutex_lock(&dev_lock);
-    int refs = dev_refs, count = dev_count;
-    pthread_mutex_unlock(&dev_lock);
-    if (refs == 0) {
-        STU_WARN("tcp: devices() called before init");
-        return STRATA_ERR_INVALID;
-    }
-    *ndev_p = count;
-    return STRATA_OK;
+    return stt_devref_count(&devs, ndev_p);
 }
 
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p)
 {
-    strata_status_t status = STRATA_OK;
-
-    pthread_mutex_lock(&dev_lock);
-    if (dev_refs == 0 || dev < 0 || dev >= dev_count)
-        status = STRATA_ERR_NOT_FOUND;
-    else
-        *dev_p = dev_table[dev];
-    int count = dev_count, refs = dev_refs;
-    pthread_mutex_unlock(&dev_lock);
-    if (status != STRATA_OK)
-        STU_WARN("tcp: no device %d (%d devices%s)", dev, count, refs ? "" : ", not initialised");
-    return status;
+    return stt_devref_lookup(&devs, dev, dev_table, sizeof(dev_table[0]), dev_p);
 }
 
 strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)

@@ -1,17 +1,21 @@
 /*
  * Objects of the TCP transport, shared by its files. Nothing outside
- * transport/tcp includes this.
+ * transport/tcp includes this (its tests aside).
  *
  *   stt_tcp_dev_t     one network interface (tcp_device.c)
- *   stt_tcp_handle_t  the connection handle, in the caller's 128 bytes (tcp_listen.c,
- *                     tcp_connect.c)
+ *   stt_tcp_handle_t  the connection handle, in the caller's 128 bytes (tcp_wire.h)
  *   stt_tcp_listen_t  a listening socket and its table of half-open connections
  *                     (tcp_listen.c)
  *   stt_tcp_send_t / stt_tcp_recv_t  the two ends of a connection: nsocks sockets, a
- *                     preallocated request ring and per-socket cursors (tcp_comm.c,
- *                     tcp_send.c, tcp_recv.c; poll_fds in tcp_poll.c)
+ *                     preallocated request ring and per-socket cursors (made and closed
+ *                     in tcp_conn.c, moved by tcp_send.c and tcp_recv.c, polled by
+ *                     tcp_poll.c)
  *
- * Threading: the device table is guarded by a mutex in tcp_device.c. Comms and
+ * Calls go one way: tcp_ops.c -> tcp_listen.c, tcp_send.c, tcp_recv.c, tcp_poll.c ->
+ * tcp_conn.c -> tcp_sock.c, tcp_wire.c, tcp_device.c, base/. tcp_conn.c never calls the
+ * data path; a failure found anywhere goes through stt_conn_fail (base/conn.h).
+ *
+ * Threading: the device table is guarded by its devref (tcp_device.c). Comms and
  * listen comms are used by one thread at a time (the transport contract), so
  * they hold no lock.
  */
@@ -24,7 +28,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "transport/base/conn.h"
 #include "transport/base/netif.h"
+#include "transport/base/slots.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tcp/tcp_wire.h"
 #include "util/compiler.h"
@@ -67,41 +73,18 @@
 
 /* ------------------------------------------------------------------ devices */
 
-/* Interfaces and their addresses are shared with the ucx transport (netif.h). */
-typedef stt_netif_addr_t stt_tcp_addr_t;
-
 typedef struct stt_tcp_dev {
     char name[IF_NAMESIZE];
-    stt_tcp_addr_t addr;     /* port 0 */
+    stt_netif_addr_t addr;     /* port 0 */
     stt_props_t props;
 } stt_tcp_dev_t;
 
 /* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
 
-/* ------------------------------------------------------------------ handle */
+/* ------------------------------------------------------------------ tcp_sock.c */
 
-#define STT_TCP_HANDLE_MAGIC 0x4c525453u   /* "STRL" */
-
-typedef struct stt_tcp_connect stt_tcp_connect_t;
-
-/* Written by listen; the connect state lives after the bytes listen fills. */
-typedef struct stt_tcp_handle {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t reserved;
-    uint64_t listener_id;
-    stt_tcp_addr_t addr;
-    /* connect's in-progress state, zero as listen writes it */
-    stt_tcp_connect_t *connect;
-    uint64_t connect_check;      /* connect pointer ^ listener id ^ a constant */
-} stt_tcp_handle_t;
-
-_Static_assert(sizeof(stt_tcp_handle_t) <= STT_HANDLE_SIZE, "TCP handle exceeds 128 bytes");
-
-/* ------------------------------------------------------------------ sockets (tcp_sock.c; addresses in netif.h) */
-
-/* Non-blocking, close-on-exec stream socket with SO_SNDBUF/SO_RCVBUF applied. */
+/* A socket of base/sock.h's stt_sock_open with SO_SNDBUF/SO_RCVBUF applied. */
 strata_status_t stt_tcp_sock_open(int family, int *fd_p);
 /* TCP_NODELAY, keepalive and TCP_USER_TIMEOUT; on connected sockets. */
 strata_status_t stt_tcp_sock_tune(int fd, const char *peer);
@@ -143,30 +126,21 @@ typedef struct stt_tcp_listen {
 
 /* ------------------------------------------------------------------ comms */
 
-typedef enum stt_tcp_req_state {
-    STT_TCP_REQ_FREE = 0,
-    STT_TCP_REQ_ACTIVE,    /* posted, not complete */
-    STT_TCP_REQ_DONE,      /* complete (status says how), waiting for test */
-} stt_tcp_req_state_t;
-
+/* Requests: slot.state is STT_SLOT_FREE, ACTIVE (posted) or DONE (base/slots.h). */
 typedef struct stt_tcp_sreq {
-    stt_req_t base;
-    uint8_t state;
+    stt_slot_t slot;
     uint8_t hdr[STT_TCP_HDR_BYTES];
     uint32_t flags;
     uint64_t size;
     char *data;
 } stt_tcp_sreq_t;
 
+/* slot.n buffers; slot.status turns STRATA_ERR_TRUNCATED once any buffer overflowed. */
 typedef struct stt_tcp_rreq {
-    stt_req_t base;
-    uint8_t state;
-    uint8_t is_flush;
-    uint8_t n;
+    stt_slot_t slot;
     uint8_t unmatched;       /* buffers no message was matched to yet */
     uint8_t matched_mask;
     uint16_t pending;        /* matched messages whose payload is not all in */
-    strata_status_t status;  /* STRATA_ERR_TRUNCATED once any buffer overflowed */
     int tags[STT_MAX_RECVS];
     char *data[STT_MAX_RECVS];
     uint64_t cap[STT_MAX_RECVS];
@@ -189,16 +163,11 @@ typedef struct stt_tcp_cursor {
     uint64_t off;            /* bytes of this socket's part already moved */
 } stt_tcp_cursor_t;
 
-typedef enum stt_tcp_kind { STT_TCP_KIND_SEND = 1, STT_TCP_KIND_RECV = 2 } stt_tcp_kind_t;
-
-/* Shared head of both comm kinds. */
+/* What both comm kinds share. */
 typedef struct stt_tcp_conn {
-    stt_comm_t base;
-    stt_tcp_kind_t kind;
+    stt_conn_t head;         /* comm, direction, peer, first failure (base/conn.h) */
     int nsocks;
-    strata_status_t failed;  /* first error; every later call returns it */
     uint32_t seq;            /* next message sequence number */
-    char peer[STT_TCP_ADDR_STRLEN];
     stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
 } stt_tcp_conn_t;
 
@@ -208,8 +177,7 @@ typedef struct stt_tcp_send {
     uint32_t head;           /* oldest incomplete message */
     uint32_t tail;           /* next queue position */
     uint16_t queue[STT_TCP_RING];
-    uint16_t nfree;
-    uint16_t free_slots[STT_TCP_RING];
+    stt_slots_t slots;
     stt_tcp_sreq_t reqs[STT_TCP_RING];
 } stt_tcp_send_t;
 
@@ -227,8 +195,7 @@ typedef struct stt_tcp_recv {
     uint32_t stage_off;
     uint32_t stage_len;
     bool eof0;               /* the peer closed socket 0 between two messages */
-    uint16_t nfree;
-    uint16_t free_slots[STT_TCP_RING];
+    stt_slots_t slots;
     stt_tcp_rreq_t reqs[STT_TCP_RING];
     uint8_t *drain;          /* STT_TCP_DRAIN_BYTES, allocated at the first truncation */
     uint8_t stage[STT_TCP_STAGE_BYTES];
@@ -250,46 +217,57 @@ static inline uint32_t stt_tcp_recv_staged(const stt_tcp_recv_t *rc)
  */
 static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
 {
-    return rc->conn.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
+    return rc->conn.head.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
            stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES && rc->post_head != rc->post_tail &&
            rc->msg_tail - rc->msg_head < STT_TCP_MSGQ;
 }
 
-/* Builds a comm around connected, tuned sockets it then owns (even on failure). */
-strata_status_t stt_tcp_send_create(int dev, const int *fds, int nsocks, const char *peer,
-                                    stt_comm_t **comm_p);
-strata_status_t stt_tcp_recv_create(int dev, const int *fds, int nsocks, const char *peer,
-                                    stt_comm_t **comm_p);
+/* ------------------------------------------------------------------ tcp_conn.c */
 
-/* Marks the comm failed with status and logs why (only the first time). */
-void stt_tcp_conn_fail(stt_tcp_conn_t *conn, strata_status_t status, const char *fmt, ...)
-    STU_PRINTF(3, 4);
+/*
+ * Builds a send (send true) or receive comm around connected, tuned sockets,
+ * which it then owns (even on failure).
+ */
+strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
+                                    const char *peer, stt_comm_t **comm_p);
 
-/* Moves data until the sockets would block; returns the comm's state (OK or its error). */
+/* ------------------------------------------------------------------ the data path */
+
+/* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
+/* test() of a send request (tcp_ops.c dispatches by the comm's direction). */
+strata_status_t stt_tcp_send_test(stt_tcp_send_t *sc, stt_req_t *req, int *done, size_t *sizes);
+
+/* tcp_recv.c: the same for a receive comm. */
 strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc);
+strata_status_t stt_tcp_recv_test(stt_tcp_recv_t *rc, stt_req_t *req, int *done, size_t *sizes);
 
-/* ------------------------------------------------------------------ ops (one file each) */
+/* ------------------------------------------------------------------ operations, by file */
 
+/* tcp_device.c */
 strata_status_t stt_tcp_probe(void);
 strata_status_t stt_tcp_init(void);
 void stt_tcp_fini(void);
 strata_status_t stt_tcp_devices(int *ndev_p);
 strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p);
+/* tcp_listen.c */
 strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p);
-strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
-                                stt_comm_t **send_p);
 strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_tcp_close_listen(stt_listen_t *listen);
+/* tcp_conn.c */
+strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p);
+void stt_tcp_close_send(stt_comm_t *comm);
+void stt_tcp_close_recv(stt_comm_t *comm);
+/* tcp_send.c */
 strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                               stt_req_t **req_p);
+/* tcp_recv.c */
 strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                               const int *tags, void **mhs, stt_req_t **req_p);
 strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                                void **mhs, stt_req_t **req_p);
-strata_status_t stt_tcp_test(stt_req_t *req, int *done, size_t *sizes);
-void stt_tcp_close_send(stt_comm_t *comm);
-void stt_tcp_close_recv(stt_comm_t *comm);
+/* tcp_poll.c */
 int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 #endif /* STT_TCP_INTERNAL_H */

@@ -9,23 +9,20 @@
  * than STRATA_CONNECT_TIMEOUT is dropped with a warning. Either way the listen
  * comm stays usable. Each call returns at most one receive comm.
  */
-#define _GNU_SOURCE 1   /* accept4 */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/sock.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
-#include "util/param.h"
 #include "util/time.h"
 
 strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
 {
     strata_status_t status;
     stt_tcp_dev_t d;
-    stt_tcp_addr_t addr;
-    socklen_t len = sizeof(addr);
+    stt_netif_addr_t addr;
     int fd;
 
     if (handle == NULL || listen_p == NULL) {
@@ -38,18 +35,9 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     status = stt_tcp_sock_open(d.addr.sa.sa_family, &fd);
     if (status != STRATA_OK)
         return status;
-    if (bind(fd, &d.addr.sa, stt_netif_addr_len(&d.addr)) != 0) {
-        char a[STT_TCP_ADDR_STRLEN];
-        stt_netif_addr_format(&d.addr, a, sizeof(a));
-        STU_WARN("tcp: bind to %s (%s): %s", a, d.name, strerror(errno));
-        status = STRATA_ERR_IO;
+    status = stt_sock_listen("tcp", fd, &d.addr, &addr);
+    if (status != STRATA_OK)
         goto err_close;
-    }
-    if (listen(fd, SOMAXCONN) != 0 || getsockname(fd, &addr.sa, &len) != 0) {
-        STU_WARN("tcp: listen on %s: %s", d.name, strerror(errno));
-        status = STRATA_ERR_IO;
-        goto err_close;
-    }
     stt_tcp_listen_t *l = calloc(1, sizeof(*l));
     if (l == NULL) {
         STU_WARN("tcp: no memory for a listen comm (%zu bytes)", sizeof(*l));
@@ -64,11 +52,7 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
         l->socks[i].fd = -1;
     stt_netif_addr_format(&addr, l->local, sizeof(l->local));
 
-    /* The caller's bytes need not be aligned for the struct: build it here, copy it out. */
-    stt_tcp_handle_t h = {.magic = STT_TCP_HANDLE_MAGIC, .version = STT_TCP_PROTO_VERSION,
-                          .listener_id = l->listener_id, .addr = addr};
-    memset(handle, 0, STT_HANDLE_SIZE);
-    memcpy(handle, &h, sizeof(h));
+    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, l->listener_id, &addr);
     STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
@@ -98,20 +82,12 @@ static void listen_accept_new(stt_tcp_listen_t *l, uint64_t now)
 {
     for (int i = 0; i < STT_TCP_PEND_SOCKS; i++) {
         stt_tcp_pend_sock_t *ps = &l->socks[i];
-        stt_tcp_addr_t addr;
-        socklen_t len = sizeof(addr);
+        stt_netif_addr_t addr;
         if (ps->fd >= 0)
             continue;
-        int fd = accept4(l->fd, &addr.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
-                i--;                     /* retry into the same slot */
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                STU_WARN("tcp: accept on %s: %s", l->local, strerror(errno));
+        int fd = stt_sock_accept("tcp", l->fd, l->local, &addr);
+        if (fd < 0)
             return;
-        }
         stt_netif_addr_format(&addr, ps->peer, sizeof(ps->peer));
         if (stt_tcp_sock_tune(fd, ps->peer) != STRATA_OK) {
             close(fd);
@@ -190,26 +166,13 @@ static void listen_hellos_read(stt_tcp_listen_t *l, uint64_t now, uint64_t timeo
         stt_tcp_pend_sock_t *ps = &l->socks[i];
         if (ps->fd < 0)
             continue;
-        while (ps->have < STT_TCP_HELLO_BYTES) {
-            ssize_t r = recv(ps->fd, ps->buf + ps->have, STT_TCP_HELLO_BYTES - ps->have, 0);
-            if (r > 0) {
-                ps->have += (uint32_t)r;
-                continue;
-            }
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                break;
-            STU_WARN("tcp: %s: connection from %s %s after %u of %d hello bytes", l->local,
-                     ps->peer, r == 0 ? "closed" : strerror(errno), ps->have,
-                     STT_TCP_HELLO_BYTES);
-            pend_sock_drop(ps);
-            break;
-        }
-        if (ps->fd < 0)
-            continue;
-        if (ps->have == STT_TCP_HELLO_BYTES)
+        strata_status_t status = stt_sock_xfer("tcp", ps->fd, false, ps->buf,
+                                               STT_TCP_HELLO_BYTES, &ps->have, "a hello",
+                                               ps->peer);
+        if (status == STRATA_OK)
             listen_hello_place(l, ps, now);
+        else if (status != STRATA_INPROGRESS)
+            pend_sock_drop(ps);          /* logged */
         if (ps->fd >= 0 && now - ps->start_ns > timeout_ns) {
             STU_WARN("tcp: %s: no complete hello from %s within %llu ms, dropped", l->local,
                      ps->peer, (unsigned long long)(timeout_ns / 1000000));
@@ -227,23 +190,11 @@ static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
         stt_tcp_ack_encode(&ack, g->ack);
         g->acking = true;
     }
-    while (g->ack_sent < STT_TCP_ACK_BYTES) {
-        ssize_t r = send(g->fds[0], g->ack + g->ack_sent, STT_TCP_ACK_BYTES - g->ack_sent,
-                         MSG_NOSIGNAL);
-        if (r > 0) {
-            g->ack_sent += (uint32_t)r;
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return false;
-        STU_WARN("tcp: %s: sending the ack to %s: %s; connection dropped", l->local, g->peer,
-                 r == 0 ? "nothing written" : strerror(errno));
-        pend_group_drop(g);
-        return false;
-    }
-    return true;
+    strata_status_t status = stt_sock_xfer("tcp", g->fds[0], true, g->ack, STT_TCP_ACK_BYTES,
+                                           &g->ack_sent, "the ack", g->peer);
+    if (status != STRATA_OK && status != STRATA_INPROGRESS)
+        pend_group_drop(g);              /* logged */
+    return status == STRATA_OK;
 }
 
 /*
@@ -254,13 +205,13 @@ static bool listen_group_ack(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 {
     for (int i = 0; i < g->nsocks; i++) {
-        char b;
-        ssize_t r = recv(g->fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+        int err;
+        stt_sock_peek_t peek = stt_sock_peek(g->fds[i], &err);
+        if (peek == STT_SOCK_QUIET || peek == STT_SOCK_BYTES)
             continue;
         STU_WARN("tcp: %s: connection %016llx from %s %s before it was accepted; dropped",
                  l->local, (unsigned long long)g->conn_id, g->peer,
-                 r == 0 ? "was closed" : strerror(errno));
+                 peek == STT_SOCK_EOF ? "was closed" : strerror(err));
         pend_group_drop(g);
         return false;
     }
@@ -276,8 +227,7 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         return STRATA_ERR_INVALID;
     }
     uint64_t now = stu_time_ns();
-    int64_t timeout_ms = stu_param_int(STU_PARAM_CONNECT_TIMEOUT);
-    uint64_t timeout_ns = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
+    uint64_t timeout_ns = stt_connect_timeout_ns();
 
     listen_accept_new(l, now);
     listen_hellos_read(l, now, timeout_ns);
@@ -299,7 +249,7 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
             memset(g, 0, sizeof(*g));          /* the comm owns the sockets now */
             STU_INFO(STU_LOG_NET, "tcp: %s accepted %s with %d sockets", l->local, peer,
                      nsocks);
-            return stt_tcp_recv_create(l->base.dev, fds, nsocks, peer, recv_p);
+            return stt_tcp_conn_create(false, l->base.dev, fds, nsocks, peer, recv_p);
         }
         if (g->used && now - g->start_ns > timeout_ns) {
             STU_WARN("tcp: %s: connection %016llx from %s got %u of %u sockets within %llu ms,"

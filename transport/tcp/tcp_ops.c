@@ -1,6 +1,19 @@
-/* The TCP transport's operations table. */
+/*
+ * The TCP transport's operations table, and test(), which hands a request to
+ * the side of the data path its comm belongs to.
+ */
 #include "transport/base/hostmr.h"
 #include "transport/tcp/tcp_internal.h"
+
+static strata_status_t tcp_test(stt_req_t *req, int *done, size_t *sizes)
+{
+    if (stt_slots_test_check(&stt_tcp_ops, req, done) != STRATA_OK)
+        return STRATA_ERR_INVALID;
+    stt_tcp_conn_t *conn = (stt_tcp_conn_t *)req->comm;
+    if (conn->head.send)
+        return stt_tcp_send_test((stt_tcp_send_t *)conn, req, done, sizes);
+    return stt_tcp_recv_test((stt_tcp_recv_t *)conn, req, done, sizes);
+}
 
 const stt_ops_t stt_tcp_ops = {
     .name = "tcp",
@@ -18,7 +31,7 @@ const stt_ops_t stt_tcp_ops = {
     .isend = stt_tcp_isend,
     .irecv = stt_tcp_irecv,
     .iflush = stt_tcp_iflush,
-    .test = stt_tcp_test,
+    .test = tcp_test,
     .close_send = stt_tcp_close_send,
     .close_recv = stt_tcp_close_recv,
     .close_listen = stt_tcp_close_listen,

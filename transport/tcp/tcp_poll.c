@@ -35,36 +35,39 @@
  * Cost: nothing but loads for a receive comm; one recv(MSG_PEEK) per socket
  * for a send comm, paid only by a caller about to sleep in poll() anyway.
  */
-#include <errno.h>
 #include <string.h>
 
+#include "transport/base/sock.h"
 #include "transport/tcp/tcp_internal.h"
-#include "util/log.h"
 
 /* The peer of a send comm said something: EOF, a reset, or stray bytes. */
 static void poll_send_peek(stt_tcp_send_t *sc)
 {
-    for (int j = 0; j < sc->conn.nsocks && sc->conn.failed == STRATA_OK; j++) {
-        char b;
-        ssize_t r = recv(sc->conn.socks[j].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            continue;
-        if (r == 0)
-            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
-                              " (receiver closed its comm or exited)", j, sc->conn.nsocks);
-        else if (r > 0)
-            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
-                              " which only carries data towards it", j, sc->conn.nsocks);
-        else
-            stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "socket %d of %d: %s", j,
-                              sc->conn.nsocks, strerror(errno));
+    for (int j = 0; j < sc->conn.nsocks && sc->conn.head.failed == STRATA_OK; j++) {
+        int err;
+        switch (stt_sock_peek(sc->conn.socks[j].fd, &err)) {
+        case STT_SOCK_QUIET:
+            break;
+        case STT_SOCK_EOF:
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
+                          " (receiver closed its comm or exited)", j, sc->conn.nsocks);
+            break;
+        case STT_SOCK_BYTES:
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
+                          " which only carries data towards it", j, sc->conn.nsocks);
+            break;
+        case STT_SOCK_ERROR:
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "socket %d of %d: %s", j,
+                          sc->conn.nsocks, strerror(err));
+            break;
+        }
     }
 }
 
 static int poll_send_fill(stt_tcp_send_t *sc, struct pollfd *fds)
 {
     poll_send_peek(sc);
-    if (sc->conn.failed != STRATA_OK)
+    if (sc->conn.head.failed != STRATA_OK)
         return 0;
     for (int j = 0; j < sc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &sc->conn.socks[j];
@@ -104,11 +107,11 @@ int stt_tcp_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
     stt_tcp_conn_t *conn = (stt_tcp_conn_t *)comm;
 
-    if (conn == NULL || conn->base.ops != &stt_tcp_ops || fds == NULL)
+    if (conn == NULL || conn->head.base.ops != &stt_tcp_ops || fds == NULL)
         return 0;
-    if (conn->failed != STRATA_OK || max < 1)
+    if (conn->head.failed != STRATA_OK || max < 1)
         return 0;
-    if (conn->kind == STT_TCP_KIND_SEND)
+    if (conn->head.send)
         return max < conn->nsocks ? 0 : poll_send_fill((stt_tcp_send_t *)conn, fds);
     return poll_recv_fill((const stt_tcp_recv_t *)conn, fds, max);
 }

@@ -1,6 +1,8 @@
 /*
- * Receive progress of the TCP transport.
+ * The receive side of the TCP transport: irecv, iflush, receive progress and
+ * the test of a receive request.
  *
+ * irecv queues a receive of up to STT_MAX_RECVS buffers in posting order.
  * Socket 0 carries every message header. A complete header is validated and
  * matched to the oldest receive that still has unmatched buffers (the first
  * unmatched buffer with the message's tag), which appends the message to the
@@ -38,6 +40,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "transport/base/hostmr.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
 
@@ -52,12 +55,12 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return READ_BLOCKED;
     if (r == 0)
-        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE,
-                          "peer closed socket %d of %d (process exited or closed the comm)", j,
-                          rc->conn.nsocks);
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE,
+                      "peer closed socket %d of %d (process exited or closed the comm)", j,
+                      rc->conn.nsocks);
     else
-        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
-                          rc->conn.nsocks, strerror(errno));
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
+                      rc->conn.nsocks, strerror(errno));
     return READ_FAILED;
 }
 
@@ -88,8 +91,8 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
     const char *why = NULL;
 
     if (stt_tcp_hdr_decode(rc->stage + rc->stage_off, rc->conn.seq, &hdr, &why) != STRATA_OK) {
-        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "invalid message header: %s"
-                          " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "invalid message header: %s"
+                      " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
         return false;
     }
     if (rc->post_head == rc->post_tail || rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
@@ -97,30 +100,30 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
     uint16_t slot = rc->posts[rc->post_head % STT_TCP_RING];
     stt_tcp_rreq_t *req = &rc->reqs[slot];
     int buf = -1;
-    for (int i = 0; i < req->n && buf < 0; i++)
+    for (int i = 0; i < req->slot.n && buf < 0; i++)
         if (!(req->matched_mask & (1u << i)) && req->tags[i] == hdr.tag)
             buf = i;
     if (buf < 0) {
         char tags[STT_MAX_RECVS * 13] = "";
-        for (int i = 0, len = 0; i < req->n; i++)
+        for (int i = 0, len = 0; i < req->slot.n; i++)
             if (!(req->matched_mask & (1u << i)))
                 len += snprintf(tags + len, sizeof(tags) - (size_t)len, " %d", req->tags[i]);
-        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
-                          " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
-                          hdr.tag, tags);
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
+                      " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
+                      hdr.tag, tags);
         return false;
     }
     bool discard = hdr.size > req->cap[buf];
     if (discard) {
         if (rc->drain == NULL && (rc->drain = malloc(STT_TCP_DRAIN_BYTES)) == NULL) {
-            stt_tcp_conn_fail(&rc->conn, STRATA_ERR_NO_MEMORY, "no memory to drain a"
-                              " truncated message");
+            stt_conn_fail(&rc->conn.head, STRATA_ERR_NO_MEMORY, "no memory to drain a"
+                          " truncated message");
             return false;
         }
         STU_WARN("tcp: message %" PRIu32 " from %s (tag %d) has %" PRIu64 " bytes but its"
                  " receive buffer %d has %" PRIu64 "; payload discarded, receive fails"
-                 " truncated", hdr.seq, rc->conn.peer, hdr.tag, hdr.size, buf, req->cap[buf]);
-        req->status = STRATA_ERR_TRUNCATED;
+                 " truncated", hdr.seq, rc->conn.head.peer, hdr.tag, hdr.size, buf, req->cap[buf]);
+        req->slot.status = STRATA_ERR_TRUNCATED;
     }
     req->got[buf] = discard ? 0 : hdr.size;
     req->matched_mask |= (uint8_t)(1u << buf);
@@ -227,7 +230,7 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
     stt_tcp_cursor_t *cur = &rc->conn.socks[0];
     bool dry = false;        /* a read of this pass found the kernel's queue empty */
 
-    while (rc->conn.failed == STRATA_OK) {
+    while (rc->conn.head.failed == STRATA_OK) {
         if (cur->msg == rc->msg_tail) {
             if (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES) {
                 if (!recv_header_match(rc))
@@ -265,7 +268,7 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
 {
     stt_tcp_cursor_t *cur = &rc->conn.socks[j];
 
-    while (cur->msg != rc->msg_tail && rc->conn.failed == STRATA_OK) {
+    while (cur->msg != rc->msg_tail && rc->conn.head.failed == STRATA_OK) {
         const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
         uint64_t poff, plen;
         recv_part(rc, m, j, &poff, &plen);
@@ -301,15 +304,15 @@ static void recv_retire(stt_tcp_recv_t *rc)
         stt_tcp_rreq_t *req = &rc->reqs[rc->msgs[rc->msg_head % STT_TCP_MSGQ].slot];
         req->pending--;
         if (req->pending == 0 && req->unmatched == 0)
-            req->state = STT_TCP_REQ_DONE;
+            req->slot.state = STT_SLOT_DONE;
         rc->msg_head++;
     }
 }
 
 strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
 {
-    if (rc->conn.failed != STRATA_OK)
-        return rc->conn.failed;
+    if (rc->conn.head.failed != STRATA_OK)
+        return rc->conn.head.failed;
     /* A second pass only when retiring made room for a header already staged. */
     for (int pass = 0; pass < 2; pass++) {
         recv_sock0_pull(rc);
@@ -321,8 +324,80 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
     }
     /* After a clean close, a receive still waiting for a message can never finish. */
     if (rc->eof0 && rc->post_head != rc->post_tail && rc->msg_head == rc->msg_tail)
-        stt_tcp_conn_fail(&rc->conn, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
-                          " at end of stream) with %u receive(s) still waiting",
-                          rc->post_tail - rc->post_head);
-    return rc->conn.failed;
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
+                      " at end of stream) with %u receive(s) still waiting",
+                      rc->post_tail - rc->post_head);
+    return rc->conn.head.failed;
+}
+
+strata_status_t stt_tcp_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
+                              const int *tags, void **mhs, stt_req_t **req_p)
+{
+    stt_tcp_recv_t *rc = (stt_tcp_recv_t *)stt_conn_of(comm, &stt_tcp_ops, false, "irecv");
+
+    if (rc == NULL || stt_hostmr_irecv_check(comm, rc->conn.head.peer, n, data, sizes, tags, mhs,
+                                             req_p) != STRATA_OK)
+        return STRATA_ERR_INVALID;
+    if (STU_UNLIKELY(rc->conn.head.failed != STRATA_OK))
+        return rc->conn.head.failed;
+    stt_tcp_rreq_t *req = (stt_tcp_rreq_t *)stt_slots_take(&rc->slots, n);
+    if (req == NULL) {
+        *req_p = NULL;
+        return STRATA_OK;
+    }
+    req->unmatched = (uint8_t)n;
+    req->matched_mask = 0;
+    req->pending = 0;
+    for (int i = 0; i < n; i++) {
+        req->tags[i] = tags[i];
+        req->data[i] = data[i];
+        req->cap[i] = sizes[i];
+        req->got[i] = 0;
+    }
+    rc->posts[rc->post_tail % STT_TCP_RING] = req->slot.index;
+    rc->post_tail++;
+    /* Progress at once only when the new receive can use something without reading
+     * a socket: a header already staged, or the peer's close (the receive then fails
+     * here). Otherwise the bytes are still in the kernel and test() reads them; a
+     * recv now would return EAGAIN on the critical path (a receive is posted before
+     * the send it answers). */
+    if (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0)
+        stt_tcp_recv_progress(rc);
+    *req_p = &req->slot.base;
+    return STRATA_OK;
+}
+
+strata_status_t stt_tcp_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
+                               void **mhs, stt_req_t **req_p)
+{
+    stt_tcp_recv_t *rc = (stt_tcp_recv_t *)stt_conn_of(comm, &stt_tcp_ops, false, "iflush");
+
+    if (rc == NULL)
+        return STRATA_ERR_INVALID;
+    return stt_hostmr_iflush(comm, rc->conn.head.peer, rc->conn.head.failed, &rc->slots, n,
+                             req_p);
+}
+
+strata_status_t stt_tcp_recv_test(stt_tcp_recv_t *rc, stt_req_t *base, int *done, size_t *sizes)
+{
+    stt_tcp_rreq_t *req = (stt_tcp_rreq_t *)stt_slots_find(&rc->slots, base);
+
+    if (req == NULL)
+        return stt_slots_stale(&stt_tcp_ops, base);
+    if (req->slot.state == STT_SLOT_ACTIVE)
+        stt_tcp_recv_progress(rc);
+    if (req->slot.state == STT_SLOT_ACTIVE && rc->conn.head.failed == STRATA_OK) {
+        *done = 0;
+        return STRATA_OK;
+    }
+    strata_status_t status =
+        req->slot.state == STT_SLOT_DONE ? req->slot.status : rc->conn.head.failed;
+    stt_slots_give(&rc->slots, &req->slot);
+    if (status != STRATA_OK)
+        return status;
+    *done = 1;
+    if (sizes != NULL)
+        for (int i = 0; i < req->slot.n; i++)
+            sizes[i] = req->got[i];
+    return STRATA_OK;
 }

@@ -1,14 +1,17 @@
 /*
- * Send progress of the TCP transport.
+ * The send side of the TCP transport: isend, send progress and the test of a
+ * send request.
  *
- * Each socket walks the send queue with its own cursor (message, bytes done)
- * and writes its part of each message: socket 0 the header plus either the
- * whole payload or piece 0, socket j > 0 piece j of striped messages only.
- * Socket 0 gathers the parts of several queued messages into one sendmsg, so a
- * small message costs one system call (made by isend) and a burst of them one
- * between them. A call that takes fewer bytes than offered means the socket
- * buffer is full, so the pass stops there instead of collecting an EAGAIN; the
- * next test (or POLLOUT from poll_fds) carries on. A message is complete when
+ * isend encodes the message header into a preallocated request and queues
+ * it; a small message usually leaves before isend returns. Each socket walks
+ * the send queue with its own cursor (message, bytes done) and writes its
+ * part of each message: socket 0 the header plus either the whole payload or
+ * piece 0, socket j > 0 piece j of striped messages only. Socket 0 gathers
+ * the parts of several queued messages into one sendmsg, so a small message
+ * costs one system call (made by isend) and a burst of them one between
+ * them. A call that takes fewer bytes than offered means the socket buffer is
+ * full, so the pass stops there instead of collecting an EAGAIN; the next
+ * test (or POLLOUT from poll_fds) carries on. A message is complete when
  * every cursor has passed it; since cursors only move forward, completion is
  * in posting order.
  */
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "transport/base/hostmr.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
 
@@ -38,8 +42,8 @@ static bool send_error_is_transient(stt_tcp_send_t *sc, int j, ssize_t r)
 {
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return true;
-    stt_tcp_conn_fail(&sc->conn, STRATA_ERR_REMOTE, "send on socket %d of %d: %s", j,
-                      sc->conn.nsocks, r < 0 ? strerror(errno) : "no progress");
+    stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: %s", j,
+                  sc->conn.nsocks, r < 0 ? strerror(errno) : "no progress");
     return false;
 }
 
@@ -48,7 +52,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[0];
 
-    while (cur->msg != sc->tail && sc->conn.failed == STRATA_OK) {
+    while (cur->msg != sc->tail && sc->conn.head.failed == STRATA_OK) {
         struct iovec iov[STT_TCP_SEND_IOV];
         int niov = 0;
         uint64_t skip = cur->off, asked = 0;
@@ -106,7 +110,7 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[j];
 
-    while (cur->msg != sc->tail && sc->conn.failed == STRATA_OK) {
+    while (cur->msg != sc->tail && sc->conn.head.failed == STRATA_OK) {
         stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
         uint64_t poff, plen;
         send_part(sc, req, j, &poff, &plen);
@@ -140,18 +144,72 @@ static void send_retire(stt_tcp_send_t *sc)
             done = d;
     }
     for (; done > 0; done--) {
-        send_req_at(sc, sc->head)->state = STT_TCP_REQ_DONE;
+        send_req_at(sc, sc->head)->slot.state = STT_SLOT_DONE;
         sc->head++;
     }
 }
 
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
 {
-    if (sc->conn.failed != STRATA_OK)
-        return sc->conn.failed;
+    if (sc->conn.head.failed != STRATA_OK)
+        return sc->conn.head.failed;
     send_sock0_push(sc);
     for (int j = 1; j < sc->conn.nsocks; j++)
         send_sockj_push(sc, j);
     send_retire(sc);
-    return sc->conn.failed;
+    return sc->conn.head.failed;
+}
+
+strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                              stt_req_t **req_p)
+{
+    stt_tcp_send_t *sc = (stt_tcp_send_t *)stt_conn_of(comm, &stt_tcp_ops, true, "isend");
+
+    if (sc == NULL)
+        return STRATA_ERR_INVALID;
+    if (STU_UNLIKELY(sc->conn.head.failed != STRATA_OK))
+        return sc->conn.head.failed;
+    if (STU_UNLIKELY(stt_hostmr_isend_check(comm, sc->conn.head.peer, data, size,
+                                            STT_TCP_MAX_MSG_BYTES, mh, req_p) != STRATA_OK))
+        return STRATA_ERR_INVALID;
+    stt_tcp_sreq_t *req = (stt_tcp_sreq_t *)stt_slots_take(&sc->slots, 1);
+    if (req == NULL) {
+        *req_p = NULL;
+        return STRATA_OK;
+    }
+    stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = sc->conn.seq++, .size = size};
+    if (sc->conn.nsocks > 1 && size >= sc->stripe_min)
+        hdr.flags |= STT_TCP_HDR_STRIPED;
+    stt_tcp_hdr_encode(&hdr, req->hdr);
+    req->flags = hdr.flags;
+    req->size = size;
+    req->data = data;
+    sc->queue[sc->tail % STT_TCP_RING] = req->slot.index;
+    sc->tail++;
+    /* Try at once: a small message usually leaves before isend returns. */
+    stt_tcp_send_progress(sc);
+    *req_p = &req->slot.base;
+    return STRATA_OK;
+}
+
+strata_status_t stt_tcp_send_test(stt_tcp_send_t *sc, stt_req_t *base, int *done, size_t *sizes)
+{
+    stt_tcp_sreq_t *req = (stt_tcp_sreq_t *)stt_slots_find(&sc->slots, base);
+
+    if (req == NULL)
+        return stt_slots_stale(&stt_tcp_ops, base);
+    if (req->slot.state == STT_SLOT_ACTIVE)
+        stt_tcp_send_progress(sc);
+    if (req->slot.state == STT_SLOT_ACTIVE && sc->conn.head.failed == STRATA_OK) {
+        *done = 0;
+        return STRATA_OK;
+    }
+    bool ok = req->slot.state == STT_SLOT_DONE;
+    stt_slots_give(&sc->slots, &req->slot);
+    if (!ok)
+        return sc->conn.head.failed;
+    *done = 1;
+    if (sizes != NULL)
+        sizes[0] = req->size;
+    return STRATA_OK;
 }

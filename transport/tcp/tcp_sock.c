@@ -1,4 +1,8 @@
-/* Socket helpers of the TCP transport: socket options (addresses and ids: netif.c). */
+/*
+ * Socket options only the TCP transport sets: buffer sizes before connect or
+ * listen, and NODELAY, keepalive and the user timeout on connected sockets.
+ * (Opening, connecting and accepting: base/sock.h; addresses: base/netif.h.)
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -6,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/sock.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -19,11 +24,11 @@
 
 strata_status_t stt_tcp_sock_open(int family, int *fd_p)
 {
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
-    if (fd < 0) {
-        STU_WARN("tcp: socket(family %d): %s", family, strerror(errno));
-        return STRATA_ERR_IO;
-    }
+    int fd;
+    strata_status_t status = stt_sock_open("tcp", family, &fd);
+
+    if (status != STRATA_OK)
+        return status;
     int64_t bufsize = stu_param_int(STU_PARAM_SOCKET_BUFSIZE);
     if (bufsize > 0) {
         /* The kernel doubles and caps the value; too large is not an error. */

@@ -1,8 +1,16 @@
 /*
- * The TCP transport's wire format. Pure logic: no sockets, no allocation.
+ * The TCP transport's wire format: the handle, the handshake frames, the
+ * message header and the stripe rule. Pure logic: no sockets, no allocation.
+ * docs/tcp-protocol.md tells the whole protocol.
  *
- * Every integer travels little-endian at a fixed offset, so the format does not
- * depend on struct layout or host byte order.
+ * The handle (STT_HANDLE_SIZE bytes, carried to the peer out of band by the
+ * caller) is a native struct, stt_tcp_handle_t: both ends share the
+ * architecture, as NCCL assumes. listen writes it and zeroes the rest of the
+ * bytes; connect keeps its in-progress state in the connect slot at the end
+ * (base/connect.h).
+ *
+ * Every frame integer travels little-endian at a fixed offset, so the frames do
+ * not depend on struct layout or host byte order.
  *
  * Connection setup (client = connect side, server = listen side):
  *   client -> server, on each of the nsocks sockets, a hello (24 bytes):
@@ -20,12 +28,13 @@
  *   nsocks, so no piece carries its own header. On every socket, pieces follow
  *   the message order.
  */
-#ifndef STT_TCP_FRAME_H
-#define STT_TCP_FRAME_H
+#ifndef STT_TCP_WIRE_H
+#define STT_TCP_WIRE_H
 
 #include <stdint.h>
 
 #include "strata/status.h"
+#include "transport/base/connect.h"
 
 #define STT_TCP_PROTO_VERSION 1
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
@@ -51,6 +60,10 @@
 #define STT_TCP_STRIPE_ALIGN 4096u
 
 #define STT_TCP_ACK_OK 0
+
+/* The handle: base/connect.h's head with this magic and STT_TCP_PROTO_VERSION. */
+#define STT_TCP_HANDLE_MAGIC 0x4c525453u   /* "STRL" */
+typedef stt_handle_t stt_tcp_handle_t;
 
 typedef struct stt_tcp_hello {
     uint16_t version;
@@ -103,4 +116,4 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
 void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
                            uint64_t *off_p, uint64_t *len_p);
 
-#endif /* STT_TCP_FRAME_H */
+#endif /* STT_TCP_WIRE_H */

@@ -1,32 +1,256 @@
 /*
- * Connect side of the UCX handshake: a state machine in a heap object whose
- * pointer lives in the caller's handle, after the bytes listen wrote.
+ * Connections of the UCX transport: the connect side of the handshake, and
+ * the comms' lifecycle (create, progress and liveness, close). Requests are
+ * posted and tested in ucx_send.c and ucx_recv.c, which call in here; this
+ * file never calls them.
+ *
+ * connect is a state machine driven by base/connect.h (which keeps the
+ * attempt in the caller's handle and enforces STRATA_CONNECT_TIMEOUT):
  *
  *   CONNECTING (non-blocking TCP connect to the listener's side channel)
  *   -> HELLO (our worker is open; writing hello + worker address)
  *   -> REPLY (reading the acceptor's hello + worker address)
  *   -> the send comm: endpoint to the acceptor's worker, socket kept.
  *
- * Past STRATA_CONNECT_TIMEOUT the attempt fails with STRATA_ERR_TIMEOUT and
- * the handle is reset, so a later call starts over. A caller that abandons a
- * connect in progress leaks its state (the contract gives no later chance).
+ * Each comm owns a worker (UCS_THREAD_MODE_SERIALIZED: one thread at a time,
+ * the contract's rule for a comm) and one endpoint to the peer's worker,
+ * created with UCP_ERR_HANDLING_MODE_PEER so UCX fails it (and our comm,
+ * through conn_err_cb) when it sees the peer go. Both ends create one: the
+ * receive side never sends on its endpoint, but holding it makes UCX watch
+ * the peer from that side too.
+ *
+ * UCX alone does not see every way a peer goes away: a peer in the same
+ * process (or one whose shared-memory transport stays mapped) that closes
+ * its comm leaves nothing UCX would notice. The side-channel socket from the
+ * handshake stays open for the comm's life, and the peer's close, exit or
+ * crash closes it; an idle test() peeks at it now and then
+ * (STT_UCX_LIVENESS_EVERY).
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/base/connect.h"
+#include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
+#include "util/time.h"
 
-/* Mixed into the handle's check word so zeroed or foreign bytes never validate. */
-#define UCX_CONNECT_CHECK_SALT 0x0c0ffee5eed5a17eull
+_Static_assert(STT_UCX_HANDLE_BYTES <= STT_CONNSLOT_OFFSET,
+               "the UCX handle must end before the connect slot");
+
+/* ------------------------------------------------------------------ comms */
+
+/* UCX's error callback, run from ucp_worker_progress in the comm's thread. */
+static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    stt_ucx_conn_t *conn = arg;
+    stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint: %s",
+                  ucs_status_string(status));
+}
+
+/*
+ * Progresses until the UCP request completes, budget_ns passes, or (idle_ns
+ * nonzero) the worker made no progress for idle_ns or the peer is gone;
+ * then frees the request.
+ */
+static void conn_wait_free(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns,
+                           uint64_t idle_ns)
+{
+    uint64_t now = stu_time_ns(), deadline = now + budget_ns, busy_ns = now;
+
+    if (req == NULL || UCS_PTR_IS_ERR(req))
+        return;
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && now < deadline) {
+        bool moved = ucp_worker_progress(conn->worker) != 0;
+        now = stu_time_ns();
+        if (moved)
+            busy_ns = now;
+        if (idle_ns != 0 && (now - busy_ns > idle_ns || stt_conn_status(&conn->head) != STRATA_OK))
+            break;
+    }
+    ucp_request_free(req);   /* released now, or by UCX when it completes */
+}
+
+strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int fd,
+                                    const stt_ucx_hello_t *peer_hello, const void *peer_addr,
+                                    uint32_t conn_id, const char *peer, stt_comm_t **comm_p)
+{
+    size_t size = send ? sizeof(stt_ucx_send_t) : sizeof(stt_ucx_recv_t);
+    stt_ucx_conn_t *conn = calloc(1, size);
+    strata_status_t status;
+    ucs_status_t us;
+
+    ucp_worker_release_address(w->worker, w->addr);
+    w->addr = NULL;
+    if (conn == NULL) {
+        STU_WARN("ucx: no memory for a comm with %s (%zu bytes)", peer, size);
+        status = STRATA_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    stt_conn_init(&conn->head, &stt_ucx_ops, dev, send, peer);
+    conn->fd = fd;
+    conn->worker = w->worker;
+    conn->conn_id = conn_id;
+    ucp_ep_params_t params = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = peer_addr,
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = conn_err_cb, .arg = conn},
+    };
+    us = ucp_ep_create(conn->worker, &params, &conn->ep);
+    if (us != UCS_OK) {
+        STU_WARN("ucx: ucp_ep_create to %s (worker address of %u bytes): %s", peer,
+                 peer_hello->addr_len, ucs_status_string(us));
+        status = stt_ucx_status(us);
+        goto err_free;
+    }
+    if (ucp_worker_get_efd(conn->worker, &conn->efd) != UCS_OK)
+        conn->efd = -1;                  /* poll_fds then offers nothing */
+    if (send) {
+        stt_ucx_send_t *sc = (stt_ucx_send_t *)conn;
+        stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_UCX_SEND_SLOTS,
+                       &conn->head.base);
+    } else {
+        stt_ucx_recv_t *rc = (stt_ucx_recv_t *)conn;
+        stt_slots_bind(&rc->slots, rc->reqs, sizeof(rc->reqs[0]), STT_UCX_RECV_SLOTS,
+                       &conn->head.base);
+    }
+    STU_INFO(STU_LOG_NET, "ucx: %s comm with %s ready (connection 0x%08x)",
+             stt_conn_kind(&conn->head), peer, conn_id);
+    w->worker = NULL;
+    *comm_p = &conn->head.base;
+    return STRATA_OK;
+
+err_free:
+    free(conn);
+err_close:
+    stt_ucx_worker_close(w);
+    close(fd);
+    return status;
+}
+
+/* The side channel after the handshake: the peer never writes, so readable means gone. */
+void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn)
+{
+    int err;
+
+    switch (stt_sock_peek(conn->fd, &err)) {
+    case STT_SOCK_QUIET:
+        break;
+    case STT_SOCK_EOF:
+        conn->peer_eof = true;
+        conn->quiet_since_ns = stu_time_ns();
+        STU_INFO(STU_LOG_NET, "ucx: %s closed its end of connection 0x%08x", conn->head.peer,
+                 conn->conn_id);
+        break;
+    case STT_SOCK_BYTES:
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "unexpected bytes on the side channel");
+        break;
+    case STT_SOCK_ERROR:
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "side channel: %s", strerror(err));
+        break;
+    }
+}
+
+strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
+{
+    if (ucp_worker_progress(conn->worker) != 0) {
+        conn->idle = 0;
+        if (conn->peer_eof)
+            conn->quiet_since_ns = stu_time_ns();
+        return stt_conn_status(&conn->head);
+    }
+    if (conn->head.failed != STRATA_OK)
+        return conn->head.failed;
+    if (!conn->peer_eof) {
+        if (++conn->idle >= STT_UCX_LIVENESS_EVERY) {
+            conn->idle = 0;
+            stt_ucx_conn_check_peer(conn);
+        }
+    } else if (stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS) {
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed the connection");
+    }
+    return conn->head.failed;
+}
+
+/* Endpoint close in force mode. */
+static void conn_ep_close(stt_ucx_conn_t *conn)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_EP_CLOSE_FLAG_FORCE,
+    };
+    void *req = ucp_ep_close_nbx(conn->ep, &param);
+    conn_wait_free(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
+}
+
+/* The worker (and its context reference), the socket, the comm. */
+static void conn_release(stt_ucx_conn_t *conn)
+{
+    stt_ucx_worker_t w = {.worker = conn->worker};
+
+    stt_ucx_worker_close(&w);
+    close(conn->fd);
+    free(conn);
+}
+
+void stt_ucx_close_send(stt_comm_t *comm)
+{
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
+    stt_ucx_send_t *sc = (stt_ucx_send_t *)stt_conn_of(comm, &stt_ucx_ops, true, "close_send");
+    if (sc == NULL)
+        return;
+    stt_ucx_conn_t *conn = &sc->conn;
+    conn->head.closing = true;
+    /*
+     * A send is complete when its buffer may be reused, not when the peer has
+     * it (an eager message may still sit in UCX's queues): with nothing
+     * abandoned, flush before the force close so completed sends arrive.
+     */
+    if (stt_slots_idle(&sc->slots) && conn->head.failed == STRATA_OK && !conn->peer_eof) {
+        ucp_request_param_t param = {.op_attr_mask = 0};
+        conn_wait_free(conn, ucp_ep_flush_nbx(conn->ep, &param), STT_UCX_CLOSE_FLUSH_NS,
+                       STT_UCX_CLOSE_IDLE_NS);
+    }
+    conn_ep_close(conn);
+    for (int i = 0; i < STT_UCX_SEND_SLOTS; i++)
+        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].ucp != NULL)
+            ucp_request_free(sc->reqs[i].ucp);
+    conn_release(conn);
+}
+
+void stt_ucx_close_recv(stt_comm_t *comm)
+{
+    if (comm == NULL)
+        return;                          /* closing nothing is fine */
+    stt_ucx_recv_t *rc = (stt_ucx_recv_t *)stt_conn_of(comm, &stt_ucx_ops, false, "close_recv");
+    if (rc == NULL)
+        return;
+    rc->conn.head.closing = true;
+    for (int i = 0; i < STT_UCX_RECV_SLOTS; i++) {
+        stt_ucx_rreq_t *req = &rc->reqs[i];
+        if (req->slot.state == STT_SLOT_FREE)
+            continue;
+        for (int k = 0; k < req->slot.n; k++) {
+            if (req->ucp[k] == NULL)
+                continue;
+            ucp_request_cancel(rc->conn.worker, req->ucp[k]);
+            ucp_request_free(req->ucp[k]);
+        }
+    }
+    conn_ep_close(&rc->conn);
+    conn_release(&rc->conn);
+}
+
+/* ------------------------------------------------------------------ connect */
 
 enum { CONNECTING, HELLO, REPLY };
 
 typedef struct ucx_connect {
+    stt_connect_t head;      /* start time, peer */
     int stage;
     uint32_t conn_id;
     uint64_t listener_id;
@@ -34,50 +258,44 @@ typedef struct ucx_connect {
     stt_ucx_worker_t w;      /* open from HELLO on */
 } ucx_connect_t;
 
-/* Where connect keeps its state: right after the bytes listen wrote. */
-typedef struct ucx_connect_slot {
-    ucx_connect_t *state;
-    uint64_t check;
-} ucx_connect_slot_t;
-
-_Static_assert(STT_UCX_HANDLE_BYTES + sizeof(ucx_connect_slot_t) <= STT_HANDLE_SIZE,
-               "UCX handle and connect state exceed 128 bytes");
-
-static uint64_t slot_check(const ucx_connect_t *cs, uint64_t listener_id)
+static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
 {
-    return (uint64_t)(uintptr_t)cs ^ listener_id ^ UCX_CONNECT_CHECK_SALT;
+    strata_status_t status = stt_ucx_handle_decode(handle, h);
+
+    *listener_id_p = ((const stt_ucx_handle_t *)h)->listener_id;
+    return status;
 }
 
-static void slot_store(void *handle, ucx_connect_t *cs, uint64_t listener_id)
+static void connect_free(stt_connect_t *state)
 {
-    ucx_connect_slot_t slot = {.state = cs, .check = cs ? slot_check(cs, listener_id) : 0};
-    memcpy((char *)handle + STT_UCX_HANDLE_BYTES, &slot, sizeof(slot));
-}
+    ucx_connect_t *cs = (ucx_connect_t *)state;
 
-static void connect_free(ucx_connect_t *cs)
-{
     if (cs->w.worker != NULL)
         stt_ucx_worker_close(&cs->w);
     stt_ucx_chan_fini(&cs->ch, false);
     free(cs);
 }
 
-static strata_status_t connect_start(const stt_ucx_handle_t *h, ucx_connect_t **cs_p)
+static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
+                                     stt_connect_t **state_p)
 {
+    const stt_ucx_handle_t *h = hp;
     char peer[STT_NETIF_ADDR_STRLEN];
+    stt_netif_t nif;
     ucx_connect_t *cs;
     int fd;
 
+    strata_status_t status = stt_ucx_device_get(dev, &nif);
+    if (status != STRATA_OK)
+        return status;
     stt_netif_addr_format(&h->addr, peer, sizeof(peer));
-    fd = socket(h->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        STU_WARN("ucx: side channel socket to %s: %s", peer, strerror(errno));
-        return STRATA_ERR_IO;
-    }
-    if (connect(fd, &h->addr.sa, stt_netif_addr_len(&h->addr)) != 0 && errno != EINPROGRESS) {
-        STU_WARN("ucx: connect to %s: %s", peer, strerror(errno));
+    status = stt_sock_open("ucx", h->addr.sa.sa_family, &fd);
+    if (status != STRATA_OK)
+        return status;
+    status = stt_sock_connect("ucx", fd, &h->addr, peer);
+    if (status != STRATA_OK) {
         close(fd);
-        return errno == ECONNREFUSED ? STRATA_ERR_REMOTE : STRATA_ERR_IO;
+        return status;
     }
     cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
@@ -86,29 +304,24 @@ static strata_status_t connect_start(const stt_ucx_handle_t *h, ucx_connect_t **
         return STRATA_ERR_NO_MEMORY;
     }
     stt_ucx_chan_init(&cs->ch, fd, peer);
+    cs->head.start_ns = cs->ch.start_ns;
+    memcpy(cs->head.peer, cs->ch.peer, sizeof(cs->head.peer));
     cs->stage = CONNECTING;
     cs->listener_id = h->listener_id;
     cs->conn_id = (uint32_t)stt_netif_random_u64();
-    *cs_p = cs;
+    *state_p = &cs->head;
     return STRATA_OK;
 }
 
 /* CONNECTING -> HELLO once the socket is connected. */
 static strata_status_t connect_poll(ucx_connect_t *cs)
 {
-    struct pollfd pfd = {.fd = cs->ch.fd, .events = POLLOUT};
-    int err = 0;
-    socklen_t len = sizeof(err);
+    strata_status_t status = stt_sock_connected("ucx", cs->ch.fd, cs->ch.peer);
 
-    if (poll(&pfd, 1, 0) <= 0)
+    if (status == STRATA_INPROGRESS)
         return STRATA_OK;
-    if (getsockopt(cs->ch.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        err = errno;
-    if (err != 0) {
-        STU_WARN("ucx: connect to %s: %s", cs->ch.peer, strerror(err));
-        return err == ECONNREFUSED || err == ECONNRESET ? STRATA_ERR_REMOTE : STRATA_ERR_IO;
-    }
-    strata_status_t status = stt_ucx_worker_open(&cs->w, cs->ch.peer);
+    if (status == STRATA_OK)
+        status = stt_ucx_worker_open(&cs->w, cs->ch.peer);
     if (status != STRATA_OK)
         return status;
     stt_ucx_hello_t hello = {
@@ -123,7 +336,7 @@ static strata_status_t connect_poll(ucx_connect_t *cs)
     return status;
 }
 
-static strata_status_t connect_step(ucx_connect_t *cs, bool *ready)
+static strata_status_t connect_advance(ucx_connect_t *cs, bool *ready)
 {
     strata_status_t status = STRATA_OK;
     bool done = false;
@@ -153,59 +366,36 @@ static strata_status_t connect_step(ucx_connect_t *cs, bool *ready)
     return status;
 }
 
+/* The handshake's next steps; once the reply is in, the send comm takes socket and worker. */
+static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h,
+                                    stt_comm_t **send_p)
+{
+    ucx_connect_t *cs = (ucx_connect_t *)state;
+    bool ready = false;
+    strata_status_t status = connect_advance(cs, &ready);
+
+    if (status != STRATA_OK)
+        return status;
+    if (!ready)
+        return STRATA_INPROGRESS;
+    stt_ucx_hello_t in = cs->ch.in;
+    status = stt_ucx_conn_create(true, dev, &cs->w, cs->ch.fd, &in, cs->ch.in_addr, cs->conn_id,
+                                 cs->ch.peer, send_p);
+    stt_ucx_chan_fini(&cs->ch, true);    /* the comm owns the socket and the worker now */
+    return status;
+}
+
+static const stt_connect_steps_t connect_steps = {
+    .who = "ucx",
+    .hint = "",
+    .decode = connect_decode,
+    .start = connect_start,
+    .step = connect_step,
+    .free = connect_free,
+};
+
 strata_status_t stt_ucx_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                 stt_comm_t **send_p)
 {
-    stt_ucx_handle_t h;
-    ucx_connect_slot_t slot;
-    stt_netif_t nif;
-    strata_status_t status;
-    bool ready = false;
-
-    if (handle == NULL || send_p == NULL) {
-        STU_WARN("ucx: connect(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
-        return STRATA_ERR_INVALID;
-    }
-    status = stt_ucx_handle_decode(handle, &h);
-    if (status != STRATA_OK)
-        return status;
-    memcpy(&slot, (char *)handle + STT_UCX_HANDLE_BYTES, sizeof(slot));
-    ucx_connect_t *cs = slot.state;
-    if (cs == NULL) {
-        status = stt_ucx_device_get(dev, &nif);
-        if (status != STRATA_OK)
-            return status;
-        status = connect_start(&h, &cs);
-        if (status != STRATA_OK)
-            return status;
-        slot_store(handle, cs, h.listener_id);
-    } else if (slot.check != slot_check(cs, h.listener_id)) {
-        STU_WARN("ucx: connect: the handle's in-progress state is corrupt (handle copied or"
-                 " overwritten while connecting?)");
-        return STRATA_ERR_INVALID;
-    }
-
-    status = connect_step(cs, &ready);
-    if (status != STRATA_OK)
-        goto err_reset;
-    if (ready) {
-        stt_ucx_hello_t in = cs->ch.in;
-        status = stt_ucx_conn_create(STT_UCX_KIND_SEND, dev, &cs->w, cs->ch.fd, &in,
-                                     cs->ch.in_addr, cs->conn_id, cs->ch.peer, send_p);
-        stt_ucx_chan_fini(&cs->ch, true);   /* the comm owns the socket and the worker */
-        connect_free(cs);
-        slot_store(handle, NULL, h.listener_id);
-        return status;
-    }
-    if (stt_ucx_chan_expired(&cs->ch, "connecting to")) {
-        status = STRATA_ERR_TIMEOUT;
-        goto err_reset;
-    }
-    *send_p = NULL;
-    return STRATA_OK;
-
-err_reset:
-    connect_free(cs);
-    slot_store(handle, NULL, h.listener_id);
-    return status;
+    return stt_connect_run(&connect_steps, dev, handle, cfg, send_p);
 }

@@ -1,27 +1,24 @@
 /*
- * The process's UCP context and the UCX transport's devices.
+ * The process's UCP context, and the workers made from it.
  *
- * One ucp_context for the process, created by the first init and destroyed
- * when the last reference goes: every init holds one, and so does every
- * worker (a comm may outlive the fini of its init, as with NCCL's teardown).
- * UCX reads its own UCX_* variables when the context is created; Strata never
- * sets or rewrites them.
- *
- * Devices are network interfaces (netif.h); the table lives while an init
- * reference does.
+ * One ucp_context for the process, created with the first reference and
+ * destroyed when the last goes: the device table holds one while an init
+ * does (ucx_device.c), and so does every worker (a comm may outlive the fini
+ * of its init, as with NCCL's teardown). New workers are made only while the
+ * table holds its reference. UCX reads its own UCX_* variables when the
+ * context is created; Strata never sets or rewrites them.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static int init_refs;              /* init calls not matched by fini yet */
-static int ctx_refs;               /* init_refs + live workers */
+static int ctx_refs;               /* the device table's + one per live worker */
+static bool table_holds;           /* the device table's reference is among them */
 static ucp_context_h ctx;
-static int dev_count;
-static stt_netif_t dev_table[STT_NETIF_MAX];
 
 strata_status_t stt_ucx_status(ucs_status_t status)
 {
@@ -77,65 +74,44 @@ static strata_status_t ctx_create(void)
 /* Called with ctx_lock held, when a reference went. */
 static void ctx_release(void)
 {
-    if (--ctx_refs == 0) {
+    if (ctx_refs > 0 && --ctx_refs == 0) {
         ucp_cleanup(ctx);
         ctx = NULL;
     }
 }
 
-strata_status_t stt_ucx_probe(void)
-{
-    unsigned major, minor, release;
-
-    /* The nbx API this transport uses appeared in UCX 1.10. */
-    ucp_get_version(&major, &minor, &release);
-    if (major < 1 || (major == 1 && minor < 10)) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ucx: UCX %u.%u.%u is older than 1.10", major,
-                 minor, release);
-        return STRATA_ERR_UNSUPPORTED;
-    }
-    return STRATA_OK;
-}
-
-strata_status_t stt_ucx_init(void)
+strata_status_t stt_ucx_context_open(void)
 {
     strata_status_t status = STRATA_OK;
 
-    stu_log_init();
     pthread_mutex_lock(&ctx_lock);
-    if (init_refs == 0) {
-        int count = 0;
-        status = stt_netif_discover("ucx", dev_table, STT_NETIF_MAX, &count);
-        if (status == STRATA_OK && ctx_refs == 0)
-            status = ctx_create();
-        if (status == STRATA_OK)
-            dev_count = count;
-    }
+    if (ctx_refs == 0)
+        status = ctx_create();
     if (status == STRATA_OK) {
-        init_refs++;
         ctx_refs++;
+        table_holds = true;
     }
     pthread_mutex_unlock(&ctx_lock);
     return status;
 }
 
-void stt_ucx_fini(void)
+void stt_ucx_context_close(void)
 {
     pthread_mutex_lock(&ctx_lock);
-    if (init_refs > 0) {
-        if (--init_refs == 0)
-            dev_count = 0;
+    if (table_holds) {
+        table_holds = false;
         ctx_release();
     }
     pthread_mutex_unlock(&ctx_lock);
 }
 
-strata_status_t stt_ucx_context_get(ucp_context_h *ctx_p)
+/* A reference for a new worker, while the device table holds one. */
+static strata_status_t ctx_get(ucp_context_h *ctx_p)
 {
     strata_status_t status = STRATA_OK;
 
     pthread_mutex_lock(&ctx_lock);
-    if (init_refs == 0) {
+    if (!table_holds) {
         status = STRATA_ERR_INVALID;
     } else {
         ctx_refs++;
@@ -147,63 +123,58 @@ strata_status_t stt_ucx_context_get(ucp_context_h *ctx_p)
     return status;
 }
 
-void stt_ucx_context_put(void)
+static void ctx_put(void)
 {
     pthread_mutex_lock(&ctx_lock);
-    if (ctx_refs > 0)
-        ctx_release();
+    ctx_release();
     pthread_mutex_unlock(&ctx_lock);
 }
 
-strata_status_t stt_ucx_devices(int *ndev_p)
+strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer)
 {
-    if (ndev_p == NULL) {
-        STU_WARN("ucx: devices() called with a NULL output");
-        return STRATA_ERR_INVALID;
-    }
-    pthread_mutex_lock(&ctx_lock);
-    int refs = init_refs, count = dev_count;
-    pthread_mutex_unlock(&ctx_lock);
-    if (refs == 0) {
-        STU_WARN("ucx: devices() called before init");
-        return STRATA_ERR_INVALID;
-    }
-    *ndev_p = count;
-    return STRATA_OK;
-}
+    ucp_context_h uctx;
+    ucs_status_t us;
+    strata_status_t status;
+    ucp_worker_params_t params = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
 
-strata_status_t stt_ucx_device_get(int dev, stt_netif_t *nif_p)
-{
-    strata_status_t status = STRATA_OK;
-
-    pthread_mutex_lock(&ctx_lock);
-    if (init_refs == 0 || dev < 0 || dev >= dev_count)
-        status = STRATA_ERR_NOT_FOUND;
-    else
-        *nif_p = dev_table[dev];
-    int count = dev_count, refs = init_refs;
-    pthread_mutex_unlock(&ctx_lock);
+    memset(w, 0, sizeof(*w));
+    status = ctx_get(&uctx);
     if (status != STRATA_OK)
-        STU_WARN("ucx: no device %d (%d devices%s)", dev, count, refs ? "" : ", not initialised");
+        return status;
+    us = ucp_worker_create(uctx, &params, &w->worker);
+    if (us != UCS_OK) {
+        STU_WARN("ucx: ucp_worker_create for the connection with %s: %s", peer,
+                 ucs_status_string(us));
+        status = stt_ucx_status(us);
+        goto err_put;
+    }
+    us = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
+    if (us != UCS_OK || w->addr_len == 0 || w->addr_len > STT_UCX_MAX_ADDR_BYTES) {
+        STU_WARN("ucx: ucp_worker_get_address for the connection with %s: %s (%zu bytes,"
+                 " limit %u)", peer, ucs_status_string(us), w->addr_len, STT_UCX_MAX_ADDR_BYTES);
+        status = us != UCS_OK ? stt_ucx_status(us) : STRATA_ERR_INVALID;
+        goto err_destroy;
+    }
+    return STRATA_OK;
+
+err_destroy:
+    if (us == UCS_OK)
+        ucp_worker_release_address(w->worker, w->addr);
+    ucp_worker_destroy(w->worker);
+    w->worker = NULL;
+err_put:
+    ctx_put();
     return status;
 }
 
-strata_status_t stt_ucx_get_props(int dev, stt_props_t *props_p)
+void stt_ucx_worker_close(stt_ucx_worker_t *w)
 {
-    stt_netif_t nif;
-    strata_status_t status;
-
-    if (props_p == NULL) {
-        STU_WARN("ucx: get_props(%d) called with a NULL output", dev);
-        return STRATA_ERR_INVALID;
-    }
-    status = stt_ucx_device_get(dev, &nif);
-    if (status != STRATA_OK)
-        return status;
-    stt_netif_props_fill(&nif, props_p);
-    props_p->latency_us = STT_UCX_LATENCY_US;
-    props_p->max_comms = STT_UCX_MAX_COMMS;
-    props_p->max_p2p_bytes = STT_UCX_MAX_MSG_BYTES;
-    props_p->max_coll_bytes = STT_UCX_MAX_COLL_BYTES;
-    return STRATA_OK;
+    if (w->addr != NULL)
+        ucp_worker_release_address(w->worker, w->addr);
+    ucp_worker_destroy(w->worker);
+    ctx_put();
+    memset(w, 0, sizeof(*w));
 }

@@ -2,23 +2,28 @@
  * Objects of the UCX transport, shared by its files. Nothing outside
  * transport/ucx includes this.
  *
- *   context      one ucp_context per process, reference-counted, and the device
- *                table (ucx_context.c)
+ *   devices      network interfaces, reference-counted by init/fini (ucx_device.c)
+ *   context      one ucp_context per process, reference-counted by the device
+ *                table and every worker; workers (ucx_context.c)
  *   stt_ucx_chan_t   the side channel of one connection while it is set up: a
  *                non-blocking TCP socket that sends our hello + worker address
  *                and reads the peer's (ucx_chan.c)
  *   stt_ucx_listen_t a listening socket and the connections half accepted on it
- *                (ucx_listen.c); the connect side is ucx_connect.c
+ *                (ucx_listen.c); the connect side is ucx_conn.c
  *   stt_ucx_send_t / stt_ucx_recv_t  the two ends: a UCP worker, one endpoint to
  *                the peer's worker, the side-channel socket kept as a liveness
- *                check, and preallocated request slots (ucx_comm.c, ucx_send.c,
- *                ucx_recv.c)
+ *                check, and preallocated request slots (made, progressed and
+ *                closed in ucx_conn.c; requests in ucx_send.c and ucx_recv.c)
+ *
+ * Calls go one way: ucx_ops.c -> ucx_listen.c, ucx_send.c, ucx_recv.c,
+ * ucx_poll.c -> ucx_conn.c -> ucx_chan.c, ucx_context.c, ucx_device.c,
+ * ucx_wire.c, base/. ucx_conn.c never calls the request files.
  *
  * Threading: a worker per comm, created UCS_THREAD_MODE_SERIALIZED, so a comm
  * (used by one thread at a time, the contract) needs no lock, and comms used
  * by different threads at once never share UCP state but the context, which
- * is created with mt_workers_shared. The context and device table are
- * guarded by a mutex in ucx_context.c.
+ * is created with mt_workers_shared. The device table is guarded by its
+ * devref, the context by a mutex in ucx_context.c (taken after the devref's).
  */
 #ifndef STT_UCX_INTERNAL_H
 #define STT_UCX_INTERNAL_H
@@ -28,7 +33,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include "transport/base/conn.h"
 #include "transport/base/netif.h"
+#include "transport/base/slots.h"
 #include "transport/ucx/ucx.h"
 #include "transport/ucx/ucx_wire.h"
 #include "util/compiler.h"
@@ -77,17 +84,21 @@
 /* Endpoint close (force mode) and cancelled receives complete within this bound. */
 #define STT_UCX_CLOSE_FORCE_NS (1000ull * 1000000ull)
 
+/* ------------------------------------------------------------------ devices (ucx_device.c) */
+
+/* Copies device dev's interface out of the table. STRATA_ERR_NOT_FOUND for a bad index. */
+strata_status_t stt_ucx_device_get(int dev, stt_netif_t *nif_p);
+
 /* ------------------------------------------------------------------ context (ucx_context.c) */
 
 /*
- * References on the process's ucp_context: every init, and every worker (so
- * a comm outlives a fini). stt_ucx_context_get fails with STRATA_ERR_INVALID
- * when no init holds the context.
+ * The device table's reference on the process's ucp_context, from the first
+ * init (open, which creates the context if no worker kept it) to the last
+ * fini (close). Every worker holds one more (stt_ucx_worker_open), so a comm
+ * outlives the fini of its init.
  */
-strata_status_t stt_ucx_context_get(ucp_context_h *ctx_p);
-void stt_ucx_context_put(void);
-/* Copies device dev's interface out of the table. STRATA_ERR_NOT_FOUND for a bad index. */
-strata_status_t stt_ucx_device_get(int dev, stt_netif_t *nif_p);
+strata_status_t stt_ucx_context_open(void);
+void stt_ucx_context_close(void);
 /* STRATA_ERR_REMOTE for errors that mean the peer is gone, IO otherwise. */
 strata_status_t stt_ucx_status(ucs_status_t status);
 
@@ -103,9 +114,10 @@ typedef struct stt_ucx_chan {
     uint32_t out_off;
     /* the peer's hello, then its worker address */
     uint8_t in_hdr[STT_UCX_HELLO_BYTES];
-    uint32_t in_have;        /* bytes of header + address read so far */
+    uint32_t in_have;        /* bytes of the hello read so far */
     stt_ucx_hello_t in;
-    uint8_t *in_addr;        /* in.addr_len bytes once the header is read */
+    uint8_t *in_addr;        /* in.addr_len bytes once the hello is read */
+    uint32_t addr_have;      /* bytes of the address read so far */
 } stt_ucx_chan_t;
 
 /* Adopts a connected (or connecting) non-blocking socket. */
@@ -117,63 +129,52 @@ strata_status_t stt_ucx_chan_set_hello(stt_ucx_chan_t *ch, const stt_ucx_hello_t
 strata_status_t stt_ucx_chan_write(stt_ucx_chan_t *ch, bool *done);
 /* Reads the peer's hello and address; *done once both are in (then ch->in, ch->in_addr). */
 strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, bool *done);
-/* True when STRATA_CONNECT_TIMEOUT passed since start_ns (logs what timed out). */
-bool stt_ucx_chan_expired(const stt_ucx_chan_t *ch, const char *what);
 /* Frees the buffers; closes the socket unless keep_fd. */
 void stt_ucx_chan_fini(stt_ucx_chan_t *ch, bool keep_fd);
 
 /* ------------------------------------------------------------------ comms */
 
-typedef enum stt_ucx_kind { STT_UCX_KIND_SEND = 1, STT_UCX_KIND_RECV = 2 } stt_ucx_kind_t;
-
-enum { STT_UCX_REQ_FREE = 0, STT_UCX_REQ_ACTIVE, STT_UCX_REQ_DONE };
-
+/* Requests: slot.state is STT_SLOT_FREE, ACTIVE (posted) or DONE (base/slots.h). */
 typedef struct stt_ucx_sreq {
-    stt_req_t base;
-    uint8_t state;
+    stt_slot_t slot;
     void *ucp;               /* UCP request, NULL once complete */
-    ucs_status_t status;     /* UCS_OK or how it failed, once complete */
+    ucs_status_t ucs;        /* UCS_OK or how it failed, once complete */
     size_t size;
 } stt_ucx_sreq_t;
 
+/* slot.n buffers; slot.status is the first failure of a buffer (TRUNCATED, ...). */
 typedef struct stt_ucx_rreq {
-    stt_req_t base;
-    uint8_t state;
-    uint8_t n;
+    stt_slot_t slot;
     uint8_t pending;         /* buffers whose UCP receive is not complete */
-    strata_status_t status;  /* first failure of a buffer (TRUNCATED, ...) */
     void *ucp[STT_MAX_RECVS];
     ucp_tag_recv_info_t info[STT_MAX_RECVS];
 } stt_ucx_rreq_t;
 
-/* Shared head of both comm kinds. */
+/*
+ * What both comm kinds share. head.failed is also written by UCX's error
+ * callback (from inside progress); head.closing turns failures into info.
+ */
 typedef struct stt_ucx_conn {
-    stt_comm_t base;
-    stt_ucx_kind_t kind;
+    stt_conn_t head;         /* comm, direction, peer, first failure (base/conn.h) */
     int fd;                  /* side channel, open for the comm's life */
     int efd;                 /* the worker's event descriptor, -1 without one */
     ucp_worker_h worker;
     ucp_ep_h ep;
     uint32_t conn_id;
-    strata_status_t failed;  /* first error; written by the error callback too */
     uint32_t idle;           /* idle tests since the last liveness check */
     bool peer_eof;           /* the peer closed the side channel */
-    bool closing;            /* in close: failures are expected, logged as info */
     uint64_t quiet_since_ns; /* since then, or the last progress after it */
-    char peer[STT_NETIF_ADDR_STRLEN];
 } stt_ucx_conn_t;
 
 typedef struct stt_ucx_send {
     stt_ucx_conn_t conn;
-    uint16_t nfree;
-    uint16_t free_slots[STT_UCX_SEND_SLOTS];
+    stt_slots_t slots;
     stt_ucx_sreq_t reqs[STT_UCX_SEND_SLOTS];
 } stt_ucx_send_t;
 
 typedef struct stt_ucx_recv {
     stt_ucx_conn_t conn;
-    uint16_t nfree;
-    uint16_t free_slots[STT_UCX_RECV_SLOTS];
+    stt_slots_t slots;
     stt_ucx_rreq_t reqs[STT_UCX_RECV_SLOTS];
 } stt_ucx_recv_t;
 
@@ -187,20 +188,24 @@ typedef struct stt_ucx_worker {
     size_t addr_len;
 } stt_ucx_worker_t;
 
+/*
+ * ucx_context.c: a worker and its address for a connection with peer, with a
+ * context reference; STRATA_ERR_INVALID (warned) before init or after the
+ * last fini.
+ */
 strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer);
 void stt_ucx_worker_close(stt_ucx_worker_t *w);
 
+/* ------------------------------------------------------------------ ucx_conn.c */
+
 /*
- * Builds a comm of kind around w (its worker, taken over), the side-channel
- * socket fd (taken over, even on failure) and the peer's worker address.
+ * Builds a send (send true) or receive comm around w (its worker, taken
+ * over), the side-channel socket fd (taken over, even on failure) and the
+ * peer's worker address.
  */
-strata_status_t stt_ucx_conn_create(stt_ucx_kind_t kind, int dev, stt_ucx_worker_t *w, int fd,
+strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int fd,
                                     const stt_ucx_hello_t *peer_hello, const void *peer_addr,
                                     uint32_t conn_id, const char *peer, stt_comm_t **comm_p);
-
-/* Marks the comm failed with status and logs why (only the first time). */
-void stt_ucx_conn_fail(stt_ucx_conn_t *conn, strata_status_t status, const char *fmt, ...)
-    STU_PRINTF(3, 4);
 
 /* Peeks at the side channel: EOF sets peer_eof, a reset or stray bytes fail the comm. */
 void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
@@ -211,31 +216,38 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
  */
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
 
-/* test() of each kind (ucx_send.c, ucx_recv.c); stt_ucx_test dispatches. */
+/* ------------------------------------------------------------------ the data path */
+
+/* test() of each direction (ucx_send.c, ucx_recv.c); ucx_ops.c dispatches. */
 strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done, size_t *sizes);
 strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done, size_t *sizes);
 
-/* ------------------------------------------------------------------ ops (one file each) */
+/* ------------------------------------------------------------------ operations, by file */
 
+/* ucx_device.c */
 strata_status_t stt_ucx_probe(void);
 strata_status_t stt_ucx_init(void);
 void stt_ucx_fini(void);
 strata_status_t stt_ucx_devices(int *ndev_p);
 strata_status_t stt_ucx_get_props(int dev, stt_props_t *props_p);
+/* ucx_listen.c */
 strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p);
-strata_status_t stt_ucx_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
-                                stt_comm_t **send_p);
 strata_status_t stt_ucx_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_ucx_close_listen(stt_listen_t *listen);
+/* ucx_conn.c */
+strata_status_t stt_ucx_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
+                                stt_comm_t **send_p);
+void stt_ucx_close_send(stt_comm_t *comm);
+void stt_ucx_close_recv(stt_comm_t *comm);
+/* ucx_send.c */
 strata_status_t stt_ucx_isend(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                               stt_req_t **req_p);
+/* ucx_recv.c */
 strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                               const int *tags, void **mhs, stt_req_t **req_p);
 strata_status_t stt_ucx_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                                void **mhs, stt_req_t **req_p);
-strata_status_t stt_ucx_test(stt_req_t *req, int *done, size_t *sizes);
-void stt_ucx_close_send(stt_comm_t *comm);
-void stt_ucx_close_recv(stt_comm_t *comm);
+/* ucx_poll.c */
 int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 #endif /* STT_UCX_INTERNAL_H */

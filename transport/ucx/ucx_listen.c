@@ -11,17 +11,15 @@
  * A half-accepted connection that takes longer than STRATA_CONNECT_TIMEOUT,
  * or says something wrong, is dropped with a warning; the listener goes on.
  */
-#define _GNU_SOURCE 1   /* accept4 */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/base/connect.h"
+#include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
 
-#define UCX_LISTEN_BACKLOG 128
 #define UCX_PEND 16            /* connections half accepted at once */
 
 enum { PEND_FREE = 0, PEND_HELLO_IN, PEND_REPLY };
@@ -45,7 +43,6 @@ strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p)
     stt_ucx_handle_t h = {0};
     stt_netif_t nif;
     strata_status_t status;
-    socklen_t len;
 
     if (handle == NULL || listen_p == NULL) {
         STU_WARN("ucx: listen(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
@@ -59,27 +56,18 @@ strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p)
         STU_WARN("ucx: no memory for a listen comm");
         return STRATA_ERR_NO_MEMORY;
     }
-    stt_netif_addr_format(&nif.addr, l->local, sizeof(l->local));
-    l->fd = socket(nif.addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (l->fd < 0) {
-        STU_WARN("ucx: listen socket on %s (%s): %s", nif.name, l->local, strerror(errno));
-        status = STRATA_ERR_IO;
+    status = stt_sock_open("ucx", nif.addr.sa.sa_family, &l->fd);
+    if (status != STRATA_OK)
         goto err_free;
-    }
-    h.addr = nif.addr;
-    len = stt_netif_addr_len(&h.addr);
-    if (bind(l->fd, &h.addr.sa, len) != 0 || listen(l->fd, UCX_LISTEN_BACKLOG) != 0 ||
-        getsockname(l->fd, &h.addr.sa, &len) != 0) {
-        STU_WARN("ucx: listening on %s (%s): %s", nif.name, l->local, strerror(errno));
-        status = STRATA_ERR_IO;
+    status = stt_sock_listen("ucx", l->fd, &nif.addr, &h.addr);
+    if (status != STRATA_OK)
         goto err_close;
-    }
     stt_netif_addr_format(&h.addr, l->local, sizeof(l->local));
     h.listener_id = stt_netif_random_u64();
+    memset(handle, 0, STT_HANDLE_SIZE);
     status = stt_ucx_handle_encode(&h, handle);
     if (status != STRATA_OK)
         goto err_close;
-    memset((char *)handle + STT_UCX_HANDLE_BYTES, 0, STT_HANDLE_SIZE - STT_UCX_HANDLE_BYTES);
     l->base.ops = &stt_ucx_ops;
     l->base.dev = dev;
     l->listener_id = h.listener_id;
@@ -109,14 +97,9 @@ static void listen_take_new(stt_ucx_listen_t *l)
         if (l->pend[i].stage != PEND_FREE)
             continue;
         stt_netif_addr_t addr;
-        socklen_t len = sizeof(addr);
-        int fd = accept4(l->fd, &addr.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                STU_WARN("ucx: accept on %s: %s", l->local, strerror(errno));
+        int fd = stt_sock_accept("ucx", l->fd, l->local, &addr);
+        if (fd < 0)
             return;
-        }
         char peer[STT_NETIF_ADDR_STRLEN];
         stt_netif_addr_format(&addr, peer, sizeof(peer));
         stt_ucx_chan_init(&l->pend[i].ch, fd, peer);
@@ -179,8 +162,8 @@ strata_status_t stt_ucx_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         strata_status_t status = pend_step(l, p, &ready);
         if (status == STRATA_OK && ready) {
             stt_ucx_hello_t in = p->ch.in;
-            status = stt_ucx_conn_create(STT_UCX_KIND_RECV, l->base.dev, &p->w, p->ch.fd, &in,
-                                         p->ch.in_addr, in.conn_id, p->ch.peer, recv_p);
+            status = stt_ucx_conn_create(false, l->base.dev, &p->w, p->ch.fd, &in, p->ch.in_addr,
+                                         in.conn_id, p->ch.peer, recv_p);
             stt_ucx_chan_fini(&p->ch, true);   /* the comm owns the socket and worker */
             memset(p, 0, sizeof(*p));
             /* A comm that could not be built is this connection's failure, not the
@@ -189,7 +172,8 @@ strata_status_t stt_ucx_accept(stt_listen_t *listen, stt_comm_t **recv_p)
                 return STRATA_OK;
             continue;
         }
-        if (status != STRATA_OK || stt_ucx_chan_expired(&p->ch, "accepting from")) {
+        if (status != STRATA_OK ||
+            stt_connect_expired(p->ch.start_ns, "ucx", "accepting from", p->ch.peer, "")) {
             STU_WARN("ucx: dropped a half-accepted connection from %s on %s (%s)", p->ch.peer,
                      l->local, strata_status_str(status == STRATA_OK ? STRATA_ERR_TIMEOUT
                                                                      : status));

@@ -1,6 +1,19 @@
-/* The UCX transport's operations table. */
+/*
+ * The UCX transport's operations table, and test(), which hands a request to
+ * the side of the data path its comm belongs to.
+ */
 #include "transport/base/hostmr.h"
 #include "transport/ucx/ucx_internal.h"
+
+static strata_status_t ucx_test(stt_req_t *req, int *done, size_t *sizes)
+{
+    if (stt_slots_test_check(&stt_ucx_ops, req, done) != STRATA_OK)
+        return STRATA_ERR_INVALID;
+    stt_ucx_conn_t *conn = (stt_ucx_conn_t *)req->comm;
+    if (conn->head.send)
+        return stt_ucx_send_test((stt_ucx_send_t *)conn, req, done, sizes);
+    return stt_ucx_recv_test((stt_ucx_recv_t *)conn, req, done, sizes);
+}
 
 const stt_ops_t stt_ucx_ops = {
     .name = "ucx",
@@ -18,7 +31,7 @@ const stt_ops_t stt_ucx_ops = {
     .isend = stt_ucx_isend,
     .irecv = stt_ucx_irecv,
     .iflush = stt_ucx_iflush,
-    .test = stt_ucx_test,
+    .test = ucx_test,
     .close_send = stt_ucx_close_send,
     .close_recv = stt_ucx_close_recv,
     .close_listen = stt_ucx_close_listen,

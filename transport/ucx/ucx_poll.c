@@ -20,11 +20,11 @@ int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
     stt_ucx_conn_t *conn = (stt_ucx_conn_t *)comm;
 
-    if (conn == NULL || conn->base.ops != &stt_ucx_ops || fds == NULL || max < 2 ||
-        conn->efd < 0 || conn->failed != STRATA_OK || conn->peer_eof)
+    if (conn == NULL || conn->head.base.ops != &stt_ucx_ops || fds == NULL || max < 2 ||
+        conn->efd < 0 || conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
     stt_ucx_conn_check_peer(conn);
-    if (conn->failed != STRATA_OK || conn->peer_eof)
+    if (conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
     while (ucp_worker_progress(conn->worker) != 0)
         ;

@@ -1,5 +1,6 @@
 /*
- * Receives of the UCX transport. A grouped receive of n buffers posts n
+ * The receive side of the UCX transport: irecv, iflush and the test of a
+ * receive request. A grouped receive of n buffers posts n
  * ucp_tag_recv_nbx, each with its buffer's tag under a full mask; UCP matches
  * an endpoint's messages to posted receives in order, so each send lands in
  * the oldest unmatched buffer of its tag, the contract's rule. A message
@@ -13,67 +14,52 @@
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
 
-static stt_ucx_recv_t *recv_of(stt_comm_t *comm, const char *call)
-{
-    stt_ucx_recv_t *rc = (stt_ucx_recv_t *)comm;
-
-    if (rc == NULL || rc->conn.base.ops != &stt_ucx_ops || rc->conn.kind != STT_UCX_KIND_RECV) {
-        STU_WARN("ucx: %s called with something not a UCX receive comm", call);
-        return NULL;
-    }
-    return rc;
-}
-
 /* Cancels and frees what is still posted, and gives the slot back. */
 static void recv_abandon(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req)
 {
-    for (int k = 0; k < req->n; k++) {
+    for (int k = 0; k < req->slot.n; k++) {
         if (req->ucp[k] == NULL)
             continue;
         ucp_request_cancel(rc->conn.worker, req->ucp[k]);
         ucp_request_free(req->ucp[k]);
         req->ucp[k] = NULL;
     }
-    req->state = STT_UCX_REQ_FREE;
-    rc->free_slots[rc->nfree++] = (uint16_t)(req - rc->reqs);
+    req->pending = 0;                    /* a free slot owes nothing (a flush may take it) */
+    stt_slots_give(&rc->slots, &req->slot);
 }
 
 /* A buffer finished with us: record how (TRUNCATED is the receive's, others the comm's). */
 static void recv_buffer_status(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req, int k, ucs_status_t us)
 {
-    if (us == UCS_OK || req->status != STRATA_OK)
+    if (us == UCS_OK || req->slot.status != STRATA_OK)
         return;
     if (us == UCS_ERR_MESSAGE_TRUNCATED) {
         STU_INFO(STU_LOG_NET, "ucx: a message from %s was larger than its receive buffer %d"
-                 " (tag %d)", rc->conn.peer, k, stt_ucx_tag_user(req->info[k].sender_tag));
-        req->status = STRATA_ERR_TRUNCATED;
+                 " (tag %d)", rc->conn.head.peer, k, stt_ucx_tag_user(req->info[k].sender_tag));
+        req->slot.status = STRATA_ERR_TRUNCATED;
         return;
     }
-    stt_ucx_conn_fail(&rc->conn, stt_ucx_status(us), "receive buffer %d: %s", k,
-                      ucs_status_string(us));
-    req->status = rc->conn.failed;
+    stt_conn_fail(&rc->conn.head, stt_ucx_status(us), "receive buffer %d: %s", k,
+                  ucs_status_string(us));
+    req->slot.status = rc->conn.head.failed;
 }
 
 strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                               const int *tags, void **mhs, stt_req_t **req_p)
 {
-    stt_ucx_recv_t *rc = recv_of(comm, "irecv");
+    stt_ucx_recv_t *rc = (stt_ucx_recv_t *)stt_conn_of(comm, &stt_ucx_ops, false, "irecv");
 
-    if (rc == NULL ||
-        stt_hostmr_irecv_check(comm, rc->conn.peer, n, data, sizes, tags, mhs, req_p) != STRATA_OK)
+    if (rc == NULL || stt_hostmr_irecv_check(comm, rc->conn.head.peer, n, data, sizes, tags, mhs,
+                                             req_p) != STRATA_OK)
         return STRATA_ERR_INVALID;
-    if (STU_UNLIKELY(rc->conn.failed != STRATA_OK))
-        return rc->conn.failed;
-    if (rc->nfree == 0) {
+    if (STU_UNLIKELY(rc->conn.head.failed != STRATA_OK))
+        return rc->conn.head.failed;
+    stt_ucx_rreq_t *req = (stt_ucx_rreq_t *)stt_slots_take(&rc->slots, n);
+    if (req == NULL) {
         *req_p = NULL;
         return STRATA_OK;
     }
-    stt_ucx_rreq_t *req = &rc->reqs[rc->free_slots[--rc->nfree]];
-    req->state = STT_UCX_REQ_ACTIVE;
-    req->n = (uint8_t)n;
     req->pending = 0;
-    req->status = STRATA_OK;
-    req->base.nsizes = n;
     for (int i = 0; i < n; i++) {
         /* NO_IMM_CMPL: UCX 1.13.1 completes a receive that finds its message
          * already there without filling recv_info (measured: the length stays
@@ -86,58 +72,41 @@ strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t
         req->ucp[i] = NULL;
         if (UCS_PTR_IS_ERR(ucp)) {
             recv_buffer_status(rc, req, i, UCS_PTR_STATUS(ucp));
-            if (req->status != STRATA_ERR_TRUNCATED) {
-                req->n = (uint8_t)i;         /* what is posted so far */
+            if (req->slot.status != STRATA_ERR_TRUNCATED) {
+                req->slot.n = (uint8_t)i;    /* what is posted so far */
                 recv_abandon(rc, req);
-                return rc->conn.failed;
+                return rc->conn.head.failed;
             }
         } else if (ucp != NULL) {
             req->ucp[i] = ucp;
             req->pending++;
         }
     }
-    *req_p = &req->base;
+    *req_p = &req->slot.base;
     return STRATA_OK;
 }
 
 strata_status_t stt_ucx_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                                void **mhs, stt_req_t **req_p)
 {
-    stt_ucx_recv_t *rc = recv_of(comm, "iflush");
+    stt_ucx_recv_t *rc = (stt_ucx_recv_t *)stt_conn_of(comm, &stt_ucx_ops, false, "iflush");
 
-    if (rc == NULL || stt_hostmr_iflush_check(comm, rc->conn.peer, n, req_p) != STRATA_OK)
+    if (rc == NULL)
         return STRATA_ERR_INVALID;
-    if (rc->conn.failed != STRATA_OK)
-        return rc->conn.failed;
-    if (rc->nfree == 0) {
-        *req_p = NULL;
-        return STRATA_OK;
-    }
     /* Host memory is coherent once UCP completed the receive: nothing to wait for. */
-    stt_ucx_rreq_t *req = &rc->reqs[rc->free_slots[--rc->nfree]];
-    req->state = STT_UCX_REQ_DONE;
-    req->n = 0;
-    req->pending = 0;
-    req->status = STRATA_OK;
-    req->base.nsizes = 0;
-    *req_p = &req->base;
-    return STRATA_OK;
+    return stt_hostmr_iflush(comm, rc->conn.head.peer, rc->conn.head.failed, &rc->slots, n,
+                             req_p);
 }
 
 strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done, size_t *sizes)
 {
-    ptrdiff_t slot = (stt_ucx_rreq_t *)base - rc->reqs;
+    stt_ucx_rreq_t *req = (stt_ucx_rreq_t *)stt_slots_find(&rc->slots, base);
 
-    if (slot < 0 || slot >= STT_UCX_RECV_SLOTS || &rc->reqs[slot].base != base ||
-        rc->reqs[slot].state == STT_UCX_REQ_FREE) {
-        STU_WARN("ucx: test on a receive request %p that is not pending on its comm"
-                 " (released already?)", (void *)base);
-        return STRATA_ERR_INVALID;
-    }
-    stt_ucx_rreq_t *req = &rc->reqs[slot];
+    if (req == NULL)
+        return stt_slots_stale(&stt_ucx_ops, base);
     if (req->pending > 0) {
         stt_ucx_conn_progress(&rc->conn);
-        for (int k = 0; k < req->n; k++) {
+        for (int k = 0; k < req->slot.n; k++) {
             if (req->ucp[k] == NULL)
                 continue;
             ucs_status_t us = ucp_tag_recv_request_test(req->ucp[k], &req->info[k]);
@@ -150,23 +119,21 @@ strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done
         }
     }
     if (req->pending > 0) {
-        if (rc->conn.failed == STRATA_OK) {
+        if (rc->conn.head.failed == STRATA_OK) {
             *done = 0;
             return STRATA_OK;
         }
-        strata_status_t failed = rc->conn.failed;
+        strata_status_t failed = rc->conn.head.failed;
         recv_abandon(rc, req);
         return failed;
     }
-    strata_status_t status = req->status;
-    int n = req->n;
-    req->state = STT_UCX_REQ_FREE;
-    rc->free_slots[rc->nfree++] = (uint16_t)slot;
+    strata_status_t status = req->slot.status;
+    stt_slots_give(&rc->slots, &req->slot);
     if (status != STRATA_OK)
         return status;
     *done = 1;
     if (sizes != NULL)
-        for (int k = 0; k < n; k++)
+        for (int k = 0; k < req->slot.n; k++)
             sizes[k] = req->info[k].length;
     return STRATA_OK;
 }

@@ -6,7 +6,8 @@
  * and addresses keep network order.
  *
  * Handle (STT_HANDLE_SIZE bytes, listen writes the first STT_UCX_HANDLE_BYTES,
- * zeroes the rest; connect keeps its state pointer in the rest):
+ * zeroes the rest; connect keeps its state in the connect slot at the end,
+ * base/connect.h):
  *   0 magic u32 "STRU" | 4 version u16 | 6 family u16 | 8 listener id u64 |
  *   16 port (network order) u16 | 18 address, 16 bytes (IPv4: first 4) |
  *   34 IPv6 scope id u32 | 38..64 zero
@@ -34,7 +35,7 @@
 #define STT_UCX_HANDLE_MAGIC 0x55525453u   /* "STRU" */
 #define STT_UCX_HELLO_MAGIC 0x48555453u    /* "STUH" (the tcp transport's hello is "STRH") */
 #define STT_UCX_WIRE_VERSION 1
-#define STT_UCX_HANDLE_BYTES 64            /* what listen writes; connect state follows */
+#define STT_UCX_HANDLE_BYTES 64            /* what listen writes */
 #define STT_UCX_HELLO_BYTES 24
 /* Largest worker address accepted from a peer: UCP packs one entry per device and
  * transport; a few hundred bytes on these machines, a few KiB with many HCAs. */
