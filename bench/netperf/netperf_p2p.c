@@ -124,7 +124,7 @@ strata_status_t stb_p2p_open(stb_p2p_t *p2p, stb_plugin_t *plugin, stb_boot_t *b
                              int timeout_ms, int spin)
 {
     unsigned char mine[STB_PLUGIN_HANDLE_SIZE], theirs[STB_PLUGIN_HANDLE_SIZE];
-    uint64_t deadline = stb_deadline_make(timeout_ms);
+    uint64_t deadline = stu_deadline_ms(timeout_ms);
     uint64_t next_peer_check = 0;
     strata_status_t status;
 

@@ -246,7 +246,7 @@ static inline void func_loopback(func_fix_t *fix, void **send, void **recv)
             assert_nccl_ok(sts_net_connect(&fix->net, 0, handle, send));
         if (*recv == NULL)
             assert_nccl_ok(sts_net_accept(&fix->net, listen, recv));
-        if ((*send == NULL || *recv == NULL) && sts_expired(deadline))
+        if ((*send == NULL || *recv == NULL) && stu_deadline_passed(deadline))
             fail_msg("loopback connection not ready before the deadline");
         sts_relax();
     }

@@ -136,7 +136,7 @@ static int wait_for_kill(peer_t *p)
 {
     const struct timespec nap = {0, 20 * 1000 * 1000};
     sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0);
-    while (!sts_expired(p->deadline))
+    while (!stu_deadline_passed(p->deadline))
         nanosleep(&nap, NULL);
     return peer_fail(p, "still alive at the deadline: the test was to kill this peer");
 }
@@ -341,7 +341,7 @@ static int scenario_many(peer_t *p, int k)
                 rc = peer_fail(p, "connect %d: %s", i, sts_nccl_str(res));
             connected += send[i] != NULL;
         }
-        if (connected < k && sts_expired(p->deadline))
+        if (connected < k && stu_deadline_passed(p->deadline))
             rc = peer_fail(p, "%d of %d connected at the deadline", connected, k);
         sts_relax();
     }
@@ -447,7 +447,7 @@ static int scenario_inflight(peer_t *p)
         rc = peer_fail(p, "control socket lost");
     while (rc == 0 && !sts_ctl_pending(p->fd)) {
         sts_net_progress(&p->net, reqs, nb);
-        if (sts_expired(p->deadline))
+        if (stu_deadline_passed(p->deadline))
             rc = peer_fail(p, "no GO from the test");
     }
     if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)

@@ -26,7 +26,7 @@ static void fault_wait_ready(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *r
     while (!sts_ctl_pending(peer->fd)) {
         if (reqs != NULL)
             sts_net_progress(&fix->net, reqs, n);
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             fail_msg("the peer never reported READY");
     }
     if (sts_ctl_expect(peer->fd, STS_CTL_READY, NULL, 0, deadline) != 0)
@@ -36,14 +36,14 @@ static void fault_wait_ready(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *r
 /* Tests req until it finishes; it must fail with ncclRemoteError in time. */
 static void fault_expect_remote(func_fix_t *fix, sts_net_req_t *r, const char *what)
 {
-    uint64_t start = sts_now_ns();
+    uint64_t start = stu_time_ns();
     if (sts_net_wait_all(&fix->net, r, 1, sts_deadline(FAULT_DETECT_S)) != 0)
         fail_msg("%s: still pending %.0f s after the peer died", what, FAULT_DETECT_S);
     if (r->result != ncclRemoteError)
         fail_msg("%s: %s after the peer died, want ncclRemoteError", what,
                  sts_nccl_str(r->result));
     print_message("  %s: ncclRemoteError after %.3f s\n", what,
-                  (double)(sts_now_ns() - start) / 1e9);
+                  (double)(stu_time_ns() - start) / 1e9);
 }
 
 /*

@@ -367,7 +367,7 @@ ncclResult_t sts_net_connect_wait(sts_net_t *net, int dev, void *handle, uint64_
         ncclResult_t res = sts_net_connect(net, dev, handle, &comm);
         if (res != ncclSuccess)
             return res;
-        if (comm == NULL && sts_expired(deadline))
+        if (comm == NULL && stu_deadline_passed(deadline))
             return ncclInternalError;
         if (comm == NULL)
             sts_relax();
@@ -383,7 +383,7 @@ ncclResult_t sts_net_accept_wait(sts_net_t *net, void *listen, uint64_t deadline
         ncclResult_t res = sts_net_accept(net, listen, &comm);
         if (res != ncclSuccess)
             return res;
-        if (comm == NULL && sts_expired(deadline))
+        if (comm == NULL && stu_deadline_passed(deadline))
             return ncclInternalError;
         if (comm == NULL)
             sts_relax();
@@ -419,7 +419,7 @@ ncclResult_t sts_net_link_open(sts_net_t *net, int dev, int ctl_fd, uint64_t dea
             snprintf(err, errlen, "accept: %s", sts_nccl_str(res));
             goto out;
         }
-        if ((send == NULL || recv == NULL) && sts_expired(deadline)) {
+        if ((send == NULL || recv == NULL) && stu_deadline_passed(deadline)) {
             snprintf(err, errlen, "not connected before the deadline (send %p, recv %p)", send,
                      recv);
             res = ncclInternalError;
@@ -471,7 +471,7 @@ int sts_net_progress(sts_net_t *net, sts_net_req_t *reqs, int n)
 int sts_net_wait_all(sts_net_t *net, sts_net_req_t *reqs, int n, uint64_t deadline)
 {
     while (sts_net_progress(net, reqs, n) > 0)
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return -1;
     return 0;
 }
@@ -484,7 +484,7 @@ ncclResult_t sts_net_isend_retry(sts_net_t *net, void *comm, void *data, size_t 
         ncclResult_t res = sts_net_isend(net, comm, data, size, tag, mh, req);
         if (res != ncclSuccess || *req != NULL)
             return res;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return ncclInternalError;
         sts_net_progress(net, progress, nprogress);
     }
@@ -499,7 +499,7 @@ ncclResult_t sts_net_irecv_retry(sts_net_t *net, void *comm, int n, void **data,
         ncclResult_t res = sts_net_irecv(net, comm, n, data, sizes, tags, mhs, req);
         if (res != ncclSuccess || *req != NULL)
             return res;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return ncclInternalError;
         sts_net_progress(net, progress, nprogress);
     }

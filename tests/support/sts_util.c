@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -16,13 +15,6 @@
 #else
 #define STS_SANITIZED 0
 #endif
-
-uint64_t sts_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 double sts_timeout_scale(void)
 {
@@ -35,12 +27,7 @@ double sts_timeout_scale(void)
 
 uint64_t sts_deadline(double seconds)
 {
-    return sts_now_ns() + (uint64_t)(seconds * sts_timeout_scale() * 1e9);
-}
-
-int sts_expired(uint64_t deadline)
-{
-    return sts_now_ns() > deadline;
+    return stu_time_ns() + (uint64_t)(seconds * sts_timeout_scale() * 1e9);
 }
 
 void sts_relax(void)

@@ -28,7 +28,7 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
         }
         if (send != NULL && recv != NULL)
             break;
-        if (sts_expired(deadline)) {
+        if (stu_deadline_passed(deadline)) {
             status = STRATA_ERR_TIMEOUT;
             goto err;
         }
@@ -147,7 +147,7 @@ int sts_reqset_progress(sts_reqset_t *set)
 strata_status_t sts_reqset_wait(sts_reqset_t *set, uint64_t deadline)
 {
     while (sts_reqset_progress(set) > 0) {
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
     return STRATA_OK;
@@ -172,7 +172,7 @@ strata_status_t sts_isend_retry(stt_comm_t *comm, void *data, size_t size, int t
         }
         if (nulls_p != NULL)
             (*nulls_p)++;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
         sts_reqset_progress(progress);
     }
@@ -197,7 +197,7 @@ strata_status_t sts_irecv_retry(stt_comm_t *comm, int n, void **data, const size
         }
         if (nulls_p != NULL)
             (*nulls_p)++;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
         sts_reqset_progress(progress);
     }
@@ -210,7 +210,7 @@ strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes)
         strata_status_t status = stt_test(req, &done, sizes);
         if (status != STRATA_OK || done)
             return status;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
 }

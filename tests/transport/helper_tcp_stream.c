@@ -8,8 +8,8 @@
  *
  * Without "netns" both run in this namespace (the parent receives), over the
  * interface STRATA_SOCKET_IFNAME picks (e.g. "=lo"). With "netns" the
- * receiver runs in one network namespace and the sender in another, joined by
- * a veth (tests/support/netns.h; needs root), and STRATA_SOCKET_IFNAME is
+ * receiver runs in one emulated node and the sender in another
+ * (tools/lib/tool_netns.h; needs root), and STRATA_SOCKET_IFNAME is
  * forced to that veth; qdisc, if given, shapes the link ("tbf rate 1gbit
  * burst 32kb latency 50ms").
  *
@@ -17,16 +17,16 @@
  * (GB = 10^9 bytes, timed on the receiver from the first to the last completion
  * after a warmup of `window` * 2 messages).
  */
-#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "netns.h"
+#include "sts_proc.h"
 #include "transport/tcp/tcp.h"
 #include "util/param.h"
+#include "util/sock.h"
 #include "util/time.h"
 
 #define MAX_WINDOW 64
@@ -157,46 +157,15 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     return 0;
 }
 
-/* Both ends in this namespace: the child sends, the parent receives. */
-static int run_local(size_t size, long total, int window)
-{
-    int pfd[2], wstatus = 0;
-    strata_status_t status;
-
-    if (pipe(pfd) != 0)
-        return fail("pipe", STRATA_ERR_IO);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        return fail("fork", STRATA_ERR_IO);
-    if (child == 0) {
-        close(pfd[1]);
-        _exit(run_sender(pfd[0], size, total, window));
-    }
-    close(pfd[0]);
-    if ((status = ops->init()) != STRATA_OK) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        return fail("init", status);
-    }
-    int rc = run_receiver(pfd[1], size, total, window);
-    if (rc != 0)
-        kill(child, SIGKILL);
-    waitpid(child, &wstatus, 0);
-    close(pfd[1]);
-    ops->fini();
-    return rc == 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? 0 : 1;
-}
-
-typedef struct netns_args {
+typedef struct stream_args {
     size_t size;
     long total;
     int window;
-} netns_args_t;
+} stream_args_t;
 
-static int netns_receiver(void *arg, int ctl)
+static int child_receiver(void *arg, int ctl)
 {
-    const netns_args_t *a = arg;
+    const stream_args_t *a = arg;
     strata_status_t status;
 
     stu_param_reload();
@@ -207,46 +176,49 @@ static int netns_receiver(void *arg, int ctl)
     return rc;
 }
 
-static int netns_sender(void *arg, int ctl)
+static int child_sender(void *arg, int ctl)
 {
-    const netns_args_t *a = arg;
+    const stream_args_t *a = arg;
 
     stu_param_reload();
     return run_sender(ctl, a->size, a->total, a->window);
 }
 
-/* Receiver in node 0, sender in node 1, the handle relayed through this process. */
-static int run_netns(size_t size, long total, int window, const char *qdisc)
+/*
+ * The receiver and the sender as two children, in emulated nodes 0 and 1 or
+ * (ns NULL) here; the handle is relayed through this process.
+ */
+static int run_pair(const stream_args_t *args, const stb_netns_t *ns)
 {
-    netns_args_t args = {.size = size, .total = total, .window = window};
-    sts_netns_t *net = NULL;
     uint8_t handle[STT_HANDLE_SIZE];
-    pid_t rpid, spid;
-    int rctl, sctl, rws = 0, sws = 0;
-    strata_status_t status;
-    int timeout_ms = (int)(GIVE_UP_NS / 1000000ull) + 10000;
+    sts_peer_t recv, send;
+    uint64_t deadline = stu_time_ns() + GIVE_UP_NS + 10 * STU_NS_PER_MS * 1000;
 
-    setenv("STRATA_SOCKET_IFNAME", "=" STS_NETNS_IFNAME, 1);
-    if ((status = sts_netns_create(2, STS_NETNS_PAIR, &net)) != STRATA_OK)
-        return fail("creating the namespaces", status);
-    if (qdisc != NULL && (status = sts_netns_shape(net, 0, qdisc)) != STRATA_OK)
-        goto err_destroy;
-    status = sts_netns_spawn(net, 0, netns_receiver, &args, &rpid, &rctl);
+    if (sts_peer_fork(&recv, ns, 0, child_receiver, (void *)args) != 0)
+        return fail("starting the receiver", STRATA_ERR_IO);
+    strata_status_t status = stu_sock_recv_all(recv.fd, handle, sizeof(handle), deadline);
+    if (status == STRATA_OK && sts_peer_fork(&send, ns, 1, child_sender, (void *)args) != 0)
+        status = STRATA_ERR_IO;
     if (status == STRATA_OK)
-        status = sts_netns_msg_recv(rctl, handle, sizeof(handle), timeout_ms);
-    if (status == STRATA_OK)
-        status = sts_netns_spawn(net, 1, netns_sender, &args, &spid, &sctl);
-    if (status == STRATA_OK)
-        status = sts_netns_msg_send(sctl, handle, sizeof(handle), timeout_ms);
-    if (status == STRATA_OK)
-        status = sts_netns_wait(net, spid, timeout_ms, &sws);
-    if (status == STRATA_OK)
-        status = sts_netns_wait(net, rpid, timeout_ms, &rws);
-    if (status == STRATA_OK && !(sts_netns_exit_ok(sws) && sts_netns_exit_ok(rws)))
+        status = stu_sock_send_all(send.fd, handle, sizeof(handle), deadline);
+    if (status == STRATA_OK && (sts_peer_wait(&send, deadline) != 0 ||
+                                sts_peer_wait(&recv, deadline) != 0))
         status = STRATA_ERR_REMOTE;
-err_destroy:
-    sts_netns_destroy(net);
-    return status == STRATA_OK ? 0 : fail("running in namespaces", status);
+    sts_peer_kill_all();
+    return status == STRATA_OK ? 0 : fail("running the pair", status);
+}
+
+static int run_netns(const stream_args_t *args, const char *qdisc)
+{
+    stb_netns_t ns;
+    strata_status_t status;
+
+    setenv("STRATA_SOCKET_IFNAME", "=" STB_NETNS_IFNAME, 1);
+    if ((status = stb_netns_create(&ns, 2, 0)) == STRATA_OK && qdisc != NULL)
+        status = stb_netns_shape(&ns, 0, qdisc);
+    int rc = status == STRATA_OK ? run_pair(args, &ns) : fail("creating the nodes", status);
+    stb_netns_destroy(&ns);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -262,8 +234,8 @@ int main(int argc, char **argv)
                 argv[0], MAX_WINDOW);
         return 2;
     }
-    long total = iters + 2L * window;
+    stream_args_t args = {.size = size, .total = iters + 2L * window, .window = window};
     if (netns)
-        return run_netns(size, total, window, argc > 5 ? argv[5] : NULL);
-    return run_local(size, total, window);
+        return run_netns(&args, argc > 5 ? argv[5] : NULL);
+    return run_pair(&args, NULL);
 }

@@ -173,7 +173,7 @@ static void conf_connect_closed_listener(void **state)
         if (started)
             status = ctx->ops->connect(0, handle, &cfg, &send);
         stt_close_listen(listen);
-        while (status == STRATA_OK && send == NULL && !sts_expired(deadline)) {
+        while (status == STRATA_OK && send == NULL && !stu_deadline_passed(deadline)) {
             status = ctx->ops->connect(0, handle, &cfg, &send);
             sts_relax();
         }
@@ -237,7 +237,7 @@ static void conf_poll_fds(void **state)
         assert_ok(sts_isend_retry(pair.send, sbuf.data, 4096, tag, sbuf.mh, &set, deadline,
                                   &sslot, NULL));
         /* Move the send along without ever testing the receive. */
-        while (slots[sslot].req != NULL && !sts_expired(deadline)) {
+        while (slots[sslot].req != NULL && !stu_deadline_passed(deadline)) {
             int done = 0;
             strata_status_t st = stt_test(slots[sslot].req, &done, NULL);
             if (st != STRATA_OK || done) {
@@ -394,7 +394,7 @@ static void conf_accept_many(void **state)
             assert_ok(stt_accept(listen, &recv[naccepted]));
             naccepted += recv[naccepted] != NULL;
         }
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             fail_msg("%d of %d connected, %d accepted before the deadline", nsend, K, naccepted);
         sts_relax();
     }

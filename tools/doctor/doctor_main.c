@@ -64,7 +64,7 @@ static strata_status_t self_test(stb_plugin_t *pl, int dev, double *us_p)
     void *lc = NULL, *sc = NULL, *rc = NULL, *sreq = NULL, *rreq = NULL, *smh = NULL,
          *rmh = NULL;
     uint8_t *src = malloc(SELF_TEST_BYTES), *dst = calloc(1, SELF_TEST_BYTES);
-    uint64_t deadline = stb_deadline_make(SELF_TEST_TIMEOUT_MS);
+    uint64_t deadline = stu_deadline_ms(SELF_TEST_TIMEOUT_MS);
     strata_status_t s = STRATA_ERR_NO_MEMORY;
 
     if (src == NULL || dst == NULL)

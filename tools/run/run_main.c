@@ -6,7 +6,7 @@
  * Binds the rendezvous socket on port 0 (no fixed port), forks the ranks with
  * the environment strata_comm_init() reads, emulates nodes (STRATA_NODE_ID,
  * and with --netns a network and mount namespace per node, see
- * tools/run/run_netns.h), relays each rank's stderr with a "[rank N] "
+ * tools/lib/tool_netns.h), relays each rank's stderr with a "[rank N] "
  * prefix, and waits. The first rank to fail makes it stop the others (SIGTERM,
  * then SIGKILL after a grace period) and exit with that rank's status (128 +
  * signal when killed); SIGINT, SIGTERM, SIGHUP and --timeout do the same.
@@ -29,7 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tools/run/run_netns.h"
+#include "tools/lib/tool_netns.h"
+#include "tools/lib/tool_proc.h"
+#include "tools/lib/tool_util.h"
 #include "tools/run/run_opts.h"
 #include "tools/run/run_proc.h"
 #include "util/sock.h"
@@ -154,11 +156,11 @@ static void run_reap(run_t *run)
         (alive > 0 && stu_time_ns() < run->settle_at))
         return;
     stb_rank_t *k = &run->ranks[run->cause];
-    stb_wstatus_str(k->wstatus, why, sizeof(why));
+    stb_proc_status_str(k->wstatus, why, sizeof(why));
     fprintf(stderr, "strata-run: rank %d (pid %d, node %d) %s; stopping the other ranks\n",
             run->cause, (int)k->pid, k->node, why);
     run->failed_rank = run->cause;
-    run_stop(run, WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : 128 + WTERMSIG(k->wstatus));
+    run_stop(run, stb_proc_exit_code(k->wstatus));
 }
 
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
@@ -240,6 +242,23 @@ static void run_cleanup(run_t *run)
         fprintf(stderr, "strata-run: cleaned up, exit status %d\n", run->exit_code);
 }
 
+_Static_assert(STB_RUN_MAX_NODES <= STB_NETNS_MAX_NODES, "--nodes beyond the emulator's nodes");
+
+/* The nodes' namespaces and, with --inter-rate, a token bucket on every link. */
+static strata_status_t run_netns_create(run_t *run)
+{
+    char spec[128];
+    strata_status_t status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.verbose);
+
+    if (status != STRATA_OK || run->opts.inter_rate == NULL || run->opts.rate_bps == 0)
+        return status;
+    snprintf(spec, sizeof(spec), "tbf rate %s burst %zu latency 50ms", run->opts.inter_rate,
+             stb_run_tbf_burst(run->opts.rate_bps));
+    for (int k = 0; k < run->opts.nodes && status == STRATA_OK; k++)
+        status = stb_netns_shape(&run->ns, k, spec);
+    return status;
+}
+
 /* The rendezvous socket, the namespaces if asked for, and the ranks. */
 static int run_start(run_t *run, char **argv)
 {
@@ -257,10 +276,12 @@ static int run_start(run_t *run, char **argv)
     if (getcwd(l->cwd, sizeof(l->cwd)) == NULL)
         snprintf(l->cwd, sizeof(l->cwd), "/");
     if (run->opts.netns) {
-        status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.inter_rate,
-                                  run->opts.rate_bps, run->opts.verbose);
-        if (status == STRATA_ERR_UNSUPPORTED)
+        status = run_netns_create(run);
+        if (status == STRATA_ERR_UNSUPPORTED) {
+            fprintf(stderr, "strata-run: --netns is not available here; leave it out to "
+                    "emulate nodes with STRATA_NODE_ID only\n");
             return STB_RUN_EXIT_NO_NETNS;
+        }
         if (status != STRATA_OK)
             return 1;
         l->ns = &run->ns;
@@ -299,6 +320,7 @@ int main(int argc, char **argv)
     run.failed_rank = -1;
     run.cause = -1;
     run.launch.root_fd = -1;
+    stb_log_tag_set("strata-run");
     stb_netns_init(&run.ns);
     if (stb_run_opts_parse(argc, argv, &run.opts, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-run: %s\n%s", err, stb_run_usage());
