@@ -21,7 +21,7 @@
 #include "strata/status.h"
 
 /* Chunk of the pipelined chains (ring broadcast and reduce): the algorithm's spec (issue);
- * 512 KiB is half of a core's 1 MiB L2 (MACHINE-NOTES.md), so a chunk in flight stays there. */
+ * 512 KiB is half of a core's 1 MiB L2 (docs/machines.md), so a chunk in flight stays there. */
 #define STA_PIPELINE_CHUNK ((size_t)512 * 1024)
 
 /* Bytes per µs in one GB/s: 10^9 B/s / 10^6 µs/s (definition of the units). */
