@@ -63,7 +63,7 @@ static strata_status_t np_plugin_setup(stb_np_ctx_t *np)
     status = stb_plugin_open(np->plugin_path, np->cfg.comm_id, stb_log_verbose, &np->plugin);
     if (status != STRATA_OK)
         return status;
-    status = stb_plugin_devices(np->plugin, &ndev);
+    status = stb_plugin_check(stb_plugin_devices(np->plugin, &ndev), "devices");
     if (status != STRATA_OK)
         return status;
     if (np->dev < 0 || np->dev >= ndev) {
@@ -72,7 +72,8 @@ static strata_status_t np_plugin_setup(stb_np_ctx_t *np)
         return STRATA_ERR_NOT_FOUND;
     }
     np->ndev = ndev;
-    status = stb_plugin_props_get(np->plugin, np->dev, &np->props);
+    status = stb_plugin_check(stb_plugin_props(np->plugin, np->dev, &np->props),
+                              "getProperties");
     if (status != STRATA_OK)
         return status;
     if (np->props.max_p2p_bytes != 0 && np->cfg.max_bytes > np->props.max_p2p_bytes) {
