@@ -2,16 +2,19 @@
  * Allreduce across processes: every algorithm forced and auto-selected, 1 to 8
  * ranks in 1 to 4 emulated nodes (contiguous and interleaved), every type and
  * op, sizes 0, 1, odd and not divisible by the rank count, in place and out of
- * place, checked element by element against the reference (coll_check.h).
+ * place, checked element by element against the one result oracle (tools/lib/tool_data.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "coll_check.h"
+#include "tools/lib/tool_data.h"
 #include "sts_ranks.h"
+#include "strata/strata.h"
 
 static const size_t sizes[] = {0, 1, 5, 1031, 65536 + 3};
 
@@ -26,7 +29,7 @@ static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
                 size_t n = sizes[s], esz = strata_dtype_size((strata_dtype_t)t);
                 char *send = malloc(n * esz + 1), *recv = malloc(n * esz + 1);
                 for (int inplace = 0; inplace < 2; inplace++) {
-                    cc_fill(send, n, (strata_dtype_t)t, (strata_op_t)op, rank, 0);
+                    stb_data_fill(send, n, (strata_dtype_t)t, (strata_op_t)op, rank, 0);
                     void *out = inplace ? send : recv;
                     strata_status_t st = strata_allreduce(send, out, n, (strata_dtype_t)t,
                                                           (strata_op_t)op, comm);
@@ -37,7 +40,7 @@ static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
                                 strata_comm_error(comm));
                         return 1;
                     }
-                    wrong += cc_check(out, n, (strata_dtype_t)t, (strata_op_t)op, P, 0,
+                    wrong += stb_data_check(out, n, (strata_dtype_t)t, (strata_op_t)op, P, 0,
                                       inplace ? "allreduce in place" : "allreduce");
                 }
                 free(send);

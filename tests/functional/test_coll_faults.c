@@ -10,12 +10,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
 #include <time.h>
 
-#include "coll_check.h"
 #include "sts_ranks.h"
+#include "strata/strata.h"
 
 #define VICTIM 2
 

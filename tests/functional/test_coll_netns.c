@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "coll_check.h"
+#include "strata/strata.h"
+#include "tools/lib/tool_data.h"
 #include "sts_proc.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -35,10 +38,10 @@ static int ns_allreduce_sizes(strata_comm_t *comm, int rank)
         for (int t = 0; t < STRATA_DTYPE_COUNT; t += 3) {
             size_t esz = strata_dtype_size((strata_dtype_t)t);
             char *buf = malloc(n * esz + 1);
-            cc_fill(buf, n, (strata_dtype_t)t, STRATA_SUM, rank, 0);
+            stb_data_fill(buf, n, (strata_dtype_t)t, STRATA_SUM, rank, 0);
             strata_status_t st = strata_allreduce(buf, buf, n, (strata_dtype_t)t, STRATA_SUM,
                                                   comm);
-            size_t wrong = st == STRATA_OK ? cc_check(buf, n, (strata_dtype_t)t, STRATA_SUM, P,
+            size_t wrong = st == STRATA_OK ? stb_data_check(buf, n, (strata_dtype_t)t, STRATA_SUM, P,
                                                       0, "netns allreduce") : 1;
             free(buf);
             if (st != STRATA_OK)

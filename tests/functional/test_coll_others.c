@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "coll_check.h"
+#include "tools/lib/tool_data.h"
 #include "sts_ranks.h"
+#include "strata/strata.h"
 
 static const size_t sizes[] = {0, 1, 7, 4099, 300001};
 static const strata_op_t ops[] = {STRATA_SUM, STRATA_PROD, STRATA_MIN, STRATA_MAX, STRATA_AVG};
@@ -36,15 +39,15 @@ static int rank_rs_ag(strata_comm_t *comm, int rank, strata_dtype_t t, strata_op
     strata_status_t st;
 
     /* reduce_scatter: P blocks of n in, block `rank` of the reduction out */
-    cc_fill(big, (size_t)P * n, t, op, rank, 0);
+    stb_data_fill(big, (size_t)P * n, t, op, rank, 0);
     void *out = inplace ? big + (size_t)rank * n * esz : small;
     st = strata_reduce_scatter(big, out, n, t, op, comm);
     FAIL_IF(st, "reduce_scatter");
-    wrong += cc_check(out, n, t, op, P, (size_t)rank * n, "reduce_scatter");
+    wrong += stb_data_check(out, n, t, op, P, (size_t)rank * n, "reduce_scatter");
 
     /* allgather: rank r's n elements land in block r everywhere */
     memset(big, 0xee, (size_t)P * n * esz);
-    cc_fill(small, n, t, STRATA_SUM, rank, 0);
+    stb_data_fill(small, n, t, STRATA_SUM, rank, 0);
     const void *in = small;
     if (inplace) {
         memcpy(big + (size_t)rank * n * esz, small, n * esz);
@@ -53,7 +56,7 @@ static int rank_rs_ag(strata_comm_t *comm, int rank, strata_dtype_t t, strata_op
     st = strata_allgather(in, big, n, t, comm);
     FAIL_IF(st, "allgather");
     for (int r = 0; r < P; r++)
-        wrong += cc_check_input(big + (size_t)r * n * esz, n, t, r, 0, "allgather");
+        wrong += stb_data_check_input(big + (size_t)r * n * esz, n, t, r, 0, "allgather");
     free(big);
     free(small);
     return wrong != 0;
@@ -68,19 +71,19 @@ static int rank_bcast_reduce(strata_comm_t *comm, int rank, strata_dtype_t t, st
     size_t wrong = 0;
     strata_status_t st;
 
-    cc_fill(a, n, t, STRATA_SUM, rank, 0);
+    stb_data_fill(a, n, t, STRATA_SUM, rank, 0);
     memset(b, 0xee, n * esz);
     void *out = (inplace && rank == root) ? a : b;
     st = strata_broadcast(rank == root ? a : NULL, out, n, t, root, comm);
     FAIL_IF(st, "broadcast");
-    wrong += cc_check_input(out, n, t, root, 0, "broadcast");
+    wrong += stb_data_check_input(out, n, t, root, 0, "broadcast");
 
-    cc_fill(a, n, t, op, rank, 0);
+    stb_data_fill(a, n, t, op, rank, 0);
     out = inplace ? a : b;
     st = strata_reduce(a, rank == root ? out : NULL, n, t, op, root, comm);
     FAIL_IF(st, "reduce");
     if (rank == root)
-        wrong += cc_check(out, n, t, op, P, 0, "reduce");
+        wrong += stb_data_check(out, n, t, op, P, 0, "reduce");
     free(a);
     free(b);
     return wrong != 0;
@@ -119,11 +122,11 @@ static int rank_nonblocking(strata_comm_t *comm, int rank, void *arg)
     for (int k = 0; k < 3; k++) {
         in[k] = malloc(sizeof(float) * n);
         out[k] = malloc(sizeof(float) * n);
-        cc_fill(in[k], n, t, STRATA_SUM, rank, 0);
+        stb_data_fill(in[k], n, t, STRATA_SUM, rank, 0);
         st = strata_iallreduce(in[k], out[k], n, t, STRATA_SUM, comm, &req[k]);
         FAIL_IF(st, "iallreduce");
     }
-    cc_fill(mine, n, t, STRATA_SUM, rank, 0);
+    stb_data_fill(mine, n, t, STRATA_SUM, rank, 0);
     st = strata_iallgather(mine, g, n, t, comm, &req[3]);
     FAIL_IF(st, "iallgather");
     st = strata_ibroadcast(mine, mine, n, t, 0, comm, &req[4]);
@@ -141,10 +144,10 @@ static int rank_nonblocking(strata_comm_t *comm, int rank, void *arg)
         }
     }
     for (int k = 0; k < 3; k++)
-        wrong += cc_check(out[k], n, t, STRATA_SUM, P, 0, "iallreduce");
+        wrong += stb_data_check(out[k], n, t, STRATA_SUM, P, 0, "iallreduce");
     for (int r = 0; r < P; r++)
-        wrong += cc_check_input(g + (size_t)r * n, n, t, r, 0, "iallgather");
-    wrong += cc_check_input(mine, n, t, 0, 0, "ibroadcast");
+        wrong += stb_data_check_input(g + (size_t)r * n, n, t, r, 0, "iallgather");
+    wrong += stb_data_check_input(mine, n, t, 0, 0, "ibroadcast");
     for (int k = 0; k < 3; k++) {
         free(in[k]);
         free(out[k]);
@@ -161,10 +164,10 @@ static int rank_large(strata_comm_t *comm, int rank, void *arg)
     const size_t n = (64u << 20) / sizeof(float);
     strata_dtype_t t = STRATA_FP32;
     float *buf = malloc(n * sizeof(float));
-    cc_fill(buf, n, t, STRATA_SUM, rank, 0);
+    stb_data_fill(buf, n, t, STRATA_SUM, rank, 0);
     strata_status_t st = strata_allreduce(buf, buf, n, t, STRATA_SUM, comm);
     FAIL_IF(st, "allreduce 64 MiB");
-    size_t wrong = cc_check(buf, n, t, STRATA_SUM, P, 0, "allreduce 64 MiB");
+    size_t wrong = stb_data_check(buf, n, t, STRATA_SUM, P, 0, "allreduce 64 MiB");
     free(buf);
     return wrong != 0;
 }
