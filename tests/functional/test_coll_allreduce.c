@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/lib/tool_data.h"
-#include "sts_ranks.h"
 #include "strata/strata.h"
+#include "sts_ranks.h"
+#include "tools/lib/tool_data.h"
 
 static const size_t sizes[] = {0, 1, 5, 1031, 65536 + 3};
 

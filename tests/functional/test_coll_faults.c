@@ -16,8 +16,9 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "sts_ranks.h"
 #include "strata/strata.h"
+#include "sts_cmocka.h"
+#include "sts_ranks.h"
 
 #define VICTIM 2
 
@@ -169,11 +170,11 @@ static void test_init_without_environment(void **state)
     unsetenv("OMPI_COMM_WORLD_RANK");
     unsetenv("SLURM_PROCID");
     unsetenv("RANK");
-    assert_int_equal(strata_comm_init_config(&cfg, &comm), STRATA_ERR_INVALID);
+    assert_status(strata_comm_init_config(&cfg, &comm), STRATA_ERR_INVALID);
     assert_null(comm);
     cfg.rank = 3;
     cfg.nranks = 2;
-    assert_int_equal(strata_comm_init_config(&cfg, &comm), STRATA_ERR_INVALID);
+    assert_status(strata_comm_init_config(&cfg, &comm), STRATA_ERR_INVALID);
 }
 
 int main(void)

@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "strata/strata.h"
-#include "tools/lib/tool_data.h"
+#include "sts_cmocka.h"
 #include "sts_proc.h"
+#include "tools/lib/tool_data.h"
 #include "util/sock.h"
 #include "util/time.h"
 
@@ -41,8 +42,9 @@ static int ns_allreduce_sizes(strata_comm_t *comm, int rank)
             stb_data_fill(buf, n, (strata_dtype_t)t, STRATA_SUM, rank, 0);
             strata_status_t st = strata_allreduce(buf, buf, n, (strata_dtype_t)t, STRATA_SUM,
                                                   comm);
-            size_t wrong = st == STRATA_OK ? stb_data_check(buf, n, (strata_dtype_t)t, STRATA_SUM, P,
-                                                      0, "netns allreduce") : 1;
+            size_t wrong = st == STRATA_OK ? stb_data_check(buf, n, (strata_dtype_t)t, STRATA_SUM,
+                                                            P, 0, "netns allreduce")
+                                           : 1;
             free(buf);
             if (st != STRATA_OK)
                 fprintf(stderr, "rank %d: allreduce n=%zu: %s (%s)\n", rank, n,
@@ -110,7 +112,7 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
         skip();   /* no namespaces here (not root, or no kernel support) */
     }
     for (int n = 0; qdisc != NULL && n < nodes; n++)
-        assert_int_equal(stb_netns_shape(&net, n, qdisc), STRATA_OK);
+        assert_ok(stb_netns_shape(&net, n, qdisc));
     for (int r = 0; r < P; r++) {
         args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo};
         assert_int_equal(sts_peer_fork(&peers[r], &net, args[r].node, ns_rank_main, &args[r]),
@@ -118,10 +120,9 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
     }
     char root[STU_ADDR_TEXT_LEN];
     const uint64_t deadline = stu_deadline_ms(NS_WAIT_MS);
-    assert_int_equal(stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline), STRATA_OK);
+    assert_ok(stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline));
     for (int r = 1; r < P; r++)
-        assert_int_equal(stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline),
-                         STRATA_OK);
+        assert_ok(stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline));
     int failed = 0;
     for (int r = 0; r < P; r++) {
         int code = sts_peer_wait(&peers[r], deadline);

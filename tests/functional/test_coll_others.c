@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/lib/tool_data.h"
-#include "sts_ranks.h"
 #include "strata/strata.h"
+#include "sts_ranks.h"
+#include "tools/lib/tool_data.h"
 
 static const size_t sizes[] = {0, 1, 7, 4099, 300001};
 static const strata_op_t ops[] = {STRATA_SUM, STRATA_PROD, STRATA_MIN, STRATA_MAX, STRATA_AVG};

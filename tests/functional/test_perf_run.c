@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sts_cmocka.h"
 #include "tools/lib/tool_netns.h"
 #include "tools/lib/tool_proc.h"
 #include "util/time.h"
@@ -49,7 +50,7 @@ static void proc_start(proc_t *p, char *const argv[])
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err, O_CLOEXEC), 0);
     stb_spawn_t s = {.argv = argv, .stdout_fd = out[1], .stderr_fd = err[1]};
-    assert_int_equal(stb_proc_spawn(&s, &p->pid), STRATA_OK);
+    assert_ok(stb_proc_spawn(&s, &p->pid));
     close(out[1]);
     close(err[1]);
     p->fd[0] = out[0];

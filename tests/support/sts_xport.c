@@ -48,19 +48,25 @@ err:
 
 strata_status_t sts_pair_open(const stt_ops_t *ops, int dev, double timeout_s, sts_pair_t *pair)
 {
+    return sts_pair_open_on(ops, dev, dev, timeout_s, pair);
+}
+
+strata_status_t sts_pair_open_on(const stt_ops_t *ops, int ldev, int cdev, double timeout_s,
+                                 sts_pair_t *pair)
+{
     strata_status_t status;
 
     memset(pair, 0, sizeof(*pair));
     pair->ops = ops;
-    pair->dev = dev;
-    status = ops->listen(dev, pair->handle, &pair->listen);
+    pair->dev = cdev;
+    status = ops->listen(ldev, pair->handle, &pair->listen);
     if (status != STRATA_OK)
         goto err;
     if (pair->listen == NULL) {
         status = STRATA_ERR_INTERNAL; /* the contract: listen never leaves it NULL on OK */
         goto err;
     }
-    status = sts_connect_accept(ops, dev, pair->listen, pair->handle, timeout_s, &pair->send,
+    status = sts_connect_accept(ops, cdev, pair->listen, pair->handle, timeout_s, &pair->send,
                                 &pair->recv);
     if (status != STRATA_OK)
         goto err_close_listen;
@@ -213,6 +219,40 @@ strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes)
         if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
+}
+
+strata_status_t sts_req_poke(stt_req_t **req, size_t *sizes)
+{
+    int done = 0;
+    strata_status_t status;
+
+    if (*req == NULL)
+        return STRATA_OK;
+    status = stt_test(*req, &done, sizes);
+    if (status != STRATA_OK || done)
+        *req = NULL;
+    return status;
+}
+
+strata_status_t sts_req_wait_pair(stt_req_t *sreq, stt_req_t *rreq, uint64_t deadline,
+                                  size_t *rsizes, strata_status_t *send_status)
+{
+    strata_status_t ss = STRATA_OK, rs = STRATA_OK;
+    size_t ssizes[STT_MAX_RECVS];
+
+    while (sreq != NULL || rreq != NULL) {
+        strata_status_t s = sts_req_poke(&sreq, ssizes);
+        if (s != STRATA_OK)
+            ss = s;
+        s = sts_req_poke(&rreq, rsizes);
+        if (s != STRATA_OK)
+            rs = s;
+        if ((sreq != NULL || rreq != NULL) && stu_deadline_passed(deadline))
+            return STRATA_ERR_TIMEOUT;
+    }
+    if (send_status != NULL)
+        *send_status = ss;
+    return rs;
 }
 
 strata_status_t sts_pair_exchange(sts_pair_t *pair, void *sbuf, size_t ssize, void *smh,

@@ -41,8 +41,9 @@ static void conf_size_matrix(void **state)
     sts_conf_open(ctx, 0, &pair);
     for (int i = 0; i < CONF_NSIZES; i++) {
         size_t got = SIZE_MAX;
-        strata_status_t status = sts_conf_xfer(&pair, conf_sizes[i], conf_sizes[i], i % 2,
-                                           (uint32_t)(1000 + i), &got);
+        strata_status_t status = sts_xfer(&pair, conf_sizes[i], conf_sizes[i], i,
+                                          (uint32_t)(1000 + i), i % 2 ? STS_XFER_SEND_FIRST : 0,
+                                          &got);
         if (status != STRATA_OK || got != conf_sizes[i])
             fail_msg("%zu bytes: %s, received %zu", conf_sizes[i], strata_status_str(status),
                      got);
@@ -109,10 +110,8 @@ static void conf_recv_larger(void **state)
 
     sts_conf_open(ctx, 0, &pair);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        size_t got = SIZE_MAX;
-        assert_ok(sts_conf_xfer(&pair, cases[i][0], cases[i][1], (int)(i % 2), (uint32_t)(50 + i),
-                            &got));
-        assert_int_equal(got, cases[i][0]);
+        sts_xfer_ok(&pair, cases[i][0], cases[i][1], (int)i, (uint32_t)(50 + i),
+                    i % 2 ? STS_XFER_SEND_FIRST : 0);
     }
     sts_pair_close(&pair);
 }
@@ -132,11 +131,10 @@ static void conf_truncation(void **state)
     sts_conf_open(ctx, 0, &pair);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t got = 0, ssize = cases[i][0], rsize = cases[i][1];
-        assert_status(sts_conf_xfer(&pair, ssize, rsize, (int)(i % 2), (uint32_t)(60 + i), &got),
+        assert_status(sts_xfer(&pair, ssize, rsize, (int)i, (uint32_t)(60 + i),
+                               i % 2 ? STS_XFER_SEND_FIRST : 0, &got),
                       STRATA_ERR_TRUNCATED);
-        got = SIZE_MAX;
-        assert_ok(sts_conf_xfer(&pair, rsize + 100, rsize + 100, 0, (uint32_t)(70 + i), &got));
-        assert_int_equal(got, rsize + 100);
+        sts_xfer_ok(&pair, rsize + 100, rsize + 100, (int)i, (uint32_t)(70 + i), 0);
     }
     sts_pair_close(&pair);
 }
