@@ -151,6 +151,14 @@ static inline void func_link(func_fix_t *fix, sts_peer_t *peer, sts_net_link_t *
         func_fail_with_peer(peer, "link to the peer: %s", why);
 }
 
+/* Starts the peer playing `scenario` over ABI v11 and links to it in both directions. */
+static inline void func_start(func_fix_t *fix, sts_peer_t *peer, const char *scenario, int arg,
+                              sts_net_link_t *link)
+{
+    func_spawn(peer, 11, scenario, arg);
+    func_link(fix, peer, link);
+}
+
 /* A host buffer with guard bytes, registered on comm (sts_net_buf_t); the test fails if not. */
 static inline void func_buf_get(func_fix_t *fix, sts_net_buf_t *b, void *comm, size_t size)
 {

@@ -212,7 +212,7 @@ static int scenario_tagged(peer_t *p)
         sts_net_buf_t b[STB_PLUGIN_MAX_RECVS];
         sts_net_req_t reqs[STB_PLUGIN_MAX_RECVS];
         int perm[STB_PLUGIN_MAX_RECVS], got = 0;
-        peer_permute(perm, n, (uint32_t)n);
+        sts_permute(perm, n, (uint32_t)n);
         for (; got < n; got++) {
             if (buf_get(p, &b[got], link.send, peer_tagged_size(n, got)) != 0)
                 break;

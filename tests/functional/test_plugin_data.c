@@ -26,8 +26,7 @@ static void data_echo_matrix(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "echo-matrix", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "echo-matrix", 0, &link);
     func_echo(fix, &peer, &link, peer_matrix, PEER_COUNT(peer_matrix));
     sts_net_link_close(fix->net, &link);
     func_finish(&peer);
@@ -47,8 +46,7 @@ static void data_flood(void **state)
     sts_peer_t peer;
 
     assert_non_null(reqs);
-    func_spawn(&peer, 11, "flood", ROUNDS);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "flood", ROUNDS, &link);
     for (int r = 0; r < ROUNDS; r++) {
         size_t off = 0;
         sts_net_buf_t b;
@@ -82,8 +80,7 @@ static void data_tagged(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "tagged", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "tagged", 0, &link);
     for (int n = 1; n <= fix->max_recvs; n++) {
         sts_net_buf_t b[STB_PLUGIN_MAX_RECVS];
         void *data[STB_PLUGIN_MAX_RECVS], *mhs[STB_PLUGIN_MAX_RECVS];
@@ -135,8 +132,7 @@ static void data_truncation(void **state)
     sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "trunc", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "trunc", 0, &link);
     func_buf_get(fix, &b, link.recv, PEER_TRUNC_RECV);
     assert_nccl_ok(sts_net_irecv_retry(fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
                                        &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
@@ -230,8 +226,7 @@ static void data_close_inflight(void **state)
     sts_peer_t peer;
     uint64_t deadline;
 
-    func_spawn(&peer, 11, "inflight", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "inflight", 0, &link);
     for (int i = 0; i < NR + NS; i++) {
         int is_recv = i < NR, tag = 0;
         int big = i == PEER_INFLIGHT_NSMALL_SEND || i == NR + PEER_INFLIGHT_NSMALL_SEND;

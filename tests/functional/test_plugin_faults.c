@@ -61,8 +61,7 @@ static void fault_sender_killed(void **state)
     sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "stall-send", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-send", 0, &link);
     func_buf_get(fix, &b, link.recv, PEER_STALL_BYTES);
     fault_wait_ready(fix, &peer, NULL, 0);
     assert_nccl_ok(stb_plugin_irecv(fix->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh,
@@ -84,8 +83,7 @@ static void fault_receiver_killed(void **state)
     sts_peer_t peer;
     sts_net_buf_t b;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     func_buf_get(fix, &b, link.send, PEER_STALL_BYTES);
     assert_nccl_ok(stb_plugin_isend(fix->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
                                  &r.req));
@@ -114,8 +112,7 @@ static void fault_idle_peer_killed(void **state)
     sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
     func_buf_get(fix, &b, link.recv, size);
@@ -134,14 +131,12 @@ static void fault_survivor_reconnects(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
     sts_net_link_close(fix->net, &link);
 
-    func_spawn(&peer, 11, "echo-smoke", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "echo-smoke", 0, &link);
     func_echo(fix, &peer, &link, peer_smoke, PEER_COUNT(peer_smoke));
     sts_net_link_close(fix->net, &link);
     func_finish(&peer);

@@ -49,12 +49,14 @@ void sts_net_link_close(stb_plugin_t *pl, sts_net_link_t *link)
     link->send = link->recv = NULL;
 }
 
-ncclResult_t sts_net_connect_wait(stb_plugin_t *pl, int dev, void *handle, uint64_t deadline,
-                                  void **send)
+/* Polls connect (handle given) or accept until the comm is ready. */
+static ncclResult_t net_comm_wait(stb_plugin_t *pl, int dev, void *handle, void *listen,
+                                  uint64_t deadline, void **comm_p)
 {
     void *comm = NULL;
     while (comm == NULL) {
-        ncclResult_t res = stb_plugin_connect(pl, dev, handle, &comm);
+        ncclResult_t res = handle != NULL ? stb_plugin_connect(pl, dev, handle, &comm)
+                                          : stb_plugin_accept(pl, listen, &comm);
         if (res != ncclSuccess)
             return res;
         if (comm == NULL && stu_deadline_passed(deadline))
@@ -62,24 +64,19 @@ ncclResult_t sts_net_connect_wait(stb_plugin_t *pl, int dev, void *handle, uint6
         if (comm == NULL)
             sts_relax();
     }
-    *send = comm;
+    *comm_p = comm;
     return ncclSuccess;
+}
+
+ncclResult_t sts_net_connect_wait(stb_plugin_t *pl, int dev, void *handle, uint64_t deadline,
+                                  void **send)
+{
+    return net_comm_wait(pl, dev, handle, NULL, deadline, send);
 }
 
 ncclResult_t sts_net_accept_wait(stb_plugin_t *pl, void *listen, uint64_t deadline, void **recv)
 {
-    void *comm = NULL;
-    while (comm == NULL) {
-        ncclResult_t res = stb_plugin_accept(pl, listen, &comm);
-        if (res != ncclSuccess)
-            return res;
-        if (comm == NULL && stu_deadline_passed(deadline))
-            return ncclInternalError;
-        if (comm == NULL)
-            sts_relax();
-    }
-    *recv = comm;
-    return ncclSuccess;
+    return net_comm_wait(pl, 0, NULL, listen, deadline, recv);
 }
 
 int sts_net_progress(stb_plugin_t *pl, sts_net_req_t *reqs, int n)
@@ -109,12 +106,16 @@ int sts_net_wait_all(stb_plugin_t *pl, sts_net_req_t *reqs, int n, uint64_t dead
     return 0;
 }
 
-ncclResult_t sts_net_isend_retry(stb_plugin_t *pl, void *comm, void *data, size_t size, int tag,
-                                 void *mh, sts_net_req_t *progress, int nprogress,
-                                 uint64_t deadline, void **req)
+/* isend (send = 1: data[0], sizes[0], tags[0], mhs[0]) or irecv, retried on "no slot now". */
+static ncclResult_t net_post_retry(stb_plugin_t *pl, int send, void *comm, int n, void **data,
+                                   const size_t *sizes, const int *tags, void **mhs,
+                                   sts_net_req_t *progress, int nprogress, uint64_t deadline,
+                                   void **req)
 {
     for (;;) {
-        ncclResult_t res = stb_plugin_isend(pl, comm, data, size, tag, mh, req);
+        ncclResult_t res = send ? stb_plugin_isend(pl, comm, data[0], sizes[0], tags[0], mhs[0],
+                                                   req)
+                                : stb_plugin_irecv(pl, comm, n, data, sizes, tags, mhs, req);
         if (res != ncclSuccess || *req != NULL)
             return res;
         if (stu_deadline_passed(deadline))
@@ -123,19 +124,21 @@ ncclResult_t sts_net_isend_retry(stb_plugin_t *pl, void *comm, void *data, size_
     }
 }
 
+ncclResult_t sts_net_isend_retry(stb_plugin_t *pl, void *comm, void *data, size_t size, int tag,
+                                 void *mh, sts_net_req_t *progress, int nprogress,
+                                 uint64_t deadline, void **req)
+{
+    return net_post_retry(pl, 1, comm, 1, &data, &size, &tag, &mh, progress, nprogress,
+                          deadline, req);
+}
+
 ncclResult_t sts_net_irecv_retry(stb_plugin_t *pl, void *comm, int n, void **data,
                                  const size_t *sizes, const int *tags, void **mhs,
                                  sts_net_req_t *progress, int nprogress, uint64_t deadline,
                                  void **req)
 {
-    for (;;) {
-        ncclResult_t res = stb_plugin_irecv(pl, comm, n, data, sizes, tags, mhs, req);
-        if (res != ncclSuccess || *req != NULL)
-            return res;
-        if (stu_deadline_passed(deadline))
-            return ncclInternalError;
-        sts_net_progress(pl, progress, nprogress);
-    }
+    return net_post_retry(pl, 0, comm, n, data, sizes, tags, mhs, progress, nprogress,
+                          deadline, req);
 }
 
 ncclResult_t sts_net_buf_get(stb_plugin_t *pl, sts_net_buf_t *b, void *comm, size_t size)

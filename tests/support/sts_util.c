@@ -77,6 +77,23 @@ size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed)
     return SIZE_MAX;
 }
 
+void sts_permute(int *perm, int n, uint32_t seed)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        seed = seed * 1103515245u + 12345u;   /* an LCG step: cheap, same everywhere */
+        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    if (n > 1 && perm[0] == 0) {
+        perm[0] = perm[1];
+        perm[1] = 0;
+    }
+}
+
 void sts_guard_set(void *buf, size_t size)
 {
     memset((char *)buf + size, STS_GUARD_BYTE, STS_GUARD_SIZE);

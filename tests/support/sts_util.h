@@ -31,6 +31,12 @@ void sts_pattern_fill(void *buf, size_t size, uint32_t seed);
 /* Offset of the first byte that differs from the pattern, or SIZE_MAX if none. */
 size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed);
 
+/*
+ * A permutation of 0..n-1 determined by seed (the same in every process),
+ * never the identity when n > 1: for posting sends out of order.
+ */
+void sts_permute(int *perm, int n, uint32_t seed);
+
 /* Guard bytes placed after a receive buffer to catch overruns. */
 #define STS_GUARD_SIZE 64
 #define STS_GUARD_BYTE 0xa5

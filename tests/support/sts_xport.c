@@ -159,15 +159,19 @@ strata_status_t sts_reqset_wait(sts_reqset_t *set, uint64_t deadline)
     return STRATA_OK;
 }
 
-strata_status_t sts_isend_retry(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
-                                sts_reqset_t *progress, uint64_t deadline, int *slot_p,
-                                int *nulls_p)
+/* isend (send = 1: data[0], sizes[0], tags[0], mhs[0]) or irecv, retried on "no slot now". */
+static strata_status_t xport_post_retry(int send, stt_comm_t *comm, int n, void **data,
+                                        const size_t *sizes, const int *tags, void **mhs,
+                                        sts_reqset_t *progress, uint64_t deadline, int *slot_p,
+                                        int *nulls_p)
 {
     if (progress->count == progress->cap)
         return STRATA_ERR_NO_RESOURCE;
     for (;;) {
         stt_req_t *req = NULL;
-        strata_status_t status = stt_isend(comm, data, size, tag, mh, &req);
+        strata_status_t status = send ? stt_isend(comm, data[0], sizes[0], tags[0],
+                                                  mhs != NULL ? mhs[0] : NULL, &req)
+                                      : stt_irecv(comm, n, data, sizes, tags, mhs, &req);
         if (status != STRATA_OK)
             return status;
         if (req != NULL) {
@@ -184,29 +188,20 @@ strata_status_t sts_isend_retry(stt_comm_t *comm, void *data, size_t size, int t
     }
 }
 
+strata_status_t sts_isend_retry(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
+                                sts_reqset_t *progress, uint64_t deadline, int *slot_p,
+                                int *nulls_p)
+{
+    return xport_post_retry(1, comm, 1, &data, &size, &tag, &mh, progress, deadline, slot_p,
+                            nulls_p);
+}
+
 strata_status_t sts_irecv_retry(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                                 const int *tags, void **mhs, sts_reqset_t *progress,
                                 uint64_t deadline, int *slot_p, int *nulls_p)
 {
-    if (progress->count == progress->cap)
-        return STRATA_ERR_NO_RESOURCE;
-    for (;;) {
-        stt_req_t *req = NULL;
-        strata_status_t status = stt_irecv(comm, n, data, sizes, tags, mhs, &req);
-        if (status != STRATA_OK)
-            return status;
-        if (req != NULL) {
-            int slot = sts_reqset_add(progress, req);
-            if (slot_p != NULL)
-                *slot_p = slot;
-            return STRATA_OK;
-        }
-        if (nulls_p != NULL)
-            (*nulls_p)++;
-        if (stu_deadline_passed(deadline))
-            return STRATA_ERR_TIMEOUT;
-        sts_reqset_progress(progress);
-    }
+    return xport_post_retry(0, comm, n, data, sizes, tags, mhs, progress, deadline, slot_p,
+                            nulls_p);
 }
 
 strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes)

@@ -212,25 +212,6 @@ static void conf_in_flight(void **state)
     free(off);
 }
 
-/* A permutation of 0..n-1 that differs from the identity when n > 1. */
-static void conf_permute(int *perm, int n, uint32_t seed)
-{
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        seed = seed * 1103515245u + 12345u;
-        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    if (n > 1 && perm[0] == 0) {
-        int t = perm[0];
-        perm[0] = perm[1];
-        perm[1] = t;
-    }
-}
-
 /*
  * Grouped receives of n = 1..max_recvs buffers with distinct tags; the sends
  * arrive in a permuted order and each must land in the buffer of its tag,
@@ -252,7 +233,7 @@ static void conf_grouped(void **state)
         uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
         int rslot = -1;
 
-        conf_permute(perm, n, (uint32_t)n);
+        sts_permute(perm, n, (uint32_t)n);
         for (int i = 0; i < n; i++) {
             size_t ssize = 1000 * (size_t)(i + 1) + (size_t)n - (i % 3 == 1 ? 17 : 0);
             tags[i] = 100 + 3 * i;
@@ -323,7 +304,7 @@ static void conf_grouped_two(void **state)
     }
     for (int g = 0; g < 2; g++) {
         int perm[4];
-        conf_permute(perm, n, (uint32_t)(7 + g));
+        sts_permute(perm, n, (uint32_t)(7 + g));
         for (int k = 0; k < n; k++) {
             int i = perm[k];
             assert_ok(sts_isend_retry(pair.send, sbuf[g][i].data, sbuf[g][i].size, tagset[i],
