@@ -30,7 +30,8 @@
 #include "util/time.h"
 
 #define MAX_WINDOW 64
-#define GIVE_UP_NS (120ull * 1000000000ull)
+#define GIVE_UP_MS 120000        /* either side gives up on any wait */
+#define RELAY_SLACK_MS 10000     /* the parent waits that much longer than its children */
 
 static const stt_ops_t *ops = &stt_tcp_ops;
 
@@ -47,7 +48,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
     stt_comm_t *send = NULL;
     stt_req_t *reqs[MAX_WINDOW] = {0};
     strata_status_t status;
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS);
 
     if (read(rfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
         return fail("reading the handle", STRATA_ERR_IO);
@@ -60,7 +61,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
     while (send == NULL) {
         if ((status = ops->connect(0, handle, NULL, &send)) != STRATA_OK)
             return fail("connect", status);
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("connect", STRATA_ERR_TIMEOUT);
     }
     long posted = 0, done = 0;
@@ -81,7 +82,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
                 }
             }
         }
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("sending", STRATA_ERR_TIMEOUT);
     }
     ops->close_send(send);
@@ -97,7 +98,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     stt_comm_t *recv = NULL;
     stt_req_t *reqs[MAX_WINDOW] = {0};
     strata_status_t status;
-    uint64_t start = stu_time_ns(), t0 = 0, t1 = 0;
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS), t0 = 0, t1 = 0;
     long warm = 2L * window;
 
     if ((status = ops->listen(0, handle, &listen)) != STRATA_OK)
@@ -107,7 +108,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     while (recv == NULL) {
         if ((status = ops->accept(listen, &recv)) != STRATA_OK)
             return fail("accept", status);
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("accept", STRATA_ERR_TIMEOUT);
     }
     char *bufs[MAX_WINDOW];
@@ -141,7 +142,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
                 }
             }
         }
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("receiving", STRATA_ERR_TIMEOUT);
     }
     double secs = (double)(t1 - t0) / 1e9;
@@ -192,7 +193,7 @@ static int run_pair(const stream_args_t *args, const stb_netns_t *ns)
 {
     uint8_t handle[STT_HANDLE_SIZE];
     sts_peer_t recv, send;
-    uint64_t deadline = stu_time_ns() + GIVE_UP_NS + 10 * STU_NS_PER_MS * 1000;
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS + RELAY_SLACK_MS);
 
     if (sts_peer_fork(&recv, ns, 0, child_receiver, (void *)args) != 0)
         return fail("starting the receiver", STRATA_ERR_IO);

@@ -30,7 +30,7 @@
 #include "util/param.h"
 #include "util/sock.h"
 
-#define CHILD_DEADLINE_NS (90ull * 1000000000ull)   /* a child gives up on any wait */
+#define CHILD_GIVE_UP_MS 90000                      /* a child gives up on any wait */
 #define WAIT_MS 120000                               /* the parent's bound on a child */
 #define CTL_MS 60000                                 /* bound on one control message */
 #define IDLE_POLL_MS 100                             /* a child's nap when a test is pending */
@@ -74,14 +74,14 @@ static int child_init(void)
  */
 static strata_status_t child_wait(stt_comm_t *comm, stt_req_t *req, size_t *sizes)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
 
     for (;;) {
         int done = 0;
         strata_status_t status = ops->test(req, &done, sizes);
         if (status != STRATA_OK || done)
             return status;
-        if (stu_time_ns() - start > CHILD_DEADLINE_NS)
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
         struct pollfd fds[CHILD_MAX_FDS];
         int n = ops->poll_fds(comm, fds, CHILD_MAX_FDS);
@@ -97,7 +97,7 @@ static strata_status_t child_wait(stt_comm_t *comm, stt_req_t *req, size_t *size
 static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm_t **recvs)
 {
     uint8_t handle[STT_HANDLE_SIZE];
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
 
     CHILD_CHECK(ops->listen(0, handle, l_p) == STRATA_OK, "listen");
     CHILD_CHECK(stu_sock_send_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
@@ -112,7 +112,7 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
         size_t cap[1] = {sizeof(who)}, size[1] = {0};
         int tag[1] = {0};
         CHILD_CHECK(ops->accept(*l_p, &c) == STRATA_OK, "accept");
-        CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "accept timed out");
+        CHILD_CHECK(!stu_deadline_passed(deadline), "accept timed out");
         if (c == NULL) {
             poll(NULL, 0, 1);
             continue;
@@ -132,7 +132,7 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
 static int child_connect(int ctl, int32_t who, stt_comm_t **send_p)
 {
     uint8_t handle[STT_HANDLE_SIZE];
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
     stt_req_t *req = NULL;
 
     CHILD_CHECK(stu_sock_recv_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
@@ -142,7 +142,7 @@ static int child_connect(int ctl, int32_t who, stt_comm_t **send_p)
         CHILD_CHECK(status == STRATA_OK, "connect: %s", strata_status_str(status));
         if (*send_p == NULL)
             poll(NULL, 0, 1);
-        CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "connect timed out");
+        CHILD_CHECK(!stu_deadline_passed(deadline), "connect timed out");
     }
     CHILD_CHECK(ops->isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
                 req != NULL, "isend of the sender's index");

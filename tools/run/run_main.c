@@ -108,7 +108,7 @@ static void run_stop(run_t *run, int exit_code)
         return;
     run->exit_code = exit_code;
     run_kill_all(run, SIGTERM);
-    run->kill_at = stu_time_ns() + (uint64_t)RUN_GRACE_MS * 1000000ull;
+    run->kill_at = stu_deadline_ms(RUN_GRACE_MS);
 }
 
 /*
@@ -146,7 +146,7 @@ static void run_reap(run_t *run)
                 (WIFSIGNALED(wstatus) && !WIFSIGNALED(run->ranks[run->cause].wstatus)))
                 run->cause = r;
             if (run->settle_at == 0)
-                run->settle_at = stu_time_ns() + (uint64_t)RUN_SETTLE_MS * 1000000ull;
+                run->settle_at = stu_deadline_ms(RUN_SETTLE_MS);
         }
     }
     int alive = 0;
@@ -166,7 +166,7 @@ static void run_reap(run_t *run)
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
 static void run_supervise(run_t *run)
 {
-    const uint64_t deadline = stu_time_ns() + (uint64_t)run->opts.timeout_s * 1000000000ull;
+    const uint64_t deadline = stu_deadline_ms(1000ll * run->opts.timeout_s);
     struct pollfd pfd[STB_RUN_MAX_RANKS + 1];
     uint64_t drain_until = 0;
 
@@ -183,7 +183,7 @@ static void run_supervise(run_t *run)
         uint64_t now = stu_time_ns();
         if (alive == 0) {
             if (drain_until == 0)
-                drain_until = now + (uint64_t)RUN_DRAIN_MS * 1000000ull;
+                drain_until = stu_deadline_ms(RUN_DRAIN_MS);
             if (open == 0 || now > drain_until)
                 break;
         }
