@@ -119,16 +119,18 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
     tmp.dims = *dims;
     tmp.forced = forced;
     for (int c = 0; c < STA_COLL_COUNT; c++) {
-        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced)) {
+        const char *unfit = forced != STA_ALGO_AUTO ? sta_algo_unfit(dims, (sta_coll_t)c, forced)
+                                                    : NULL;
+        if (forced != STA_ALGO_AUTO && unfit == NULL) {
             tmp.ranges[c][0].upper = SIZE_MAX;
             tmp.ranges[c][0].algo = forced;
             tmp.nranges[c] = 1;
             continue;
         }
-        if (forced != STA_ALGO_AUTO)
-            STU_INFO(STU_LOG_TUNING, "select: STRATA_ALGO=%s does not apply to %s with P=%d; "
-                     "using the model's choice", sta_algo_name(forced),
-                     sta_coll_name((sta_coll_t)c), dims->nranks);
+        if (unfit != NULL)   /* the collective library warns when the collective first runs */
+            STU_INFO(STU_LOG_TUNING, "select: STRATA_ALGO=%s does not apply to %s with P=%d "
+                     "(%s); using the model's choice", sta_algo_name(forced),
+                     sta_coll_name((sta_coll_t)c), dims->nranks, unfit);
         status = select_sweep(model, dims, (sta_coll_t)c, tmp.ranges[c], &tmp.nranges[c]);
         if (status != STRATA_OK)
             return status;

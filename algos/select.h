@@ -63,7 +63,8 @@ strata_status_t sta_algo_env_read(sta_algo_t *algo_p);
 /*
  * Builds every collective's table. forced = STA_ALGO_AUTO lets the model choose; any other
  * algorithm is used for every size of each collective it applies to, and where it does not
- * apply the model's choice is used instead (one INFO line per such collective).
+ * (sta_algo_unfit) the model's choice is used instead (one INFO line per such collective;
+ * the collective library warns when such a collective first runs, coll/coll.c).
  * STRATA_ERR_INVALID for a bad model or dims; on error *table is untouched.
  * Pure computation (about 10^4 cost evaluations), no allocation; thread-safe.
  */

@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "algos/cost_model.h"
 #include "strata/strata.h"
 #include "sts_cmocka.h"
 #include "sts_ranks.h"
@@ -94,16 +95,18 @@ static int rank_mismatch(strata_comm_t *comm, int rank, void *arg)
         return 1;
     fprintf(stderr, "rank %d: mismatch reported: %s (%s)\n", rank, strata_status_str(st),
             strata_comm_error(comm));
-    return 0;
+    /* the forced algorithm is the one that found the mismatch */
+    return sts_ranks_check_algos(comm, arg, STS_COLL_BIT(STA_COLL_ALLREDUCE), 0);
 }
 
 static void test_mismatched_counts(void **state)
 {
-    const char *algos[] = {"STRATA_ALGO=ring", "STRATA_ALGO=recursive"};
+    static const char *const algos[][2] = {{"STRATA_ALGO=ring", "ring"},
+                                           {"STRATA_ALGO=recursive", "recursive"}};
     for (int a = 0; a < 2; a++) {
         sts_ranks_opts_t o = {.nranks = 2, .nodes = 2, .timeout_ms = 5000, .wall_s = 60,
-                              .env = {algos[a], "STRATA_SOCKET_IFNAME==lo"}};
-        assert_int_equal(sts_ranks_run(&o, rank_mismatch, NULL, NULL), 0);
+                              .env = {algos[a][0], "STRATA_SOCKET_IFNAME==lo"}};
+        assert_int_equal(sts_ranks_run(&o, rank_mismatch, (void *)algos[a][1], NULL), 0);
     }
 }
 

@@ -14,9 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "algos/cost_model.h"
 #include "strata/strata.h"
 #include "sts_cmocka.h"
 #include "sts_proc.h"
+#include "sts_ranks.h"
 #include "tools/lib/tool_data.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -94,8 +96,10 @@ static int ns_rank_main(void *varg, int ctl)
         fprintf(stderr, "rank %d: init: %s\n", a->rank, strata_status_str(st));
         return 13;
     }
-    int rc = strata_comm_nnodes(comm) == a->nranks / NS_PER_NODE ? ns_allreduce_sizes(comm, a->rank)
-                                                                 : 14;
+    int rc = strata_comm_nnodes(comm) != a->nranks / NS_PER_NODE ? 14
+             : ns_allreduce_sizes(comm, a->rank) != 0              ? 1
+             /* every forced algorithm applies to allreduce on these equal nodes */
+             : sts_ranks_check_algos(comm, a->algo, STS_COLL_BIT(STA_COLL_ALLREDUCE), 0);
     strata_comm_destroy(comm);
     return rc;
 }

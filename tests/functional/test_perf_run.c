@@ -1,7 +1,8 @@
 /*
  * strata-run + strata-perf end to end: the nccl-tests output's shape (header,
  * one row per size, footer, #wrong 0) and exit status, every collective and a
- * few type/op pairs checked by strata-perf itself, the namespace variant, and
+ * few type/op pairs checked by strata-perf itself, STRATA_ALGO forced (the
+ * algorithm that ran, and a fallback named), the namespace variant, and
  * that nothing is left behind (processes, namespaces, /dev/shm) after a rank
  * is killed or strata-run is told to stop. Namespace tests skip when not root
  * or where namespaces are unavailable. No timing assertions.
@@ -165,6 +166,69 @@ static void test_plain_three_ranks(void **state)
     proc_start(&p, argv);
     assert_int_equal(proc_finish(&p), 0);
     check_table(p.buf[0], "all_reduce_perf", 3, 7);    /* 8 .. 32K, times 4 */
+    proc_free(&p);
+}
+
+/* Data rows whose algo column (the algorithm the library recorded as run) is algo. */
+static int rows_that_ran(const char *out, const char *algo)
+{
+    char *copy = strdup(out), *save = NULL;
+    int n = 0;
+
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char f[15][32];
+        if (line[0] != '#' &&
+            sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %31s", f[13]) == 1)
+            n += strcmp(f[13], algo) == 0;
+    }
+    free(copy);
+    return n;
+}
+
+/*
+ * STRATA_ALGO through strata-run: a forced algorithm that applies is the one every row ran;
+ * one that does not (leader for a broadcast) is named in the header, warned about once per
+ * rank, and never runs.
+ */
+/* strata-perf --coll coll (4 sizes) under strata-run with STRATA_ALGO=algo; checks the table. */
+static void run_forced(proc_t *p, const char *algo, const char *coll, const char *test)
+{
+    char *argv[] = {RUN_BIN, "-n", "4", "--nodes", "2", "--", PERF_BIN, "--coll", (char *)coll,
+                    "-b", "64", "-e", "64K", "-f", "8", "-n", "2", "-c", "1", NULL};
+
+    setenv("STRATA_ALGO", algo, 1);
+    proc_start(p, argv);
+    unsetenv("STRATA_ALGO");
+    assert_int_equal(proc_finish(p), 0);
+    assert_int_equal(check_table(p->buf[0], test, 4, 4), 4);
+}
+
+/*
+ * STRATA_ALGO through strata-run: a forced algorithm that applies is the one every row ran;
+ * one that does not (leader for a broadcast) is named in the header, warned about once per
+ * rank, and never runs.
+ */
+static void test_forced_algorithm(void **state)
+{
+    (void)state;
+    proc_t p;
+
+    run_forced(&p, "recursive", "allgather", "all_gather_perf");
+    assert_int_equal(rows_that_ran(p.buf[0], "recursive"), 4);
+    assert_null(strstr(p.buf[0], "does not apply"));
+    assert_null(strstr(p.buf[1], "does not apply"));
+    proc_free(&p);
+
+    run_forced(&p, "leader", "broadcast", "broadcast_perf");
+    assert_int_equal(rows_that_ran(p.buf[0], "leader"), 0);
+    assert_non_null(strstr(p.buf[0], "# Strata: STRATA_ALGO leader does not apply to broadcast "
+                                     "here (leader is an allreduce algorithm only)"));
+    /* the warning: once per rank for broadcast (strata-perf also runs an allgather) */
+    int warned = 0;
+    for (const char *at = p.buf[1]; (at = strstr(at, "does not apply to broadcast")) != NULL;
+         at++)
+        warned++;
+    assert_int_equal(warned, 4);
     proc_free(&p);
 }
 
@@ -489,6 +553,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_three_ranks),
         cmocka_unit_test(test_every_collective),
+        cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_plan_matches_the_library),
         cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_types_and_ops),

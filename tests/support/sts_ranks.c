@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "coll/introspect.h"
 #include "tools/lib/tool_proc.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -125,4 +126,55 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
         }
     }
     return failed;
+}
+
+int sts_ranks_check_algos(strata_comm_t *comm, const char *forced, unsigned used,
+                          unsigned fallback)
+{
+    const int rank = strata_comm_rank(comm);
+    sta_algo_t want;
+    int bad = 0;
+
+    if (sta_algo_parse(forced, &want) != STRATA_OK || stb_comm_forced(comm) != want) {
+        fprintf(stderr, "rank %d: STRATA_ALGO %s, the communicator says %s\n", rank, forced,
+                sta_algo_name(stb_comm_forced(comm)));
+        return 1;
+    }
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        const sta_coll_t coll = (sta_coll_t)c;
+        const char *why = stb_comm_fallback(comm, coll);
+        const int falls = (fallback & STS_COLL_BIT(c)) != 0;
+        uint64_t total = 0;
+        for (int a = 0; a < STA_ALGO_COUNT; a++)
+            total += stb_comm_algo_runs(comm, coll, (sta_algo_t)a);
+        if ((used & STS_COLL_BIT(c)) && total == 0) {
+            fprintf(stderr, "rank %d: %s never ran\n", rank, sta_coll_name(coll));
+            bad = 1;
+        }
+        if (want == STA_ALGO_AUTO || total == 0) {
+            /* nothing forced: no fallback; nothing ran: only the reason can be checked */
+            if ((want == STA_ALGO_AUTO && why != NULL) || (total == 0 && falls && why == NULL)) {
+                fprintf(stderr, "rank %d: %s: fallback reason '%s' with STRATA_ALGO %s\n",
+                        rank, sta_coll_name(coll), why ? why : "none", forced);
+                bad = 1;
+            }
+            continue;
+        }
+        const uint64_t forced_runs = stb_comm_algo_runs(comm, coll, want);
+        const sta_algo_t last = stb_comm_last_algo(comm, coll);
+        if (falls && (why == NULL || forced_runs != 0 || last == want)) {
+            fprintf(stderr, "rank %d: %s should fall back from %s: reason %s, %llu of %llu "
+                    "calls ran it, the last ran %s\n", rank, sta_coll_name(coll), forced,
+                    why ? why : "none", (unsigned long long)forced_runs,
+                    (unsigned long long)total, sta_algo_name(last));
+            bad = 1;
+        } else if (!falls && (why != NULL || forced_runs != total || last != want)) {
+            fprintf(stderr, "rank %d: %s should run %s: fallback %s, %llu of %llu calls ran "
+                    "it, the last ran %s\n", rank, sta_coll_name(coll), forced,
+                    why ? why : "none", (unsigned long long)forced_runs,
+                    (unsigned long long)total, sta_algo_name(last));
+            bad = 1;
+        }
+    }
+    return bad;
 }
