@@ -332,6 +332,11 @@ strata_status_t stb_netns_listen(const stb_netns_t *ns, int node, int *fd_p, cha
 
     if (self < 0)
         return STRATA_ERR_IO;
+    if (node < 0 || node >= ns->nodes) {
+        stb_log_err("netns listen: no node %d", node);
+        close(self);
+        return STRATA_ERR_INVALID;
+    }
     stb_netns_addr(node, text, sizeof(text));
     if ((status = stu_addr_make(text, 0, &a)) != STRATA_OK) {
         close(self);
