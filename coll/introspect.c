@@ -50,9 +50,7 @@ uint64_t stb_comm_algo_runs(const strata_comm_t *comm, sta_coll_t coll, sta_algo
 
 const char *stb_comm_fallback(const strata_comm_t *comm, sta_coll_t coll)
 {
-    if (comm->select.forced == STA_ALGO_AUTO || (unsigned)coll >= STA_COLL_COUNT)
-        return NULL;
-    return sta_algo_unfit(&comm->select.dims, coll, comm->select.forced);
+    return (unsigned)coll < STA_COLL_COUNT ? comm->select.fallback[coll] : NULL;
 }
 
 int stb_comm_ranges(const strata_comm_t *comm, sta_coll_t coll, sta_select_range_t *ranges,
