@@ -95,13 +95,12 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
     close(lfd);
     const uint64_t wall = stu_deadline_ms(1000ll * (o->wall_s > 0 ? o->wall_s : 120));
     while (left > 0) {
-        int progressed = 0;
-        for (int r = 0; r < o->nranks; r++) {
-            int st;
-            if (codes[r] == -1 && stb_proc_reap(pids[r], &st) == 1) {
+        pid_t pid;
+        int st, progressed = stb_proc_reap_any(&pid, &st) == 1;
+        for (int r = 0; progressed && r < o->nranks; r++) {
+            if (codes[r] == -1 && pids[r] == pid) {
                 codes[r] = stb_proc_exit_code(st);
                 left--;
-                progressed = 1;
             }
         }
         if (left > 0 && stu_deadline_passed(wall)) {

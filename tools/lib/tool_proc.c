@@ -114,6 +114,21 @@ int stb_proc_reap(pid_t pid, int *wstatus_p)
     return 1;
 }
 
+int stb_proc_reap_any(pid_t *pid_p, int *wstatus_p)
+{
+    int ws = 0;
+    pid_t r;
+
+    do {
+        r = waitpid(-1, &ws, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        return r < 0 ? -1 : 0;
+    *pid_p = r;
+    *wstatus_p = ws;
+    return 1;
+}
+
 void stb_proc_kill(pid_t pid, int *wstatus_p)
 {
     int ws = 0;

@@ -64,6 +64,13 @@ strata_status_t stb_proc_spawn(const stb_spawn_t *spawn, pid_t *pid_p);
 int stb_proc_reap(pid_t pid, int *wstatus_p);
 
 /*
+ * Reaps whichever child of this process has ended, without waiting (one
+ * system call, however many children): 1 with *pid_p and *wstatus_p set, 0
+ * when none has, -1 when there is no child at all.
+ */
+int stb_proc_reap_any(pid_t *pid_p, int *wstatus_p);
+
+/*
  * Waits for pid until the deadline (util/time.h) and reaps it. Past the
  * deadline it is killed (SIGKILL) and reaped, and the result is
  * STRATA_ERR_TIMEOUT; STRATA_ERR_INVALID when pid is not our child.

@@ -124,7 +124,7 @@ static void run_reap(run_t *run)
     pid_t pid;
     char why[96];
 
-    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+    while (stb_proc_reap_any(&pid, &wstatus) == 1) {
         if (stb_netns_is_keeper(&run->ns, pid)) {
             stb_netns_keeper_gone(&run->ns, pid);
             if (run->kill_at == 0) {
@@ -161,6 +161,17 @@ static void run_reap(run_t *run)
             run->cause, (int)k->pid, k->node, why);
     run->failed_rank = run->cause;
     run_stop(run, stb_proc_exit_code(k->wstatus));
+}
+
+/* Kills (SIGKILL) and reaps every rank still running. */
+static void run_reap_rest(run_t *run)
+{
+    for (int r = 0; r < run->started; r++) {
+        stb_rank_t *k = &run->ranks[r];
+        if (!k->done && k->pid > 0)
+            stb_proc_kill(k->pid, &k->wstatus);
+        k->done = 1;
+    }
 }
 
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
@@ -209,10 +220,7 @@ static void run_supervise(run_t *run)
             run_kill_all(run, SIGKILL);
     }
     /* anything not yet ended is killed; ranks never outlive strata-run */
-    run_kill_all(run, SIGKILL);
-    for (int r = 0; r < run->started; r++)
-        if (!run->ranks[r].done && waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) > 0)
-            run->ranks[r].done = 1;
+    run_reap_rest(run);
 }
 
 /* The one cleanup: every path out of main goes through it, once. */
@@ -221,12 +229,8 @@ static void run_cleanup(run_t *run)
     if (run->cleaned)
         return;
     run->cleaned = 1;
-    run_kill_all(run, SIGKILL);
+    run_reap_rest(run);
     for (int r = 0; r < run->started; r++) {
-        if (!run->ranks[r].done && run->ranks[r].pid > 0)
-            while (waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) < 0 && errno == EINTR)
-                ;
-        run->ranks[r].done = 1;
         if (run->ranks[r].err_fd >= 0)
             close(run->ranks[r].err_fd);
         run->ranks[r].err_fd = -1;
