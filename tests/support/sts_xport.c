@@ -17,7 +17,7 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
 
     while (send == NULL || recv == NULL) {
         if (send == NULL) {
-            status = ops->connect(dev, handle, &cfg, &send);
+            status = stt_connect(ops, dev, handle, &cfg, &send);
             if (status != STRATA_OK)
                 goto err;
         }
@@ -59,7 +59,7 @@ strata_status_t sts_pair_open_on(const stt_ops_t *ops, int ldev, int cdev, doubl
     memset(pair, 0, sizeof(*pair));
     pair->ops = ops;
     pair->dev = cdev;
-    status = ops->listen(ldev, pair->handle, &pair->listen);
+    status = stt_listen(ops, ldev, pair->handle, &pair->listen);
     if (status != STRATA_OK)
         goto err;
     if (pair->listen == NULL) {

@@ -15,7 +15,7 @@ static void test_props(void **state)
 
     IB_NEED_DEVICE();
     for (int d = 0; d < ib_ndev(); d++) {
-        assert_ok(ops->get_props(d, &props));
+        assert_ok(stt_get_props(ops, d, &props));
         assert_true(props.name[0] != '\0');
         assert_true(props.ptr_support & STT_PTR_HOST);
         assert_int_equal(props.reg_is_global, 1);
@@ -29,9 +29,9 @@ static void test_props(void **state)
                 props.name, props.port, props.speed_mbps, props.max_comms, props.ptr_support,
                 props.pci_path);
     }
-    assert_status(ops->get_props(ib_ndev(), &props), STRATA_ERR_NOT_FOUND);
-    assert_ok(ops->init());     /* reference counted */
-    ops->fini();
+    assert_status(stt_get_props(ops, ib_ndev(), &props), STRATA_ERR_NOT_FOUND);
+    assert_ok(stt_init(ops));     /* reference counted */
+    stt_fini(ops);
 }
 
 static void test_connect_accept(void **state)
@@ -55,13 +55,13 @@ static void test_connect_accept(void **state)
     memcpy(h2, q.handle, sizeof(h2));
     while (s2 == NULL || r2 == NULL) {
         if (s2 == NULL)
-            assert_ok(ops->connect(ib_peer_dev(), h2, NULL, &s2));
+            assert_ok(stt_connect(ops, ib_peer_dev(), h2, NULL, &s2));
         if (r2 == NULL)
-            assert_ok(ops->accept(q.listen, &r2));
+            assert_ok(stt_accept(q.listen, &r2));
         assert_false(stu_deadline_passed(deadline));
     }
-    ops->close_send(s2);
-    ops->close_recv(r2);
+    stt_close_send(s2);
+    stt_close_recv(r2);
     sts_pair_close(&q);
 }
 
@@ -119,12 +119,12 @@ static void grouped_once(sts_pair_t *p, int n, const int *tags, const size_t *ss
         data[i] = dst[i];
         caps[i] = cap[i];
     }
-    assert_ok(ops->irecv(p->recv, n, data, caps, tags, NULL, &rreq));
+    assert_ok(stt_irecv(p->recv, n, data, caps, tags, NULL, &rreq));
     assert_non_null(rreq);
     assert_int_equal(rreq->nsizes, n);
     for (int k = 0; k < n; k++) {
         int i = perm[k];
-        assert_ok(ops->isend(p->send, src[i], ssz[i], tags[i], NULL, &sreq[k]));
+        assert_ok(stt_isend(p->send, src[i], ssz[i], tags[i], NULL, &sreq[k]));
         assert_non_null(sreq[k]);
     }
     for (;;) {
@@ -202,8 +202,8 @@ static void test_truncation(void **state)
         int tags[1] = {1};
         stt_req_t *sreq = NULL, *rreq = NULL;
         strata_status_t ss;
-        assert_ok(ops->irecv(p.recv, 1, data, caps, tags, NULL, &rreq));
-        assert_ok(ops->isend(p.send, src, ssize, 1, NULL, &sreq));
+        assert_ok(stt_irecv(p.recv, 1, data, caps, tags, NULL, &rreq));
+        assert_ok(stt_isend(p.send, src, ssize, 1, NULL, &sreq));
         assert_status(sts_reqs_finish(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
         assert_status(ss, STRATA_ERR_TRUNCATED);
         for (size_t j = 0; j < cap + 64; j++)
@@ -247,11 +247,11 @@ static void test_in_flight(void **state)
     for (int i = 0; i < nsend; i++)
         sts_pattern_fill(sbuf + off[i], flight_size(i), (unsigned)i);
     ib_pair_open(&p);
-    assert_ok(ops->reg_mr(p.send, sbuf, off[nsend], STT_PTR_HOST, &smh));
-    assert_ok(ops->reg_mr(p.recv, rbuf, off[nsend], STT_PTR_HOST, &rmh));
+    assert_ok(stt_reg_mr(p.send, sbuf, off[nsend], STT_PTR_HOST, &smh));
+    assert_ok(stt_reg_mr(p.recv, rbuf, off[nsend], STT_PTR_HOST, &rmh));
     for (int i = 0; i < nsend; i++) {
-        assert_ok(ops->isend(p.send, sbuf + off[i], flight_size(i), i % n, smh,
-                                    &sreq[i]));
+        assert_ok(stt_isend(p.send, sbuf + off[i], flight_size(i), i % n, smh,
+                                   &sreq[i]));
         assert_non_null(sreq[i]);
     }
     for (int r = 0; r < nrecv; r++) {
@@ -265,7 +265,7 @@ static void test_in_flight(void **state)
             tags[b] = b;
             mhs[b] = rmh;
         }
-        assert_ok(ops->irecv(p.recv, n, data, caps, tags, mhs, &rreq[r]));
+        assert_ok(stt_irecv(p.recv, n, data, caps, tags, mhs, &rreq[r]));
         assert_non_null(rreq[r]);
     }
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
@@ -287,8 +287,8 @@ static void test_in_flight(void **state)
         assert_pattern(rbuf + off[i], flight_size(i), (unsigned)i);
     }
     /* One more receive than the budget is refused with "again" while all are pending. */
-    assert_ok(ops->dereg_mr(p.send, smh));
-    assert_ok(ops->dereg_mr(p.recv, rmh));
+    assert_ok(stt_dereg_mr(p.send, smh));
+    assert_ok(stt_dereg_mr(p.recv, rmh));
     sts_pair_close(&p);
     free(sbuf);
     free(rbuf);
@@ -311,7 +311,7 @@ static void test_recv_budget(void **state)
         void *data[1] = {buf[r % STT_MAX_REQUESTS]};
         size_t caps[1] = {8};
         int tags[1] = {0};
-        assert_ok(ops->irecv(p.recv, 1, data, caps, tags, NULL, &rreq[r]));
+        assert_ok(stt_irecv(p.recv, 1, data, caps, tags, NULL, &rreq[r]));
         if (r < STT_MAX_REQUESTS)
             assert_non_null(rreq[r]);
         else
@@ -320,7 +320,7 @@ static void test_recv_budget(void **state)
     for (int r = 0; r < STT_MAX_REQUESTS; r++) {
         stt_req_t *sreq = NULL;
         uint8_t src[8] = {(uint8_t)r};
-        assert_ok(ops->isend(p.send, src, 8, 0, NULL, &sreq));
+        assert_ok(stt_isend(p.send, src, 8, 0, NULL, &sreq));
         assert_ok(sts_reqs_finish(sreq, rreq[r], NULL, NULL));
         assert_int_equal(buf[r][0], (uint8_t)r);
     }
@@ -419,10 +419,10 @@ static void test_flush(void **state)
     flush_env_set("-1");
     ib_pair_open(&p);
     assert_null(((stt_ib_recv_t *)p.recv)->conn.flush_qp.qp);
-    assert_ok(ops->iflush(p.recv, 1, data, sizes, NULL, &req));
+    assert_ok(stt_iflush(p.recv, 1, data, sizes, NULL, &req));
     assert_non_null(req);
     assert_int_equal(req->nsizes, 0);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 1);
     sts_pair_close(&p);
     flush_env_restore();
@@ -445,14 +445,14 @@ static void test_flush_read(void **state)
     ib_pair_open(&p);
     stt_ib_recv_t *rc = (stt_ib_recv_t *)p.recv;
     assert_non_null(rc->conn.flush_qp.qp);
-    assert_ok(ops->reg_mr(p.recv, b, sizeof(b), STT_PTR_HOST, &mh));
+    assert_ok(stt_reg_mr(p.recv, b, sizeof(b), STT_PTR_HOST, &mh));
     for (int round = 0; round < 3 * STT_IB_FIFO_DEPTH; round++) {
         stt_req_t *req = NULL;
         void *mhs[3] = {NULL, mh, NULL};
         b[0] = (uint8_t)(0x40 + round);
         /* buffers without a handle are registered for the read, then released */
-        assert_ok(ops->iflush(p.recv, round % 2 ? 2 : 3, data, sizes,
-                                     round % 3 ? mhs : NULL, &req));
+        assert_ok(stt_iflush(p.recv, round % 2 ? 2 : 3, data, sizes,
+                                    round % 3 ? mhs : NULL, &req));
         assert_non_null(req);
         uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
         while (req != NULL) {
@@ -466,18 +466,18 @@ static void test_flush_read(void **state)
     int zero[1] = {0};
     int done = 0;
     *rc->flush_sink = 0;
-    assert_ok(ops->iflush(p.recv, 1, data, zero, NULL, &req));
+    assert_ok(stt_iflush(p.recv, 1, data, zero, NULL, &req));
     if (req != NULL) {
-        assert_ok(ops->test(req, &done, NULL));
+        assert_ok(stt_test(req, &done, NULL));
         assert_int_equal(done, 1);
     }
     assert_int_equal(*rc->flush_sink, 0);
     /* Data still flows on the comm with its flush QP. */
     sts_xfer_ok(&p, 100000, 100000, 5, 77, STS_XFER_UNREGISTERED);
-    assert_ok(ops->dereg_mr(p.recv, mh));
+    assert_ok(stt_dereg_mr(p.recv, mh));
     /* A flush still in flight at close (its on-the-fly registration goes with it). */
     req = NULL;
-    assert_ok(ops->iflush(p.recv, 2, data, sizes, NULL, &req));
+    assert_ok(stt_iflush(p.recv, 2, data, sizes, NULL, &req));
     assert_non_null(req);
     sts_pair_close(&p);
     flush_env_restore();
@@ -494,18 +494,18 @@ static void test_mr_cache(void **state)
     uint8_t *buf = malloc(len);
     assert_non_null(buf);
     ib_pair_open(&p);
-    assert_ok(ops->reg_mr(p.send, buf, len, STT_PTR_HOST, &a));
-    assert_ok(ops->reg_mr(p.recv, buf + 4096, 8192, STT_PTR_HOST, &b));
+    assert_ok(stt_reg_mr(p.send, buf, len, STT_PTR_HOST, &a));
+    assert_ok(stt_reg_mr(p.recv, buf + 4096, 8192, STT_PTR_HOST, &b));
     if (p.send->dev == p.recv->dev)
         assert_ptr_equal(a, b);
     sts_xfer_ok(&p, 1000, 1000, 0, 1, STS_XFER_UNREGISTERED);
-    assert_ok(ops->dereg_mr(p.recv, b));
-    assert_ok(ops->reg_mr(p.send, buf + 100, 10, STT_PTR_HOST, &c));
+    assert_ok(stt_dereg_mr(p.recv, b));
+    assert_ok(stt_reg_mr(p.send, buf + 100, 10, STT_PTR_HOST, &c));
     assert_ptr_equal(a, c);
-    assert_ok(ops->dereg_mr(p.send, c));
-    assert_ok(ops->dereg_mr(p.send, a));
-    assert_status(ops->dereg_mr(p.send, a), STRATA_ERR_INVALID);  /* gone */
-    assert_status(ops->reg_mr(p.send, buf, len, STT_PTR_CUDA + 8, &a), STRATA_ERR_INVALID);
+    assert_ok(stt_dereg_mr(p.send, c));
+    assert_ok(stt_dereg_mr(p.send, a));
+    assert_status(stt_dereg_mr(p.send, a), STRATA_ERR_INVALID);  /* gone */
+    assert_status(stt_reg_mr(p.send, buf, len, STT_PTR_CUDA + 8, &a), STRATA_ERR_INVALID);
     sts_pair_close(&p);
     free(buf);
 }

@@ -10,10 +10,10 @@ static void test_devices_and_props(void **state)
     int ndev = 0;
     stt_props_t props;
 
-    assert_ok(ops->probe());
-    assert_ok(ops->devices(&ndev));
+    assert_ok(stt_probe(ops));
+    assert_ok(stt_devices(ops, &ndev));
     assert_int_equal(ndev, 1);
-    assert_ok(ops->get_props(0, &props));
+    assert_ok(stt_get_props(ops, 0, &props));
     assert_string_equal(props.name, "lo");
     assert_string_equal(props.pci_path, "");
     assert_int_equal(props.ptr_support, STT_PTR_HOST);
@@ -23,24 +23,24 @@ static void test_devices_and_props(void **state)
     assert_true(props.speed_mbps > 0);
     assert_true(props.max_p2p_bytes == (1ull << 40));
     assert_true(props.max_coll_bytes == (512ull << 20));
-    assert_status(ops->get_props(1, &props), STRATA_ERR_NOT_FOUND);
-    assert_status(ops->get_props(-1, &props), STRATA_ERR_NOT_FOUND);
+    assert_status(stt_get_props(ops, 1, &props), STRATA_ERR_NOT_FOUND);
+    assert_status(stt_get_props(ops, -1, &props), STRATA_ERR_NOT_FOUND);
 
     /* Reference counting: a second init is cheap, the table survives one fini. */
-    assert_ok(ops->init());
-    ops->fini();
-    assert_ok(ops->devices(&ndev));
+    assert_ok(stt_init(ops));
+    stt_fini(ops);
+    assert_ok(stt_devices(ops, &ndev));
     assert_int_equal(ndev, 1);
 
     /* A bad family is refused at init; the current table is untouched. */
     setenv("STRATA_SOCKET_FAMILY", "AF_UNIX", 1);
     stu_param_reload();
-    ops->fini();
-    assert_status(ops->init(), STRATA_ERR_INVALID);
-    assert_status(ops->devices(&ndev), STRATA_ERR_INVALID);   /* not initialised */
+    stt_fini(ops);
+    assert_status(stt_init(ops), STRATA_ERR_INVALID);
+    assert_status(stt_devices(ops, &ndev), STRATA_ERR_INVALID);   /* not initialised */
     tcp_env("1", "256K");
-    assert_ok(ops->init());                    /* init again after fini */
-    assert_ok(ops->devices(&ndev));
+    assert_ok(stt_init(ops));                    /* init again after fini */
+    assert_ok(stt_devices(ops, &ndev));
     assert_int_equal(ndev, 1);
 }
 
@@ -50,14 +50,14 @@ static void test_default_discovery(void **state)
     int ndev = 0;
     stt_props_t props;
 
-    ops->fini();
+    stt_fini(ops);
     unsetenv("STRATA_SOCKET_IFNAME");
     stu_param_reload();
-    assert_ok(ops->init());
-    assert_ok(ops->devices(&ndev));
+    assert_ok(stt_init(ops));
+    assert_ok(stt_devices(ops, &ndev));
     assert_true(ndev >= 1);
     for (int d = 0; d < ndev; d++) {
-        assert_ok(ops->get_props(d, &props));
+        assert_ok(stt_get_props(ops, d, &props));
         assert_true(strncmp(props.name, "docker", 6) != 0);
         if (strcmp(props.name, "lo") == 0)
             assert_int_equal(ndev, 1);
@@ -67,9 +67,9 @@ static void test_default_discovery(void **state)
     sts_pair_must_open(ops, 0, 0, &p);
     sts_xfer_ok(&p, 3000, 3000, 1, 5, STS_XFER_UNREGISTERED);
     sts_pair_close(&p);
-    ops->fini();
+    stt_fini(ops);
     tcp_env("1", "256K");
-    assert_ok(ops->init());
+    assert_ok(stt_init(ops));
 }
 
 /* IPv6 loopback, where the machine has it. */
@@ -77,20 +77,20 @@ static void test_ipv6_loopback(void **state)
 {
     int ndev = 0;
 
-    ops->fini();
+    stt_fini(ops);
     setenv("STRATA_SOCKET_FAMILY", "AF_INET6", 1);
     stu_param_reload();
-    assert_ok(ops->init());
-    assert_ok(ops->devices(&ndev));
+    assert_ok(stt_init(ops));
+    assert_ok(stt_devices(ops, &ndev));
     if (ndev > 0) {
         sts_pair_t p = {0};
         sts_pair_must_open(ops, 0, 0, &p);
         sts_xfer_ok(&p, 100000, 100000, 2, 6, STS_XFER_UNREGISTERED);
         sts_pair_close(&p);
     }
-    ops->fini();
+    stt_fini(ops);
     tcp_env("1", "256K");
-    assert_ok(ops->init());
+    assert_ok(stt_init(ops));
     if (ndev == 0)
         skip();
 }
@@ -139,17 +139,17 @@ static void test_many_in_flight(void **state)
         sts_pattern_fill(src[i], sizeof(src[i]), (unsigned)i);
         memset(dst[i], 0, sizeof(dst[i]));
         size_t len = (size_t)(i * 4) % 1024;
-        assert_ok(ops->isend(p.send, src[i], len, 1, NULL, &sreq[i]));
+        assert_ok(stt_isend(p.send, src[i], len, 1, NULL, &sreq[i]));
         assert_non_null(sreq[i]);
     }
     /* The ring is full: the next send must say "again" with OK and NULL. */
-    assert_ok(ops->isend(p.send, src[0], 1, 1, NULL, &extra));
+    assert_ok(stt_isend(p.send, src[0], 1, 1, NULL, &extra));
     assert_null(extra);
     for (int i = 0; i < N; i++) {
         void *data[1] = {dst[i]};
         size_t cap[1] = {sizeof(dst[i])};
         int tag[1] = {1};
-        assert_ok(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq[i]));
+        assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq[i]));
         assert_non_null(rreq[i]);
     }
     /* Release out of order: receives from the newest, sends from the oldest. */
@@ -190,10 +190,10 @@ static void test_grouped_receive(void **state)
 
     tcp_env("2", "4096");
     sts_pair_must_open(ops, 0, 0, &p);
-    assert_ok(ops->irecv(p.recv, 3, data, caps, tags, NULL, &rreq));
+    assert_ok(stt_irecv(p.recv, 3, data, caps, tags, NULL, &rreq));
     for (int i = 0; i < 3; i++) {
         sts_pattern_fill(src[i], send_sizes[i], (unsigned)i + 9);
-        assert_ok(ops->isend(p.send, src[i], send_sizes[i], send_tags[i], NULL, &sreq[i]));
+        assert_ok(stt_isend(p.send, src[i], send_sizes[i], send_tags[i], NULL, &sreq[i]));
     }
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
     while (rreq != NULL || sreq[0] || sreq[1] || sreq[2]) {
@@ -222,37 +222,37 @@ static void test_registration_and_flush(void **state)
     int done = 0;
 
     sts_pair_must_open(ops, 0, 0, &p);
-    assert_ok(ops->reg_mr(p.recv, buf, sizeof(buf), STT_PTR_HOST, &mh));
+    assert_ok(stt_reg_mr(p.recv, buf, sizeof(buf), STT_PTR_HOST, &mh));
     assert_non_null(mh);
-    assert_status(ops->reg_mr(p.recv, buf, sizeof(buf), STT_PTR_CUDA, &dmh),
+    assert_status(stt_reg_mr(p.recv, buf, sizeof(buf), STT_PTR_CUDA, &dmh),
                   STRATA_ERR_UNSUPPORTED);
     assert_null(dmh);
-    assert_status(ops->reg_mr_dmabuf(p.recv, buf, sizeof(buf), STT_PTR_CUDA, 0, 3, &dmh),
+    assert_status(stt_reg_mr_dmabuf(p.recv, buf, sizeof(buf), STT_PTR_CUDA, 0, 3, &dmh),
                   STRATA_ERR_UNSUPPORTED);
     assert_null(dmh);
 
     void *data[1] = {buf};
     int isz[1] = {100};
-    assert_ok(ops->iflush(p.recv, 1, data, isz, &mh, &req));
+    assert_ok(stt_iflush(p.recv, 1, data, isz, &mh, &req));
     assert_non_null(req);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 1);
     /* Released: testing it again is caught. */
-    assert_status(ops->test(req, &done, NULL), STRATA_ERR_INVALID);
+    assert_status(stt_test(req, &done, NULL), STRATA_ERR_INVALID);
 
     /* A buffer outside its registration is refused. */
     size_t cap[1] = {sizeof(buf) + 1};
     int tag[1] = {0};
     void *mhs[1] = {mh};
-    assert_status(ops->irecv(p.recv, 1, data, cap, tag, mhs, &req), STRATA_ERR_INVALID);
+    assert_status(stt_irecv(p.recv, 1, data, cap, tag, mhs, &req), STRATA_ERR_INVALID);
     /* Bad arguments are refused, not crashed on. */
-    assert_status(ops->irecv(p.recv, 9, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
-    assert_status(ops->irecv(p.recv, 0, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
-    assert_status(ops->isend(p.recv, buf, 1, 0, NULL, &req), STRATA_ERR_INVALID);
-    assert_status(ops->isend(p.send, NULL, 1, 0, NULL, &req), STRATA_ERR_INVALID);
-    assert_status(ops->isend(p.send, buf, (1ull << 40) + 1, 0, NULL, &req), STRATA_ERR_INVALID);
-    assert_status(ops->dereg_mr(p.send, mh), STRATA_ERR_INVALID);   /* other comm */
-    assert_ok(ops->dereg_mr(p.recv, mh));
+    assert_status(stt_irecv(p.recv, 9, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
+    assert_status(stt_irecv(p.recv, 0, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
+    assert_status(stt_isend(p.recv, buf, 1, 0, NULL, &req), STRATA_ERR_INVALID);
+    assert_status(stt_isend(p.send, NULL, 1, 0, NULL, &req), STRATA_ERR_INVALID);
+    assert_status(stt_isend(p.send, buf, (1ull << 40) + 1, 0, NULL, &req), STRATA_ERR_INVALID);
+    assert_status(stt_dereg_mr(p.send, mh), STRATA_ERR_INVALID);   /* other comm */
+    assert_ok(stt_dereg_mr(p.recv, mh));
     sts_pair_close(&p);
 }
 
@@ -269,9 +269,9 @@ static void test_close_in_flight(void **state)
 
     tcp_env("2", "64K");
     sts_pair_must_open(ops, 0, 0, &p);
-    assert_ok(ops->isend(p.send, src, big, 0, NULL, &sreq));
-    assert_ok(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
-    assert_ok(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq2));
+    assert_ok(stt_isend(p.send, src, big, 0, NULL, &sreq));
+    assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+    assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq2));
     assert_non_null(sreq);
     assert_non_null(rreq2);
     sts_pair_close(&p);
@@ -288,13 +288,13 @@ static void test_unaligned_handle(void **state)
     sts_pair_t p = {0};
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
-    assert_ok(ops->listen(0, lh, &p.listen));
+    assert_ok(stt_listen(ops, 0, lh, &p.listen));
     memcpy(ch, lh, STT_HANDLE_SIZE);
     while (p.send == NULL || p.recv == NULL) {
         if (p.send == NULL)
-            assert_ok(ops->connect(0, ch, NULL, &p.send));
+            assert_ok(stt_connect(ops, 0, ch, NULL, &p.send));
         if (p.recv == NULL)
-            assert_ok(ops->accept(p.listen, &p.recv));
+            assert_ok(stt_accept(p.listen, &p.recv));
         assert_false(stu_deadline_passed(deadline));
     }
     sts_xfer_ok(&p, 70000, 70000, 3, 9, STS_XFER_UNREGISTERED);

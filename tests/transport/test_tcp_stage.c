@@ -41,7 +41,7 @@ static stt_req_t *post_recv(stt_comm_t *recv, void *dst, size_t cap, int tag)
     int tags[1] = {tag};
     stt_req_t *req = NULL;
 
-    assert_ok(ops->irecv(recv, 1, data, caps, tags, NULL, &req));
+    assert_ok(stt_irecv(recv, 1, data, caps, tags, NULL, &req));
     assert_non_null(req);
     return req;
 }
@@ -64,7 +64,7 @@ static void expect_recv_fails(stt_comm_t *recv)
     size_t caps[1] = {sizeof(dst)};
     int tags[1] = {1};
     stt_req_t *req = NULL;
-    strata_status_t status = ops->irecv(recv, 1, data, caps, tags, NULL, &req);
+    strata_status_t status = stt_irecv(recv, 1, data, caps, tags, NULL, &req);
 
     if (status == STRATA_OK) {
         assert_non_null(req);
@@ -88,7 +88,7 @@ static void raw_open(raw_peer_t *rp)
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
     memset(rp, 0, sizeof(*rp));
-    assert_ok(ops->listen(0, handle, &rp->listen));
+    assert_ok(stt_listen(ops, 0, handle, &rp->listen));
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 77};
@@ -96,7 +96,7 @@ static void raw_open(raw_peer_t *rp)
     rp->fd = raw_connect(handle);
     raw_send(rp->fd, hello_buf, sizeof(hello_buf));
     while (rp->recv == NULL) {
-        assert_ok(ops->accept(rp->listen, &rp->recv));
+        assert_ok(stt_accept(rp->listen, &rp->recv));
         assert_false(stu_deadline_passed(deadline));
     }
 }
@@ -105,8 +105,8 @@ static void raw_close(raw_peer_t *rp)
 {
     if (rp->fd >= 0)
         close(rp->fd);
-    ops->close_recv(rp->recv);
-    ops->close_listen(rp->listen);
+    stt_close_recv(rp->recv);
+    stt_close_listen(rp->listen);
 }
 
 /* Appends one message (header and a sts_pattern_fill(seed) payload) to buf at *len. */
@@ -195,7 +195,7 @@ static void test_many_small_back_to_back(void **state)
             want += STT_TCP_HDR_BYTES + size[i];
         }
         for (int i = 0; i < N; i++)
-            assert_ok(ops->isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]));
+            assert_ok(stt_isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]));
         for (int i = 0; i < N; i++)
             assert_ok(sts_reqs_finish(sreq[i], NULL, NULL, NULL));
         if (k == 0)
@@ -230,7 +230,7 @@ static void test_burst_is_read_once(void **state)
     sts_pair_must_open(ops, 0, 0, &p);
     for (int i = 0; i < 3; i++) {
         sts_pattern_fill(src[i], sizeof(src[i]), (unsigned)i + 40);
-        assert_ok(ops->isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq));
+        assert_ok(stt_isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq));
         assert_ok(sts_reqs_finish(sreq, NULL, NULL, NULL));
     }
     wait_queued(p.recv, 0, 3 * (STT_TCP_HDR_BYTES + 100));
@@ -257,11 +257,11 @@ static void test_header_split_across_reads(void **state)
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 7);
     int done = 0;
     raw_push(&rp, buf, 10, 0);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     assert_int_equal(queued(rp.recv, 0), 0);       /* the 10 bytes are staged */
     raw_push(&rp, buf + 10, 14 + 100, 0);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     raw_push(&rp, buf + 124, len - 124, 0);
     assert_ok(finish(req, &got));
@@ -279,7 +279,7 @@ static void test_header_split_across_reads(void **state)
     assert_int_equal(got, 20);
     assert_pattern(dst, 20, 10);
     req = post_recv(rp.recv, dst, sizeof(dst), 7);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     raw_push(&rp, buf + first + 5, len - first - 5, 0);
     assert_ok(finish(req, &got));
@@ -349,9 +349,9 @@ static void test_small_then_large(void **state)
         sts_pair_must_open(ops, 0, 0, &p);
         sts_pattern_fill(small_src, sizeof(small_src), 3);
         sts_pattern_fill(src, big, 4);
-        assert_ok(ops->isend(p.send, small_src, 60, 0, NULL, &s1));
-        assert_ok(ops->isend(p.send, src, big, 0, NULL, &s2));
-        assert_ok(ops->isend(p.send, small_src, 60, 0, NULL, &s3));
+        assert_ok(stt_isend(p.send, small_src, 60, 0, NULL, &s1));
+        assert_ok(stt_isend(p.send, src, big, 0, NULL, &s2));
+        assert_ok(stt_isend(p.send, small_src, 60, 0, NULL, &s3));
         r1 = post_recv(p.recv, small_dst, sizeof(small_dst), 0);
         r2 = post_recv(p.recv, dst, big, 0);
         assert_ok(sts_reqs_finish(s1, r1, &got, NULL));
@@ -390,7 +390,7 @@ static void test_truncation_of_staged(void **state)
     sts_pair_must_open(ops, 0, 0, &p);
     sts_pattern_fill(src, 20000, 8);
     for (int i = 0; i < 5; i++) {
-        assert_ok(ops->isend(p.send, src, sizes[i], 2, NULL, &sreq));
+        assert_ok(stt_isend(p.send, src, sizes[i], 2, NULL, &sreq));
         assert_ok(sts_reqs_finish(sreq, NULL, NULL, NULL));
         total += STT_TCP_HDR_BYTES + (int)sizes[i];
     }
@@ -426,7 +426,7 @@ static void test_garbage_after_staged(void **state)
         stt_req_t *r1 = post_recv(rp.recv, dst, sizeof(dst), 1);
         stt_req_t *r2 = posted ? post_recv(rp.recv, dst, sizeof(dst), 1) : NULL;
         /* One pass reads all of it: the message is in, the garbage is seen. */
-        assert_ok(ops->test(r1, &done, &got));
+        assert_ok(stt_test(r1, &done, &got));
         assert_int_equal(done, 1);
         assert_int_equal(got, 50);
         assert_pattern(dst, 50, 13);
@@ -502,18 +502,18 @@ static void test_poll_with_staged_bytes(void **state)
     assert_pattern(dst, 30, 18);
     assert_int_equal(queued(rp.recv, 0), 0);           /* all staged */
     /* The second header waits for a receive: no socket to sleep on. */
-    assert_int_equal(ops->poll_fds(rp.recv, fds, 4), 0);
+    assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 0);
     /* Posting one completes it from the stage, with the kernel empty. */
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_ok(ops->test(req, &done, &got));
+    assert_ok(stt_test(req, &done, &got));
     assert_int_equal(done, 1);
     assert_int_equal(got, 30);
     assert_pattern(dst, 30, 19);
     /* 10 bytes of the third header are staged: socket 0, which owes the rest, is named. */
     req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_ok(ops->test(req, &done, NULL));
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
-    assert_int_equal(ops->poll_fds(rp.recv, fds, 4), 1);
+    assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 1);
     assert_int_equal(fds[0].fd, fd0);
     assert_true(fds[0].events & POLLIN);
     raw_send(rp.fd, buf + cut, len - cut);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl/tuner.h"
 #include "tools/lib/tool_util.h"
 #include "util/time.h"
 
@@ -47,6 +48,7 @@ struct stb_plugin {
     const void *table;      /* ncclNetPlugin_v<version> */
     void *ctx;              /* v11+: the context of the last successful init */
     char symbol[32];
+    char path[512];         /* what was loaded (the tuner opens the same file) */
 };
 
 /* The tables, typed; which one is valid depends on plugin->version. */
@@ -227,6 +229,7 @@ strata_status_t stb_plugin_load(const char *path, int version, int verbose,
         stb_err_set(err, errlen, "out of memory");
         return STRATA_ERR_NO_MEMORY;
     }
+    snprintf(pl->path, sizeof(pl->path), "%s", path);
     pl->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (pl->dl == NULL) {
         stb_err_set(err, errlen, "dlopen(%s): %s", path, dlerror());
@@ -288,6 +291,11 @@ const void *stb_plugin_table(const stb_plugin_t *pl)
 void *stb_plugin_ctx(const stb_plugin_t *pl)
 {
     return pl->ctx;
+}
+
+const void *stb_plugin_dlsym(const stb_plugin_t *pl, const char *symbol)
+{
+    return dlsym(pl->dl, symbol);
 }
 
 /* ------------------------------------------------------------------ calls */
@@ -536,4 +544,88 @@ void stb_plugin_close(stb_plugin_t *pl)
         return;
     stb_plugin_check(stb_plugin_finalize(pl), "finalize");
     stb_plugin_unload(pl);
+}
+
+/* ------------------------------------------------------------------ the tuner */
+
+struct stb_tuner {
+    void *dl;
+    int version;
+    const ncclTuner_v6_t *v6;     /* the table, read as v6 (v5 is its prefix) */
+    void *ctx;
+    int inited;
+};
+
+strata_status_t stb_tuner_open(const stb_plugin_t *plugin, int version, stb_tuner_t **tuner_p)
+{
+    char sym[32];
+    stb_tuner_t *t;
+
+    if (version != 5 && version != 6) {
+        stb_log_err("tuner version %d: only 5 and 6 are known", version);
+        return STRATA_ERR_INVALID;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    t->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(sym, sizeof(sym), "ncclTunerPlugin_v%d", version);
+    t->v6 = t->dl != NULL ? dlsym(t->dl, sym) : NULL;
+    if (t->v6 == NULL) {
+        stb_log_err("%s: no %s", plugin->path, sym);
+        if (t->dl != NULL)
+            dlclose(t->dl);
+        free(t);
+        return STRATA_ERR_NOT_FOUND;
+    }
+    t->version = version;
+    *tuner_p = t;
+    return STRATA_OK;
+}
+
+void stb_tuner_close(stb_tuner_t *t)
+{
+    if (t == NULL)
+        return;
+    if (t->inited)
+        stb_plugin_check(t->v6->finalize(t->ctx), "tuner finalize");
+    dlclose(t->dl);
+    free(t);
+}
+
+const char *stb_tuner_name(const stb_tuner_t *t)
+{
+    return t->v6->name != NULL ? t->v6->name : "(unnamed)";
+}
+
+strata_status_t stb_tuner_init(stb_tuner_t *t, uint64_t comm_id, size_t nranks, size_t nnodes,
+                               int min_ppn, int max_ppn, void *constants, int *active_p)
+{
+    ncclNvlDomainInfo_v5_t nvl = {.nNvlDomains = (int)nnodes, .minRanksPerNvlDomain = min_ppn,
+                                  .maxRanksPerNvlDomain = max_ppn};
+    strata_status_t status = stb_plugin_check(t->v6->init(&t->ctx, comm_id, nranks, nnodes,
+                                                          plugin_logger, &nvl, constants),
+                                              "tuner init");
+    t->inited = 1;       /* NCCL finalizes whatever init left, as here */
+    if (status == STRATA_OK)
+        *active_p = t->ctx != NULL;
+    return status;
+}
+
+strata_status_t stb_tuner_coll_info(stb_tuner_t *t, int func, size_t nbytes, int pipe_ops,
+                                    float *table, int reg_buff, int *nchannels_p)
+{
+    return stb_plugin_check(t->v6->getCollInfo(t->ctx, (ncclFunc_t)func, nbytes, pipe_ops,
+                                               (float **)(void *)table, NCCL_NUM_ALGORITHMS,
+                                               NCCL_NUM_PROTOCOLS, reg_buff, nchannels_p),
+                            "tuner getCollInfo");
+}
+
+strata_status_t stb_tuner_chunk(stb_tuner_t *t, int func, size_t nbytes, int algo, int proto,
+                                int nchannels, size_t *chunk_p)
+{
+    if (t->version < 6 || t->v6->getChunkSize == NULL)
+        return STRATA_OK;
+    return stb_plugin_check(t->v6->getChunkSize(t->ctx, (ncclFunc_t)func, nbytes, algo, proto,
+                                                nchannels, chunk_p), "tuner getChunkSize");
 }

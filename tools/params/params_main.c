@@ -1,11 +1,13 @@
 /*
  * strata-params: prints every STRATA_* variable with its default, its current
  * value and its help text, from the one parameter table (util/param.c).
+ * The first line says what this build has (version, transports, sanitizers).
  * --markdown prints the README's table.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "util/build_info.h"
 #include "util/param.h"
 
 int main(int argc, char **argv)
@@ -18,6 +20,8 @@ int main(int argc, char **argv)
     }
     if (markdown)
         printf("| variable | default | meaning |\n|---|---|---|\n");
+    else
+        printf("# %s\n", stu_build_info()->summary);
     for (int i = 0; i < STU_PARAM_COUNT; i++) {
         const stu_param_def_t *d = stu_param_def((stu_param_id_t)i);
         if (markdown)
