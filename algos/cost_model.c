@@ -254,36 +254,41 @@ static int log2_ceil(int v)
     return is_pow2(v) ? k : k + 1;
 }
 
+/*
+ * Why algo cannot run coll on dims (a static sentence), or NULL when it can.
+ * two_tier: also the condition of the collective library's two-tier code,
+ * the same number of ranks on every node.
+ */
+static const char *algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo,
+                              int two_tier)
+{
+    if (sta_dims_check(dims) != STRATA_OK || (int)coll < 0 || coll >= STA_COLL_COUNT ||
+        (int)algo < 0 || algo >= STA_ALGO_COUNT)
+        return "invalid dimensions, collective or algorithm";
+    if (algo == STA_ALGO_RECURSIVE && coll == STA_COLL_REDUCE_SCATTER)
+        return "reduce_scatter has no recursive variant";
+    if (algo == STA_ALGO_RECURSIVE && coll == STA_COLL_ALLGATHER && !is_pow2(dims->nranks))
+        return "recursive allgather needs a power-of-two number of ranks";
+    if (algo == STA_ALGO_LEADER && coll != STA_COLL_ALLREDUCE)
+        return "leader is an allreduce algorithm only";
+    if (two_tier && dims->unequal && (algo == STA_ALGO_HIERARCHICAL || algo == STA_ALGO_LEADER))
+        return "two-tier algorithms need the same number of ranks on every node";
+    return NULL;
+}
+
 int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
 {
-    if (sta_dims_check(dims) != STRATA_OK || (int)coll < 0 || coll >= STA_COLL_COUNT)
-        return 0;
-    switch (algo) {
-    case STA_ALGO_RING:
-    case STA_ALGO_HIERARCHICAL:
-        return 1;
-    case STA_ALGO_RECURSIVE:
-        if (coll == STA_COLL_REDUCE_SCATTER)
-            return 0;
-        if (coll == STA_COLL_ALLGATHER)
-            return is_pow2(dims->nranks);
-        return 1;
-    case STA_ALGO_LEADER:
-        return coll == STA_COLL_ALLREDUCE;
-    default:
-        return 0;
-    }
+    return algo_unfit(dims, coll, algo, 0) == NULL;
 }
 
 int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
 {
-    if (!sta_algo_applies(dims, coll, algo))
-        return 0;
-    if (algo == STA_ALGO_HIERARCHICAL || algo == STA_ALGO_LEADER) {
-        if (dims->unequal)
-            return 0;   /* two-tier algorithms need the same L on every node */
-    }
-    return 1;
+    return algo_unfit(dims, coll, algo, 1) == NULL;
+}
+
+const char *sta_algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
+{
+    return algo_unfit(dims, coll, algo, 1);
 }
 
 /* The model's operands as doubles, so each formula reads like its comment. */

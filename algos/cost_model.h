@@ -164,6 +164,12 @@ int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
 int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
 
 /*
+ * Why algo is not selectable for coll on dims, as a static sentence for a
+ * message ("reduce_scatter has no recursive variant"), or NULL when it is.
+ */
+const char *sta_algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo);
+
+/*
  * Predicted time in µs of one collective of `bytes` bytes, or a negative value (STA_COST_NA)
  * when the algorithm does not apply or the model or dims are invalid. 0 when P = 1.
  */

@@ -105,11 +105,17 @@ static char *node_half(const sta_node_t *node, int k, uint64_t round)
     return node->slots + ((size_t)k * 2 + (round & 1)) * node->chunk;
 }
 
-/* A local rank that no longer exists fails the wait at once. */
-static strata_status_t node_check_alive(sta_ctx_t *ctx, sta_node_t *node, int k)
+/*
+ * A local rank that no longer exists fails the wait at once, unless it reached
+ * the counter first: a rank may publish its last round, finish and exit
+ * between our look at the counter and this check.
+ */
+static strata_status_t node_check_alive(sta_ctx_t *ctx, sta_node_t *node, int k,
+                                        const uint64_t *c, uint64_t target)
 {
     pid_t pid = (pid_t)__atomic_load_n(&node->ctl[k].pid, __ATOMIC_ACQUIRE);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH &&
+        __atomic_load_n(c, __ATOMIC_ACQUIRE) < target)
         return sta_ctx_fail(ctx, STRATA_ERR_REMOTE, "local rank %d (pid %d) died", k, (int)pid);
     return STRATA_OK;
 }
@@ -169,7 +175,7 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
         uint64_t now = stu_time_ns();
         if (now >= next_check) {
             next_check = now + NODE_LIVENESS_NS;
-            strata_status_t status = node_check_alive(ctx, node, k);
+            strata_status_t status = node_check_alive(ctx, node, k, c, target);
             if (status != STRATA_OK)
                 return status;
         }

@@ -53,6 +53,20 @@ static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, 
     return sta_select_best(model, dims, coll, bytes, NULL);
 }
 
+/*
+ * Why a forced algorithm cannot take coll's whole table (a static sentence), or NULL:
+ * it does not apply to these dims, or the model has no time for it (leader off host shm).
+ */
+static const char *select_unfit(const sta_model_t *model, const sta_dims_t *dims,
+                                sta_coll_t coll, sta_algo_t forced)
+{
+    const char *why = sta_algo_unfit(dims, coll, forced);
+
+    if (why == NULL && sta_cost_us(model, dims, coll, forced, 0) < 0.0)
+        why = "the cost model has no time for it on this intra-node kind";
+    return why;
+}
+
 /* Fills one collective's ranges; STRATA_ERR_INTERNAL if they do not fit. */
 static strata_status_t select_sweep(const sta_model_t *model, const sta_dims_t *dims,
                                     sta_coll_t coll, sta_select_range_t *ranges, int *nranges_p)
@@ -127,17 +141,20 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
     tmp.dims = *dims;
     tmp.forced = forced;
     for (int c = 0; c < STA_COLL_COUNT; c++) {
-        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced) &&
-            sta_cost_us(model, dims, (sta_coll_t)c, forced, 0) >= 0.0) {
+        const char *unfit = forced != STA_ALGO_AUTO
+                                ? select_unfit(model, dims, (sta_coll_t)c, forced)
+                                : NULL;
+        tmp.fallback[c] = unfit;
+        if (forced != STA_ALGO_AUTO && unfit == NULL) {
             tmp.ranges[c][0].upper = SIZE_MAX;
             tmp.ranges[c][0].algo = forced;
             tmp.nranges[c] = 1;
             continue;
         }
-        if (forced != STA_ALGO_AUTO)
-            STU_INFO(STU_LOG_TUNING, "select: STRATA_ALGO=%s does not apply to %s with P=%d; "
-                     "using the model's choice", sta_algo_name(forced),
-                     sta_coll_name((sta_coll_t)c), dims->nranks);
+        if (unfit != NULL)   /* the collective library warns when the collective first runs */
+            STU_INFO(STU_LOG_TUNING, "select: STRATA_ALGO=%s does not apply to %s with P=%d "
+                     "(%s); using the model's choice", sta_algo_name(forced),
+                     sta_coll_name((sta_coll_t)c), dims->nranks, unfit);
         status = select_sweep(model, dims, (sta_coll_t)c, tmp.ranges[c], &tmp.nranges[c]);
         if (status != STRATA_OK)
             return status;

@@ -50,6 +50,9 @@ typedef struct sta_select {
     sta_model_t model;          /* what the table was built from, for sta_select_log() */
     sta_dims_t dims;
     sta_algo_t forced;          /* STA_ALGO_AUTO, or STRATA_ALGO's algorithm */
+    /* Per collective, why `forced` does not run it (a static sentence; the model's choice
+     * does instead), NULL when it does or nothing is forced. */
+    const char *fallback[STA_COLL_COUNT];
     int nranges[STA_COLL_COUNT];
     sta_select_range_t ranges[STA_COLL_COUNT][STA_SELECT_MAX_RANGES];
 } sta_select_t;
@@ -63,7 +66,9 @@ strata_status_t sta_algo_env_read(sta_algo_t *algo_p);
 /*
  * Builds every collective's table. forced = STA_ALGO_AUTO lets the model choose; any other
  * algorithm is used for every size of each collective it applies to, and where it does not
- * apply the model's choice is used instead (one INFO line per such collective).
+ * (sta_algo_unfit, or the model has no time for it) the model's choice is used instead and
+ * table->fallback says why (one INFO line per such collective;
+ * the collective library warns when such a collective first runs, coll/coll.c).
  * STRATA_ERR_INVALID for a bad model or dims; on error *table is untouched.
  * Pure computation (about 10^4 cost evaluations), no allocation; thread-safe.
  */

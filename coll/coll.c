@@ -43,9 +43,23 @@ static strata_status_t coll_check(strata_comm_t *comm, const void *sendbuf, cons
     return STRATA_OK;
 }
 
+/*
+ * The algorithm coll runs for `bytes`: the table's. Records it for introspection, and warns
+ * once per communicator and collective when STRATA_ALGO forced one that does not apply here.
+ */
 static sta_algo_t coll_algo(strata_comm_t *comm, sta_coll_t coll, size_t bytes)
 {
-    return sta_select_lookup(&comm->select, coll, bytes);
+    const char *unfit = comm->select.fallback[coll];
+    sta_algo_t algo = sta_select_lookup(&comm->select, coll, bytes);
+
+    if (unfit != NULL && !__atomic_exchange_n(&comm->fallback_warned[coll], 1, __ATOMIC_RELAXED))
+        STU_WARN("rank %d: STRATA_ALGO=%s does not apply to %s on this communicator (%s); the "
+                 "model's choice runs instead (%s for %zu bytes)", comm->ctx.rank,
+                 sta_algo_name(comm->select.forced), sta_coll_name(coll), unfit,
+                 sta_algo_name(algo), bytes);
+    __atomic_store_n(&comm->last_algo[coll], (int)algo, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&comm->runs[coll][algo], 1, __ATOMIC_RELAXED);
+    return algo;
 }
 
 static void coll_copy(void *dst, const void *src, size_t bytes)

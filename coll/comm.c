@@ -363,6 +363,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
             close(root_fd);
         return STRATA_ERR_NO_MEMORY;
     }
+    for (int c = 0; c < STA_COLL_COUNT; c++)
+        comm->last_algo[c] = STA_ALGO_AUTO;    /* nothing ran yet */
     sta_ctx_t *ctx = &comm->ctx;
     ctx->rank = launch.rank;
     ctx->nranks = launch.nranks;

@@ -31,6 +31,15 @@ struct strata_comm {
     sta_model_t model;
     sta_select_t select;
     stc_worker_t *worker;         /* non-blocking collectives, created on first use */
+    /*
+     * What ran (coll/introspect.h): per collective, the algorithm of the last call
+     * (STA_ALGO_AUTO before the first), how many calls ran each algorithm, and whether the
+     * warning that STRATA_ALGO does not apply was given. Written by the thread that runs the
+     * collective (this one or the worker), read by any: accessed atomically.
+     */
+    int last_algo[STA_COLL_COUNT];
+    uint64_t runs[STA_COLL_COUNT][STA_ALGO_COUNT];
+    int fallback_warned[STA_COLL_COUNT];
 };
 
 /* Builds the connections this rank's algorithms need (connect.c). */

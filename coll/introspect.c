@@ -1,4 +1,4 @@
-/* Tools' window into a communicator (see perf_comm.h). */
+/* Tools' and tests' window into a communicator (see introspect.h). */
 #include "coll/introspect.h"
 
 #include "algos/profile.h"
@@ -32,6 +32,25 @@ sta_algo_t stb_comm_algo(const strata_comm_t *comm, sta_coll_t coll, size_t byte
 sta_algo_t stb_comm_forced(const strata_comm_t *comm)
 {
     return comm->select.forced;
+}
+
+sta_algo_t stb_comm_last_algo(const strata_comm_t *comm, sta_coll_t coll)
+{
+    if ((unsigned)coll >= STA_COLL_COUNT)
+        return STA_ALGO_AUTO;
+    return (sta_algo_t)__atomic_load_n(&comm->last_algo[coll], __ATOMIC_RELAXED);
+}
+
+uint64_t stb_comm_algo_runs(const strata_comm_t *comm, sta_coll_t coll, sta_algo_t algo)
+{
+    if ((unsigned)coll >= STA_COLL_COUNT || (unsigned)algo >= STA_ALGO_COUNT)
+        return 0;
+    return __atomic_load_n(&comm->runs[coll][algo], __ATOMIC_RELAXED);
+}
+
+const char *stb_comm_fallback(const strata_comm_t *comm, sta_coll_t coll)
+{
+    return (unsigned)coll < STA_COLL_COUNT ? comm->select.fallback[coll] : NULL;
 }
 
 int stb_comm_ranges(const strata_comm_t *comm, sta_coll_t coll, sta_select_range_t *ranges,

@@ -1,18 +1,23 @@
 /*
- * What strata-perf needs from inside a communicator and the public API does
- * not give: the cost model and dims the selection was built from, the model's
- * prediction for any algorithm, and a per-communicator override of the
- * selection (every rank must make the same override between the same two
- * calls, as with any collective argument). An internal header for tools,
- * backed by coll/comm.h; applications use strata.h only.
+ * What strata-perf and the tests need from inside a communicator and the
+ * public API does not give: the cost model and dims the selection was built
+ * from, the model's prediction for any algorithm, which algorithm each
+ * collective actually ran and whether a forced one fell back, and a
+ * per-communicator override of the selection (every rank must make the same
+ * override between the same two calls, as with any collective argument). An
+ * internal header for tools and tests, backed by coll/comm.h; applications
+ * use strata.h only.
  *
- * Thread safety: as the communicator (one thread at a time); the override
- * must not race a non-blocking collective in flight (strata-perf has none).
+ * Thread safety: as the communicator (one thread at a time), except the
+ * record of what ran, which may be read while a non-blocking collective runs
+ * (it then shows the calls finished or started so far); the override must not
+ * race a non-blocking collective in flight (strata-perf has none).
  */
 #ifndef STB_PERF_COMM_H
 #define STB_PERF_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "algos/cost_model.h"
 #include "algos/select.h"
@@ -32,6 +37,19 @@ sta_algo_t stb_comm_algo(const strata_comm_t *comm, sta_coll_t coll, size_t byte
 
 /* The algorithm STRATA_ALGO forced at init (STA_ALGO_AUTO when none). */
 sta_algo_t stb_comm_forced(const strata_comm_t *comm);
+
+/* The algorithm the last call of coll (blocking or not) ran; STA_ALGO_AUTO before the first. */
+sta_algo_t stb_comm_last_algo(const strata_comm_t *comm, sta_coll_t coll);
+
+/* How many calls of coll ran algo on this communicator. */
+uint64_t stb_comm_algo_runs(const strata_comm_t *comm, sta_coll_t coll, sta_algo_t algo);
+
+/*
+ * Why the forced algorithm (stb_comm_forced) does not apply to coll on this
+ * communicator, so that the model's choice runs instead and the first call
+ * logs a warning; NULL when nothing is forced or the forced one applies.
+ */
+const char *stb_comm_fallback(const strata_comm_t *comm, sta_coll_t coll);
 
 /* Copies up to max of coll's selection ranges ({upper, algo}, ascending); returns how many. */
 int stb_comm_ranges(const strata_comm_t *comm, sta_coll_t coll, sta_select_range_t *ranges,

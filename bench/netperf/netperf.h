@@ -68,7 +68,7 @@ typedef struct stb_np_peer_info {
 
 /* Where the server's raw socket listens, and why there. */
 typedef struct stb_np_raw_addr {
-    char host[STB_SOCK_NAME_LEN];
+    char host[STU_ADDR_TEXT_LEN];
     char how[STB_NP_HOW_LEN];
     int32_t port;       /* 0: the server failed to listen */
     int32_t unused;
@@ -129,9 +129,6 @@ void stb_np_iters_scale(const stb_np_config_t *cfg, size_t size, int *iters_p, i
  * the client reached over the bootstrap (two hosts). Fills ctx->raw_addr.
  */
 void stb_np_raw_host_pick(stb_np_ctx_t *ctx);
-
-/* Waits for a forked child up to timeout_ms, then kills it. 0 if it exited with 0. */
-int stb_np_child_reap(pid_t pid, int timeout_ms);
 
 /*
  * Folds runs[0..nruns-1][i] into rows[i]: the median of every measured

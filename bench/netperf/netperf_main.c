@@ -23,14 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tools/lib/tool_boot.h"
 #include "tools/lib/tool_fit.h"
+#include "tools/lib/tool_proc.h"
 #include "bench/netperf/netperf_p2p.h"
 #include "tools/lib/plugin_loader.h"
 #include "bench/netperf/netperf_raw.h"
@@ -64,7 +63,7 @@ static strata_status_t np_plugin_setup(stb_np_ctx_t *np)
     status = stb_plugin_open(np->plugin_path, np->cfg.comm_id, stb_log_verbose, &np->plugin);
     if (status != STRATA_OK)
         return status;
-    status = stb_plugin_devices(np->plugin, &ndev);
+    status = stb_plugin_check(stb_plugin_devices(np->plugin, &ndev), "devices");
     if (status != STRATA_OK)
         return status;
     if (np->dev < 0 || np->dev >= ndev) {
@@ -73,7 +72,8 @@ static strata_status_t np_plugin_setup(stb_np_ctx_t *np)
         return STRATA_ERR_NOT_FOUND;
     }
     np->ndev = ndev;
-    status = stb_plugin_props_get(np->plugin, np->dev, &np->props);
+    status = stb_plugin_check(stb_plugin_props(np->plugin, np->dev, &np->props),
+                              "getProperties");
     if (status != STRATA_OK)
         return status;
     if (np->props.max_p2p_bytes != 0 && np->cfg.max_bytes > np->props.max_p2p_bytes) {
@@ -335,41 +335,50 @@ static strata_status_t np_side_run(stb_np_ctx_t *np)
     return status;
 }
 
+/* The server side of a local run, in the child. */
+static int np_server_child(void *arg)
+{
+    stb_np_ctx_t *np = arg;
+
+    stb_log_tag_set("strata-netperf server");
+    np->client = 0;
+    np->local = 1;
+    stb_boot_from_fd(&np->boot, np->boot.fd, np->cfg.timeout_ms, "client");
+    return np_side_run(np) == STRATA_OK ? 0 : 1;
+}
+
 /* Local mode: fork a server child, run the client here, reap the child within the timeout. */
 static int np_run_local(stb_np_ctx_t *np)
 {
-    int fds[2];
+    int fds[2], ws = 0;
+    pid_t pid;
 
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
         stb_log_err("socketpair: %s", strerror(errno));
         return 1;
     }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        stb_log_err("fork: %s", strerror(errno));
+    np->boot.fd = fds[1];
+    stb_spawn_t s = {.fn = np_server_child, .arg = np, .close_fds = &fds[0], .nclose = 1};
+    strata_status_t status = stb_proc_spawn(&s, &pid);
+    close(fds[1]);
+    if (status != STRATA_OK) {
+        close(fds[0]);
         return 1;
     }
-    if (pid == 0) {
-        /* The server must not outlive a client that dies. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
-        close(fds[0]);
-        stb_log_tag_set("strata-netperf server");
-        np->client = 0;
-        np->local = 1;
-        stb_boot_from_fd(&np->boot, fds[1], np->cfg.timeout_ms, "client");
-        _exit(np_side_run(np) == STRATA_OK ? 0 : 1);
-    }
-    close(fds[1]);
     np->client = 1;
     np->local = 1;
     stb_boot_from_fd(&np->boot, fds[0], np->cfg.timeout_ms, "server");
-    strata_status_t status = np_side_run(np);
-    return stb_np_child_reap(pid, np->cfg.timeout_ms) == 0 && status == STRATA_OK ? 0 : 1;
+    status = np_side_run(np);
+    strata_status_t reaped = stb_proc_wait(pid, stu_deadline_ms(np->cfg.timeout_ms), &ws);
+    if (reaped == STRATA_ERR_TIMEOUT) {
+        stb_log_err("the server process %d did not exit within %d ms; killed it", (int)pid,
+                    np->cfg.timeout_ms);
+    } else if (reaped == STRATA_OK && stb_proc_exit_code(ws) != 0) {
+        char why[96];
+        stb_proc_status_str(ws, why, sizeof(why));
+        stb_log_err("the server process %s", why);
+    }
+    return reaped == STRATA_OK && stb_proc_exit_code(ws) == 0 && status == STRATA_OK ? 0 : 1;
 }
 
 static int np_run_listen(stb_np_ctx_t *np)

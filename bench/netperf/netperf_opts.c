@@ -9,13 +9,10 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netdb.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tools/lib/tool_util.h"
@@ -46,7 +43,6 @@
 /* A --listen server waits this long for its client (a person starting the other side). */
 #define NP_DEFAULT_ACCEPT_TIMEOUT_S 120
 #define NP_MAX_ITERS 1000000
-#define NP_REAP_POLL_NS 10000000L
 
 enum {
     OPT_PLUGIN = 256,
@@ -358,49 +354,18 @@ static int np_if_addr(const char *name, char *host, size_t len)
 void stb_np_raw_host_pick(stb_np_ctx_t *ctx)
 {
     stb_np_raw_addr_t *addr = &ctx->raw_addr;
-    int port;
+    stu_addr_t local;
 
     if (ctx->plugin != NULL && np_if_addr(ctx->props.name, addr->host, sizeof(addr->host)) == 0) {
         snprintf(addr->how, sizeof(addr->how), "address of interface %s, the plugin's device",
                  ctx->props.name);
         return;
     }
-    if (!ctx->local &&
-        stb_sock_addr_get(ctx->boot.fd, 0, addr->host, sizeof(addr->host), &port) == STRATA_OK) {
+    if (!ctx->local && stu_sock_addr(ctx->boot.fd, 0, &local) == STRATA_OK) {
+        stu_addr_host(&local, addr->host, sizeof(addr->host));
         snprintf(addr->how, sizeof(addr->how), "the address the bootstrap reached");
         return;
     }
     snprintf(addr->host, sizeof(addr->host), "127.0.0.1");
     snprintf(addr->how, sizeof(addr->how), "loopback");
-}
-
-int stb_np_child_reap(pid_t pid, int timeout_ms)
-{
-    uint64_t deadline = stb_deadline_make(timeout_ms);
-    int wstatus = 0;
-    pid_t got;
-
-    while ((got = waitpid(pid, &wstatus, WNOHANG)) == 0 && stb_deadline_left_ms(deadline) > 0) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = NP_REAP_POLL_NS};
-        nanosleep(&ts, NULL);
-    }
-    if (got == 0) {
-        stb_log_err("the server process %d did not exit within %d ms; killing it", (int)pid,
-                    timeout_ms);
-        kill(pid, SIGKILL);
-        waitpid(pid, &wstatus, 0);
-        return -1;
-    }
-    if (got < 0) {
-        stb_log_err("waitpid(%d): %s", (int)pid, strerror(errno));
-        return -1;
-    }
-    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-        return 0;
-    if (WIFSIGNALED(wstatus))
-        stb_log_err("the server process was killed by signal %d (%s)", WTERMSIG(wstatus),
-                    strsignal(WTERMSIG(wstatus)));
-    else
-        stb_log_err("the server process exited with status %d", WEXITSTATUS(wstatus));
-    return -1;
 }

@@ -4,7 +4,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/lib/tool_util.h"
 #include "util/time.h"
@@ -13,8 +12,6 @@
 #define P2P_ACK_BYTES 8
 /* Idle polls between two looks at the clock: ~a microsecond of polling, far below any timeout. */
 #define P2P_CLOCK_EVERY 16
-/* Pause between connect/accept attempts that made no progress (connection setup is untimed). */
-#define P2P_CONNECT_PAUSE_NS 20000L
 #define P2P_NO_SIZE_CHECK ((size_t)-1)
 
 /* Bookkeeping of one wait: how long since the last progress, when to look at the peer. */
@@ -49,16 +46,16 @@ static strata_status_t p2p_wait_idle(stb_p2p_t *p2p, p2p_wait_t *w)
     uint64_t now = stu_time_ns();
     if (w->idle_since_ns == 0) {
         w->idle_since_ns = now;
-        w->next_peer_check_ns = now + STB_P2P_PEER_CHECK_MS * 1000000ull;
+        w->next_peer_check_ns = now + STB_P2P_PEER_CHECK_MS * STU_NS_PER_MS;
         return STRATA_OK;
     }
-    if (now - w->idle_since_ns > (uint64_t)p2p->timeout_ms * 1000000ull) {
+    if (now - w->idle_since_ns > (uint64_t)p2p->timeout_ms * STU_NS_PER_MS) {
         stb_log_err("plugin %s of %zu bytes: no progress in %d ms (peer %s)", w->what, w->size,
                     p2p->timeout_ms, p2p->boot->peer);
         return STRATA_ERR_TIMEOUT;
     }
     if (now >= w->next_peer_check_ns) {
-        w->next_peer_check_ns = now + STB_P2P_PEER_CHECK_MS * 1000000ull;
+        w->next_peer_check_ns = now + STB_P2P_PEER_CHECK_MS * STU_NS_PER_MS;
         if (stb_boot_peer_failed(p2p->boot)) {
             stb_log_err("plugin %s of %zu bytes: the peer %s failed or left", w->what, w->size,
                         p2p->boot->peer);
@@ -71,14 +68,28 @@ static strata_status_t p2p_wait_idle(stb_p2p_t *p2p, p2p_wait_t *w)
 /* Tests req once. *done_p set when complete; a receive must report `want` bytes. */
 static strata_status_t p2p_test(stb_p2p_t *p2p, void *req, size_t want, int *done_p)
 {
-    size_t got = 0;
-    strata_status_t status = stb_plugin_test(p2p->plugin, req, done_p, &got);
+    int got = 0;
+    strata_status_t status = stb_plugin_check(stb_plugin_test(p2p->plugin, req, done_p, &got),
+                                              "test");
 
-    if (status == STRATA_OK && *done_p && want != P2P_NO_SIZE_CHECK && got != want) {
-        stb_log_err("plugin test: a %zu-byte receive completed with %zu bytes", want, got);
+    if (status == STRATA_OK && *done_p && want != P2P_NO_SIZE_CHECK && (size_t)got != want) {
+        stb_log_err("plugin test: a %zu-byte receive completed with %d bytes", want, got);
         return STRATA_ERR_INTERNAL;
     }
     return status;
+}
+
+/* One isend (send = 1) or irecv of size bytes on the registered buffers; *req_p NULL: again. */
+static strata_status_t p2p_post_once(stb_p2p_t *p2p, int send, size_t size, void **req_p)
+{
+    int tag = P2P_TAG;
+
+    *req_p = NULL;
+    if (send)
+        return stb_plugin_check(stb_plugin_isend(p2p->plugin, p2p->scomm, p2p->sbuf, size,
+                                                 P2P_TAG, p2p->smh, req_p), "isend");
+    return stb_plugin_check(stb_plugin_irecv(p2p->plugin, p2p->rcomm, 1, &p2p->rbuf, &size, &tag,
+                                             &p2p->rmh, req_p), "irecv");
 }
 
 static strata_status_t p2p_wait_req(stb_p2p_t *p2p, void *req, size_t want, const char *what)
@@ -104,10 +115,8 @@ static strata_status_t p2p_post(stb_p2p_t *p2p, int send, size_t size, void **re
 
     p2p_wait_init(&w, send ? "isend" : "irecv", size);
     for (;;) {
-        void *req = NULL;
-        strata_status_t status = send
-            ? stb_plugin_isend(p2p->plugin, p2p->scomm, p2p->sbuf, size, P2P_TAG, p2p->smh, &req)
-            : stb_plugin_irecv(p2p->plugin, p2p->rcomm, p2p->rbuf, size, P2P_TAG, p2p->rmh, &req);
+        void *req;
+        strata_status_t status = p2p_post_once(p2p, send, size, &req);
         if (status != STRATA_OK)
             return status;
         if (req != NULL) {
@@ -120,12 +129,30 @@ static strata_status_t p2p_post(stb_p2p_t *p2p, int send, size_t size, void **re
     }
 }
 
+/* Between looks at the bootstrap while connecting: whether the peer failed or left. */
+typedef struct p2p_connect_watch {
+    stb_boot_t *boot;
+    uint64_t next_check_ns;
+    int failed;
+} p2p_connect_watch_t;
+
+static int p2p_connect_give_up(void *arg)
+{
+    p2p_connect_watch_t *w = arg;
+    uint64_t now = stu_time_ns();
+
+    if (now < w->next_check_ns)
+        return 0;
+    w->next_check_ns = now + STB_P2P_PEER_CHECK_MS * STU_NS_PER_MS;
+    w->failed = stb_boot_peer_failed(w->boot);
+    return w->failed;
+}
+
 strata_status_t stb_p2p_open(stb_p2p_t *p2p, stb_plugin_t *plugin, stb_boot_t *boot, int dev,
                              int timeout_ms, int spin)
 {
     unsigned char mine[STB_PLUGIN_HANDLE_SIZE], theirs[STB_PLUGIN_HANDLE_SIZE];
-    uint64_t deadline = stb_deadline_make(timeout_ms);
-    uint64_t next_peer_check = 0;
+    p2p_connect_watch_t watch = {.boot = boot};
     strata_status_t status;
 
     memset(p2p, 0, sizeof(*p2p));
@@ -135,7 +162,7 @@ strata_status_t stb_p2p_open(stb_p2p_t *p2p, stb_plugin_t *plugin, stb_boot_t *b
     p2p->timeout_ms = timeout_ms;
     p2p->spin = spin;
     memset(mine, 0, sizeof(mine));
-    status = stb_plugin_listen(plugin, dev, mine, &p2p->lcomm);
+    status = stb_plugin_check(stb_plugin_listen(plugin, dev, mine, &p2p->lcomm), "listen");
     if (status == STRATA_OK && p2p->lcomm == NULL) {
         stb_log_err("plugin listen on device %d returned success and no listen comm", dev);
         status = STRATA_ERR_INTERNAL;
@@ -149,41 +176,22 @@ strata_status_t stb_p2p_open(stb_p2p_t *p2p, stb_plugin_t *plugin, stb_boot_t *b
     status = stb_boot_exchange(boot, mine, theirs, sizeof(mine));
     if (status != STRATA_OK)
         goto err_close;
-
-    while (p2p->scomm == NULL || p2p->rcomm == NULL) {
-        if (p2p->scomm == NULL) {
-            status = stb_plugin_connect(plugin, dev, theirs, &p2p->scomm);
-            if (status != STRATA_OK)
-                goto err_close;
-        }
-        if (p2p->rcomm == NULL) {
-            status = stb_plugin_accept(plugin, p2p->lcomm, &p2p->rcomm);
-            if (status != STRATA_OK)
-                goto err_close;
-        }
-        if (p2p->scomm != NULL && p2p->rcomm != NULL)
-            break;
-        uint64_t now = stu_time_ns();
-        if (now >= deadline) {
-            stb_log_err("plugin connection with peer %s not ready after %d ms (connect %s, "
-                        "accept %s)", boot->peer, timeout_ms,
-                        p2p->scomm != NULL ? "done" : "pending",
-                        p2p->rcomm != NULL ? "done" : "pending");
-            status = STRATA_ERR_TIMEOUT;
-            goto err_close;
-        }
-        if (now >= next_peer_check) {
-            next_peer_check = now + STB_P2P_PEER_CHECK_MS * 1000000ull;
-            if (stb_boot_peer_failed(boot)) {
-                stb_log_err("the peer %s failed while connecting", boot->peer);
-                status = STRATA_ERR_REMOTE;
-                goto err_close;
-            }
-        }
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = P2P_CONNECT_PAUSE_NS};
-        nanosleep(&ts, NULL);
+    ncclResult_t res = stb_plugin_connect_accept(plugin, dev, theirs, p2p->lcomm,
+                                                 stu_deadline_ms(timeout_ms),
+                                                 p2p_connect_give_up, &watch, &p2p->scomm,
+                                                 &p2p->rcomm);
+    if (res == ncclSuccess)
+        return STRATA_OK;
+    if (watch.failed) {
+        stb_log_err("the peer %s failed while connecting", boot->peer);
+        status = STRATA_ERR_REMOTE;
+    } else if (res == ncclInternalError) {
+        stb_log_err("plugin connection with peer %s not ready after %d ms", boot->peer,
+                    timeout_ms);
+        status = STRATA_ERR_TIMEOUT;
+    } else {
+        status = stb_plugin_check(res, "connect/accept");
     }
-    return STRATA_OK;
 
 err_close:
     stb_p2p_close(p2p);
@@ -192,13 +200,15 @@ err_close:
 
 strata_status_t stb_p2p_reg(stb_p2p_t *p2p, void *sbuf, void *rbuf, size_t size)
 {
-    strata_status_t status = stb_plugin_reg(p2p->plugin, p2p->scomm, sbuf, size, &p2p->smh);
+    strata_status_t status = stb_plugin_check(
+        stb_plugin_reg_mr(p2p->plugin, p2p->scomm, sbuf, size, NCCL_PTR_HOST, &p2p->smh), "regMr");
 
     if (status != STRATA_OK)
         return status;
-    status = stb_plugin_reg(p2p->plugin, p2p->rcomm, rbuf, size, &p2p->rmh);
+    status = stb_plugin_check(
+        stb_plugin_reg_mr(p2p->plugin, p2p->rcomm, rbuf, size, NCCL_PTR_HOST, &p2p->rmh), "regMr");
     if (status != STRATA_OK) {
-        stb_plugin_dereg(p2p->plugin, p2p->scomm, p2p->smh);
+        stb_plugin_dereg_mr(p2p->plugin, p2p->scomm, p2p->smh);
         p2p->smh = NULL;
         return status;
     }
@@ -210,12 +220,15 @@ strata_status_t stb_p2p_reg(stb_p2p_t *p2p, void *sbuf, void *rbuf, size_t size)
 void stb_p2p_close(stb_p2p_t *p2p)
 {
     if (p2p->rmh != NULL)
-        stb_plugin_dereg(p2p->plugin, p2p->rcomm, p2p->rmh);
+        stb_plugin_check(stb_plugin_dereg_mr(p2p->plugin, p2p->rcomm, p2p->rmh), "deregMr");
     if (p2p->smh != NULL)
-        stb_plugin_dereg(p2p->plugin, p2p->scomm, p2p->smh);
-    stb_plugin_close_send(p2p->plugin, p2p->scomm);
-    stb_plugin_close_recv(p2p->plugin, p2p->rcomm);
-    stb_plugin_close_listen(p2p->plugin, p2p->lcomm);
+        stb_plugin_check(stb_plugin_dereg_mr(p2p->plugin, p2p->scomm, p2p->smh), "deregMr");
+    if (p2p->scomm != NULL)
+        stb_plugin_check(stb_plugin_close_send(p2p->plugin, p2p->scomm), "closeSend");
+    if (p2p->rcomm != NULL)
+        stb_plugin_check(stb_plugin_close_recv(p2p->plugin, p2p->rcomm), "closeRecv");
+    if (p2p->lcomm != NULL)
+        stb_plugin_check(stb_plugin_close_listen(p2p->plugin, p2p->lcomm), "closeListen");
     p2p->rmh = p2p->smh = NULL;
     p2p->scomm = p2p->rcomm = p2p->lcomm = NULL;
 }
@@ -301,55 +314,20 @@ strata_status_t stb_p2p_pingpong(stb_p2p_t *p2p, int initiator, size_t size, int
     return status;
 }
 
-/* Sender side of one phase: count sends with `window` in flight, then the receiver's ack. */
-static strata_status_t p2p_stream_send(stb_p2p_t *p2p, size_t size, int window, int count)
+/* count sends (send = 1) or receives, with `window` of them in flight. */
+static strata_status_t p2p_stream_window(stb_p2p_t *p2p, int send, size_t size, int window,
+                                         int count)
 {
-    void *reqs[STB_P2P_MAX_WINDOW], *ack;
-    int posted = 0, done = 0;
-    p2p_wait_t w;
-    strata_status_t status = p2p_post(p2p, 0, P2P_ACK_BYTES, &ack);
-
-    p2p_wait_init(&w, "streaming isend", size);
-    while (status == STRATA_OK && done < count) {
-        if (posted < count && posted - done < window) {
-            void *req = NULL;
-            status = stb_plugin_isend(p2p->plugin, p2p->scomm, p2p->sbuf, size, P2P_TAG,
-                                      p2p->smh, &req);
-            if (status == STRATA_OK && req != NULL) {
-                reqs[posted++ % window] = req;
-                p2p_wait_progress(&w);
-                continue;
-            }
-        }
-        int ok = 0;
-        if (status == STRATA_OK && done < posted)
-            status = p2p_test(p2p, reqs[done % window], P2P_NO_SIZE_CHECK, &ok);
-        if (ok) {
-            done++;
-            p2p_wait_progress(&w);
-        } else if (status == STRATA_OK) {
-            status = p2p_wait_idle(p2p, &w);
-        }
-    }
-    if (status != STRATA_OK)
-        return status;
-    return p2p_wait_req(p2p, ack, P2P_ACK_BYTES, "ack irecv");
-}
-
-/* Receiver side of one phase: count receives with `window` posted, then the ack. */
-static strata_status_t p2p_stream_recv(stb_p2p_t *p2p, size_t size, int window, int count)
-{
-    void *reqs[STB_P2P_MAX_WINDOW], *ack;
+    void *reqs[STB_P2P_MAX_WINDOW];
     int posted = 0, done = 0;
     p2p_wait_t w;
     strata_status_t status = STRATA_OK;
 
-    p2p_wait_init(&w, "streaming irecv", size);
+    p2p_wait_init(&w, send ? "streaming isend" : "streaming irecv", size);
     while (status == STRATA_OK && done < count) {
         if (posted < count && posted - done < window) {
-            void *req = NULL;
-            status = stb_plugin_irecv(p2p->plugin, p2p->rcomm, p2p->rbuf, size, P2P_TAG,
-                                      p2p->rmh, &req);
+            void *req;
+            status = p2p_post_once(p2p, send, size, &req);
             if (status == STRATA_OK && req != NULL) {
                 reqs[posted++ % window] = req;
                 p2p_wait_progress(&w);
@@ -358,7 +336,7 @@ static strata_status_t p2p_stream_recv(stb_p2p_t *p2p, size_t size, int window, 
         }
         int ok = 0;
         if (status == STRATA_OK && done < posted)
-            status = p2p_test(p2p, reqs[done % window], size, &ok);
+            status = p2p_test(p2p, reqs[done % window], send ? P2P_NO_SIZE_CHECK : size, &ok);
         if (ok) {
             done++;
             p2p_wait_progress(&w);
@@ -366,6 +344,28 @@ static strata_status_t p2p_stream_recv(stb_p2p_t *p2p, size_t size, int window, 
             status = p2p_wait_idle(p2p, &w);
         }
     }
+    return status;
+}
+
+/* Sender side of one phase: the window of sends, then the receiver's ack (posted first). */
+static strata_status_t p2p_stream_send(stb_p2p_t *p2p, size_t size, int window, int count)
+{
+    void *ack;
+    strata_status_t status = p2p_post(p2p, 0, P2P_ACK_BYTES, &ack);
+
+    if (status == STRATA_OK)
+        status = p2p_stream_window(p2p, 1, size, window, count);
+    if (status == STRATA_OK)
+        status = p2p_wait_req(p2p, ack, P2P_ACK_BYTES, "ack irecv");
+    return status;
+}
+
+/* Receiver side of one phase: the window of receives, then the ack. */
+static strata_status_t p2p_stream_recv(stb_p2p_t *p2p, size_t size, int window, int count)
+{
+    void *ack;
+    strata_status_t status = p2p_stream_window(p2p, 0, size, window, count);
+
     if (status == STRATA_OK)
         status = p2p_post(p2p, 1, P2P_ACK_BYTES, &ack);
     if (status == STRATA_OK)

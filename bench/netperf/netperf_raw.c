@@ -15,6 +15,8 @@
 #define RAW_ACK_BYTES 8
 /* Spinning receives look at the clock once per this many empty polls. */
 #define RAW_SPIN_CLOCK_EVERY 256
+/* The client's one or two connections, and room for a stray one. */
+#define RAW_BACKLOG 4
 
 static strata_status_t raw_timeouts_set(int fd, int timeout_ms)
 {
@@ -60,38 +62,42 @@ static strata_status_t raw_init(stb_raw_t *raw, int fd, int rfd, int spin, int t
         raw_fds_close(raw);
         return status;
     }
-    stb_sock_name(fd, 1, raw->peer, sizeof(raw->peer));
+    stu_sock_name(fd, 1, raw->peer, sizeof(raw->peer));
     return STRATA_OK;
 }
 
 strata_status_t stb_raw_listen(const char *host, int *lfd_p, int *port_p)
 {
-    char bound[STB_SOCK_NAME_LEN];
-    int lfd;
-    strata_status_t status = stb_sock_listen(host, 0, &lfd);
+    stu_addr_t addr, bound;
+    strata_status_t status = stu_addr_make(host, 0, &addr);
 
+    if (status == STRATA_OK)
+        status = stu_sock_listen(&addr, RAW_BACKLOG, lfd_p, &bound);
+    if (status == STRATA_OK)
+        *port_p = stu_addr_port(&bound);
+    return status;
+}
+
+/* Logs a failed connection set-up step once (the socket helpers leave that to the caller). */
+static strata_status_t raw_setup_err(const char *step, strata_status_t status)
+{
     if (status != STRATA_OK)
-        return status;
-    status = stb_sock_addr_get(lfd, 0, bound, sizeof(bound), port_p);
-    if (status != STRATA_OK) {
-        close(lfd);
-        return status;
-    }
-    *lfd_p = lfd;
-    return STRATA_OK;
+        stb_log_err("raw: %s: %s", step, strata_status_str(status));
+    return status;
 }
 
 strata_status_t stb_raw_accept(stb_raw_t *raw, int lfd, int pair, int spin, int timeout_ms)
 {
-    uint64_t deadline = stb_deadline_make(timeout_ms);
+    uint64_t deadline = stu_deadline_ms(timeout_ms);
     int fds[2] = {-1, -1}, send_fd = -1, recv_fd = -1;
     strata_status_t status = STRATA_OK;
 
     for (int i = 0; i < (pair ? 2 : 1) && status == STRATA_OK; i++) {
         char mark = RAW_MARK_CLIENT_SENDS;
-        status = stb_sock_accept(lfd, stb_deadline_left_ms(deadline), &fds[i]);
+        status = raw_setup_err("accept", stu_sock_accept(lfd, deadline, &fds[i]));
         if (status == STRATA_OK && pair)
-            status = stb_sock_recv_all(fds[i], &mark, 1, deadline);
+            status = raw_setup_err("connection mark", stu_sock_recv_all(fds[i], &mark, 1,
+                                                                         deadline));
         if (status != STRATA_OK)
             break;
         if (!pair) {
@@ -118,16 +124,16 @@ strata_status_t stb_raw_connect(stb_raw_t *raw, const char *host, int port, int 
                                 int timeout_ms)
 {
     static const char marks[2] = {RAW_MARK_CLIENT_SENDS, RAW_MARK_SERVER_SENDS};
-    uint64_t deadline = stb_deadline_make(timeout_ms);
+    uint64_t deadline = stu_deadline_ms(timeout_ms);
     int fds[2] = {-1, -1};
-    char portstr[16];
-    strata_status_t status = STRATA_OK;
+    stu_addr_t addr;
+    strata_status_t status = stu_addr_make(host, port, &addr);
 
-    snprintf(portstr, sizeof(portstr), "%d", port);
     for (int i = 0; i < (pair ? 2 : 1) && status == STRATA_OK; i++) {
-        status = stb_sock_connect(host, portstr, stb_deadline_left_ms(deadline), &fds[i]);
+        status = stu_sock_connect(&addr, deadline, &fds[i]);
         if (status == STRATA_OK && pair)
-            status = stb_sock_send_all(fds[i], &marks[i], 1, deadline);
+            status = raw_setup_err("connection mark",
+                                   stu_sock_send_all(fds[i], &marks[i], 1, deadline));
     }
     if (status != STRATA_OK) {
         for (int i = 0; i < 2; i++)
@@ -175,7 +181,7 @@ strata_status_t stb_raw_send(stb_raw_t *raw, const void *buf, size_t len)
 /* Receives by polling: never sleeps in the kernel, bounded by the timeout all the same. */
 static strata_status_t raw_recv_spin(stb_raw_t *raw, char *p, size_t len)
 {
-    uint64_t deadline = stu_time_ns() + (uint64_t)raw->timeout_ms * 1000000ull;
+    uint64_t deadline = stu_deadline_ms(raw->timeout_ms);
     unsigned empty = 0;
     size_t left = len;
 

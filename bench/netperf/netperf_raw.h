@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/lib/tool_sock.h"
 #include "strata/status.h"
+#include "util/sock.h"
 
 typedef struct stb_raw {
     int fd;                          /* sends go here; -1 when closed */
@@ -29,7 +29,7 @@ typedef struct stb_raw {
     int pair;
     int spin;                        /* 1: receive by polling, not by sleeping */
     int timeout_ms;                  /* bound on one message */
-    char peer[STB_SOCK_NAME_LEN];
+    char peer[STU_ADDR_TEXT_LEN];
 } stb_raw_t;
 
 /* Server: listens on host (numeric address of the measured path), port chosen by the kernel. */

@@ -58,7 +58,7 @@ static void np_header_plugin(const stb_np_ctx_t *ctx)
     np_ptr_support_format(p->ptr_support, ptrs, sizeof(ptrs));
     stb_size_format(p->max_p2p_bytes, maxp2p, sizeof(maxp2p));
     printf("# plugin    : %s (\"%s\", %s, commId 0x%016llx)\n", ctx->plugin_path,
-           stb_plugin_name(ctx->plugin), STB_PLUGIN_SYMBOL,
+           stb_plugin_name(ctx->plugin), stb_plugin_symbol(ctx->plugin),
            (unsigned long long)ctx->cfg.comm_id);
     printf("# device    : %d of %d, \"%s\": speed %d Mbps, latency %.2f us, maxRecvs %d, "
            "maxComms %d, ptrSupport %s, regIsGlobal %d, maxP2pBytes %s, pci %s\n",

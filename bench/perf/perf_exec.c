@@ -162,18 +162,18 @@ static size_t exec_verify(stb_exec_t *x, const stb_perf_geom_t *g, int in_place)
     exec_bufs(x, g, in_place, &sb, &rb);
     switch (o->coll) {
     case STA_COLL_ALLREDUCE:
-        return stb_data_check_reduced(rb, m, &x->ref, 0);
+        return stb_data_check_reduced(rb, m, &x->ref, 0, NULL);
     case STA_COLL_REDUCE_SCATTER:
-        return stb_data_check_reduced(rb, m, &x->ref, r * m);
+        return stb_data_check_reduced(rb, m, &x->ref, r * m, NULL);
     case STA_COLL_ALLGATHER:
         for (int q = 0; q < x->nranks; q++)
             wrong += stb_data_check_input(x->recv + (size_t)q * m * x->esz, m, o->dtype, q,
-                                          (size_t)q * m);
+                                          (size_t)q * m, NULL);
         return wrong;
     case STA_COLL_BROADCAST:
-        return stb_data_check_input(rb, m, o->dtype, o->root, 0);
+        return stb_data_check_input(rb, m, o->dtype, o->root, 0, NULL);
     case STA_COLL_REDUCE:
-        return x->rank == o->root ? stb_data_check_reduced(rb, m, &x->ref, 0) : 0;
+        return x->rank == o->root ? stb_data_check_reduced(rb, m, &x->ref, 0, NULL) : 0;
     default:
         return m;
     }

@@ -1,7 +1,7 @@
 /*
  * strata-perf's engine: runs one collective of one size, in or out of place,
  * times it (warm-up, a barrier, `iters` back-to-back calls) and checks it
- * against the reference of perf_data.h. Every call is collective: all ranks
+ * against the reference of tools/lib/tool_data.h. Every call is collective: all ranks
  * make the same calls with the same arguments.
  *
  * Buffers are allocated once, for the largest size, and touched at once, so
@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "bench/perf/perf_data.h"
+#include "tools/lib/tool_data.h"
 #include "bench/perf/perf_opts.h"
 #include "strata/strata.h"
 

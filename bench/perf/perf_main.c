@@ -3,7 +3,7 @@
  * broadcast, reduce) over Strata's collective library, with the same flags,
  * header, columns, bus bandwidth factors and footer, so its output diffs line
  * by line against nccl-tests'. Two columns are added at the right of each row:
- * the algorithm the selector chose for that size and the α-β model's
+ * the algorithm that ran at that size (the library's record) and the α-β model's
  * predicted time. --model adds a table of every algorithm forced, predicted
  * vs measured, and the selection regret (bench/perf/perf_model.h).
  *
@@ -107,6 +107,10 @@ static void perf_tiers(strata_comm_t *comm, sta_coll_t coll)
                            sta_algo_name(ranges[i].algo), lo, ranges[i].upper);
     }
     printf("%s\n", line);
+    const char *unfit = stb_comm_fallback(comm, coll);
+    if (unfit != NULL)
+        printf("# Strata: STRATA_ALGO %s does not apply to %s here (%s): the model's choice "
+               "runs\n", sta_algo_name(stb_comm_forced(comm)), sta_coll_name(coll), unfit);
 }
 
 /* One size, both placements: time, check, print. Adds to the footer's sums. */
@@ -127,9 +131,6 @@ static strata_status_t perf_size(stb_exec_t *x, size_t size, double *bw_sum, int
     row.redop = stb_perf_coll_has_op(o->coll) ? strata_op_name(o->op) : "none";
     row.root = stb_perf_coll_has_root(o->coll) ? o->root : -1;
     row.checked = o->check > 0;
-    row.algo = sta_algo_name(stb_comm_algo(x->comm, o->coll, g.bytes));
-    row.model_us = stb_comm_predict_us(x->comm, o->coll, stb_comm_algo(x->comm, o->coll, g.bytes),
-                                       g.bytes);
     for (int p = 0; p < 2 && status == STRATA_OK; p++) {
         status = stb_exec_time(x, &g, p, o->warmup, o->iters, &row.time_us[p]);
         if (status != STRATA_OK)
@@ -144,6 +145,10 @@ static strata_status_t perf_size(stb_exec_t *x, size_t size, double *bw_sum, int
             *wrong_total += row.wrong[p];
         }
     }
+    /* the algorithm that ran (the library's record), and the model's time for it */
+    const sta_algo_t ran = stb_comm_last_algo(x->comm, o->coll);
+    row.algo = sta_algo_name(ran);
+    row.model_us = stb_comm_predict_us(x->comm, o->coll, ran, g.bytes);
     if (status == STRATA_OK && x->rank == 0) {
         stb_perf_row_format(&row, buf, sizeof(buf));
         fputs(buf, stdout);

@@ -22,9 +22,9 @@
 #include "sts_util.h"
 
 typedef struct func_fix {
-    sts_net_t net;
+    stb_plugin_t *net;
     int ndev;
-    sts_net_props_t props;
+    stb_plugin_props_t props;
     int max_recvs;
     int fds_before;
 } func_fix_t;
@@ -42,7 +42,7 @@ static inline void func_on_sigpipe(int sig)
     do {                                                                                \
         ncclResult_t func_res_ = (expr);                                                \
         if (func_res_ != ncclSuccess)                                                   \
-            fail_msg("%s: %s", #expr, sts_nccl_str(func_res_));                         \
+            fail_msg("%s: %s", #expr, stb_plugin_result_str(func_res_));                         \
     } while (0)
 
 /* Opens and initialises the plugin at `version` into fix (no cmocka state needed). */
@@ -51,21 +51,21 @@ static inline int func_open(func_fix_t *fix, int version)
     char why[256];
 
     memset(fix, 0, sizeof(*fix));
-    if (sts_net_open(&fix->net, version, NULL, why, sizeof(why)) != 0) {
+    if (stb_plugin_load(NULL, version, 0, &fix->net, why, sizeof(why)) != STRATA_OK) {
         print_error("%s\n", why);
         return -1;
     }
-    ncclResult_t res = sts_net_init(&fix->net, 0x5354u + (uint64_t)version);
-    if (res != ncclSuccess || sts_net_devices(&fix->net, &fix->ndev) != ncclSuccess ||
-        fix->ndev < 1 || sts_net_props(&fix->net, 0, &fix->props) != ncclSuccess) {
-        print_error("plugin v%d: init %s, %d devices\n", version, sts_nccl_str(res), fix->ndev);
+    ncclResult_t res = stb_plugin_init(fix->net, 0x5354u + (uint64_t)version);
+    if (res != ncclSuccess || stb_plugin_devices(fix->net, &fix->ndev) != ncclSuccess ||
+        fix->ndev < 1 || stb_plugin_props(fix->net, 0, &fix->props) != ncclSuccess) {
+        print_error("plugin v%d: init %s, %d devices\n", version, stb_plugin_result_str(res), fix->ndev);
         if (res == ncclSuccess)
-            sts_net_finalize(&fix->net);
-        sts_net_close(&fix->net);
+            stb_plugin_finalize(fix->net);
+        stb_plugin_unload(fix->net);
         return -1;
     }
     int n = fix->props.max_recvs;
-    fix->max_recvs = n < 1 ? 1 : n > STS_NET_MAX_RECVS ? STS_NET_MAX_RECVS : n;
+    fix->max_recvs = n < 1 ? 1 : n > STB_PLUGIN_MAX_RECVS ? STB_PLUGIN_MAX_RECVS : n;
     return 0;
 }
 
@@ -89,8 +89,8 @@ static inline int func_teardown(void **state)
         print_error("teardown: killed %d peer process(es) the case left running\n", left);
         rc = -1;
     }
-    sts_net_finalize(&func_fix.net);
-    sts_net_close(&func_fix.net);
+    stb_plugin_finalize(func_fix.net);
+    stb_plugin_unload(func_fix.net);
     int fds = sts_fd_count();
     if (fds != func_fix.fds_before) {
         print_error("teardown: %d descriptors before loading the plugin, %d after unloading\n",
@@ -146,55 +146,46 @@ static inline void func_finish(sts_peer_t *peer)
 static inline void func_link(func_fix_t *fix, sts_peer_t *peer, sts_net_link_t *link)
 {
     char why[256];
-    if (sts_net_link_open(&fix->net, 0, peer->fd, sts_deadline(PEER_TIMEOUT_S), link, why,
+    if (sts_net_link_open(fix->net, 0, peer->fd, sts_deadline(PEER_TIMEOUT_S), link, why,
                           sizeof(why)) != ncclSuccess)
         func_fail_with_peer(peer, "link to the peer: %s", why);
 }
 
-/* A host buffer registered on comm. */
-typedef struct func_buf {
-    char *data;
-    size_t size;
-    void *comm;
-    void *mh;
-} func_buf_t;
-
-static inline void func_buf_get(func_fix_t *fix, func_buf_t *b, void *comm, size_t size)
+/* Starts the peer playing `scenario` over ABI v11 and links to it in both directions. */
+static inline void func_start(func_fix_t *fix, sts_peer_t *peer, const char *scenario, int arg,
+                              sts_net_link_t *link)
 {
-    memset(b, 0, sizeof(*b));
-    b->data = malloc(size + STS_GUARD_SIZE);
-    assert_non_null(b->data);
-    sts_guard_set(b->data, size);
-    assert_nccl_ok(sts_net_reg_mr(&fix->net, comm, b->data, size > 0 ? size : 1, NCCL_PTR_HOST,
-                                  &b->mh));
-    b->size = size;
-    b->comm = comm;
+    func_spawn(peer, 11, scenario, arg);
+    func_link(fix, peer, link);
 }
 
-static inline void func_buf_dereg(func_fix_t *fix, func_buf_t *b)
+/* A host buffer with guard bytes, registered on comm (sts_net_buf_t); the test fails if not. */
+static inline void func_buf_get(func_fix_t *fix, sts_net_buf_t *b, void *comm, size_t size)
 {
-    if (b->comm != NULL)
-        assert_nccl_ok(sts_net_dereg_mr(&fix->net, b->comm, b->mh));
-    b->comm = NULL;
+    assert_nccl_ok(sts_net_buf_get(fix->net, b, comm, size));
 }
 
-static inline void func_buf_put(func_fix_t *fix, func_buf_t *b)
+static inline void func_buf_dereg(func_fix_t *fix, sts_net_buf_t *b)
+{
+    assert_nccl_ok(sts_net_buf_dereg(fix->net, b));
+}
+
+static inline void func_buf_put(func_fix_t *fix, sts_net_buf_t *b)
 {
     func_buf_dereg(fix, b);
-    free(b->data);
-    b->data = NULL;
+    sts_net_buf_put(fix->net, b);
 }
 
 /* Waits for n requests; every one must succeed. */
 static inline void func_wait_ok(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *reqs, int n,
                                 const char *what)
 {
-    if (sts_net_wait_all(&fix->net, reqs, n, sts_deadline(PEER_TIMEOUT_S)) != 0)
+    if (sts_net_wait_all(fix->net, reqs, n, sts_deadline(PEER_TIMEOUT_S)) != 0)
         func_fail_with_peer(peer, "%s: not done before the deadline", what);
     for (int i = 0; i < n; i++)
         if (reqs[i].result != ncclSuccess)
             func_fail_with_peer(peer, "%s: request %d failed: %s", what, i,
-                                sts_nccl_str(reqs[i].result));
+                                stb_plugin_result_str(reqs[i].result));
 }
 
 /*
@@ -209,15 +200,15 @@ static inline void func_echo(func_fix_t *fix, sts_peer_t *peer, sts_net_link_t *
         int tag = peer_echo_tag(i);
         sts_net_req_t reqs[2] = {{.result = ncclInProgress}, {.result = ncclInProgress}};
         uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
-        func_buf_t sb, rb;
+        sts_net_buf_t sb, rb;
 
         func_buf_get(fix, &sb, link->send, size);
         func_buf_get(fix, &rb, link->recv, size);
         sts_pattern_fill(sb.data, size, peer_echo_seed(i));
         memset(rb.data, 0, size);
-        assert_nccl_ok(sts_net_irecv_retry(&fix->net, link->recv, 1, (void **)&rb.data, &size,
+        assert_nccl_ok(sts_net_irecv_retry(fix->net, link->recv, 1, (void **)&rb.data, &size,
                                            &tag, &rb.mh, NULL, 0, deadline, &reqs[1].req));
-        assert_nccl_ok(sts_net_isend_retry(&fix->net, link->send, sb.data, size, tag, sb.mh,
+        assert_nccl_ok(sts_net_isend_retry(fix->net, link->send, sb.data, size, tag, sb.mh,
                                            &reqs[1], 1, deadline, &reqs[0].req));
         func_wait_ok(fix, peer, reqs, 2, "echo");
         if ((size_t)reqs[1].sizes[0] != size)
@@ -239,18 +230,18 @@ static inline void func_loopback(func_fix_t *fix, void **send, void **recv)
     uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
 
     *send = *recv = NULL;
-    assert_nccl_ok(sts_net_listen(&fix->net, 0, handle, &listen));
+    assert_nccl_ok(stb_plugin_listen(fix->net, 0, handle, &listen));
     assert_non_null(listen);
     while (*send == NULL || *recv == NULL) {
         if (*send == NULL)
-            assert_nccl_ok(sts_net_connect(&fix->net, 0, handle, send));
+            assert_nccl_ok(stb_plugin_connect(fix->net, 0, handle, send));
         if (*recv == NULL)
-            assert_nccl_ok(sts_net_accept(&fix->net, listen, recv));
-        if ((*send == NULL || *recv == NULL) && sts_expired(deadline))
+            assert_nccl_ok(stb_plugin_accept(fix->net, listen, recv));
+        if ((*send == NULL || *recv == NULL) && stu_deadline_passed(deadline))
             fail_msg("loopback connection not ready before the deadline");
         sts_relax();
     }
-    assert_nccl_ok(sts_net_close_listen(&fix->net, listen));
+    assert_nccl_ok(stb_plugin_close_listen(fix->net, listen));
 }
 
 /* One message over a loopback connection, checked. */
@@ -259,17 +250,17 @@ static inline void func_exchange(func_fix_t *fix, void *send, void *recv, size_t
 {
     sts_net_req_t reqs[2] = {{.result = ncclInProgress}, {.result = ncclInProgress}};
     uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
-    func_buf_t sb, rb;
+    sts_net_buf_t sb, rb;
     int tag = 7;
 
     func_buf_get(fix, &sb, send, size);
     func_buf_get(fix, &rb, recv, size);
     sts_pattern_fill(sb.data, size, seed);
-    assert_nccl_ok(sts_net_irecv_retry(&fix->net, recv, 1, (void **)&rb.data, &size, &tag,
+    assert_nccl_ok(sts_net_irecv_retry(fix->net, recv, 1, (void **)&rb.data, &size, &tag,
                                        &rb.mh, NULL, 0, deadline, &reqs[1].req));
-    assert_nccl_ok(sts_net_isend_retry(&fix->net, send, sb.data, size, tag, sb.mh, &reqs[1], 1,
+    assert_nccl_ok(sts_net_isend_retry(fix->net, send, sb.data, size, tag, sb.mh, &reqs[1], 1,
                                        deadline, &reqs[0].req));
-    if (sts_net_wait_all(&fix->net, reqs, 2, deadline) != 0)
+    if (sts_net_wait_all(fix->net, reqs, 2, deadline) != 0)
         fail_msg("loopback exchange of %zu bytes not done before the deadline", size);
     assert_nccl_ok(reqs[0].result);
     assert_nccl_ok(reqs[1].result);

@@ -22,7 +22,7 @@
 #include "sts_util.h"
 
 typedef struct peer {
-    sts_net_t net;
+    stb_plugin_t *net;
     int fd;                 /* control socket */
     int max_recvs;
     uint64_t deadline;      /* bounds the whole scenario */
@@ -42,65 +42,34 @@ __attribute__((format(printf, 2, 3))) static int peer_fail(peer_t *p, const char
     return -1;
 }
 
-/* A host buffer registered on one comm. */
-typedef struct peer_buf {
-    char *data;
-    size_t size;
-    void *comm;
-    void *mh;
-} peer_buf_t;
-
-static int buf_get(peer_t *p, peer_buf_t *b, void *comm, size_t size)
+/* A registered host buffer (sts_net_buf_t); a failure is recorded. */
+static int buf_get(peer_t *p, sts_net_buf_t *b, void *comm, size_t size)
 {
-    memset(b, 0, sizeof(*b));
-    b->data = malloc(size > 0 ? size : 1);
-    if (b->data == NULL)
-        return peer_fail(p, "out of memory for %zu bytes", size);
-    ncclResult_t res = sts_net_reg_mr(&p->net, comm, b->data, size > 0 ? size : 1,
-                                      NCCL_PTR_HOST, &b->mh);
-    if (res != ncclSuccess) {
-        free(b->data);
-        b->data = NULL;
-        return peer_fail(p, "regMr(%zu bytes): %s", size, sts_nccl_str(res));
-    }
-    b->size = size;
-    b->comm = comm;
+    ncclResult_t res = sts_net_buf_get(p->net, b, comm, size);
+    if (res != ncclSuccess)
+        return peer_fail(p, "regMr(%zu bytes): %s", size, stb_plugin_result_str(res));
     return 0;
-}
-
-static void buf_dereg(peer_t *p, peer_buf_t *b)
-{
-    if (b->comm != NULL)
-        sts_net_dereg_mr(&p->net, b->comm, b->mh);
-    b->comm = NULL;
-}
-
-static void buf_put(peer_t *p, peer_buf_t *b)
-{
-    buf_dereg(p, b);
-    free(b->data);
-    b->data = NULL;
 }
 
 /* Waits for every request; each must succeed. */
 static int wait_ok(peer_t *p, sts_net_req_t *reqs, int n, const char *what)
 {
-    if (sts_net_wait_all(&p->net, reqs, n, p->deadline) != 0)
+    if (sts_net_wait_all(p->net, reqs, n, p->deadline) != 0)
         return peer_fail(p, "%s: not done before the deadline", what);
     for (int i = 0; i < n; i++)
         if (reqs[i].result != ncclSuccess)
             return peer_fail(p, "%s: request %d failed: %s", what, i,
-                             sts_nccl_str(reqs[i].result));
+                             stb_plugin_result_str(reqs[i].result));
     return 0;
 }
 
-static int send_one(peer_t *p, void *comm, peer_buf_t *b, size_t size, int tag)
+static int send_one(peer_t *p, void *comm, sts_net_buf_t *b, size_t size, int tag)
 {
     sts_net_req_t r = {.result = ncclInProgress};
-    ncclResult_t res = sts_net_isend_retry(&p->net, comm, b->data, size, tag, b->mh, NULL, 0,
+    ncclResult_t res = sts_net_isend_retry(p->net, comm, b->data, size, tag, b->mh, NULL, 0,
                                            p->deadline, &r.req);
     if (res != ncclSuccess)
-        return peer_fail(p, "isend(%zu bytes): %s", size, sts_nccl_str(res));
+        return peer_fail(p, "isend(%zu bytes): %s", size, stb_plugin_result_str(res));
     return wait_ok(p, &r, 1, "isend");
 }
 
@@ -109,24 +78,24 @@ static int send_one(peer_t *p, void *comm, peer_buf_t *b, size_t size, int tag)
  * (ib) fails it with TRUNCATED, ncclInvalidUsage; one that does not (tcp)
  * completes it. Both are right; only the receive must fail.
  */
-static int send_truncated(peer_t *p, void *comm, peer_buf_t *b, size_t size)
+static int send_truncated(peer_t *p, void *comm, sts_net_buf_t *b, size_t size)
 {
     sts_net_req_t r = {.result = ncclInProgress};
-    ncclResult_t res = sts_net_isend_retry(&p->net, comm, b->data, size, 0, b->mh, NULL, 0,
+    ncclResult_t res = sts_net_isend_retry(p->net, comm, b->data, size, 0, b->mh, NULL, 0,
                                            p->deadline, &r.req);
     if (res != ncclSuccess)
-        return peer_fail(p, "isend(%zu bytes): %s", size, sts_nccl_str(res));
-    if (sts_net_wait_all(&p->net, &r, 1, p->deadline) != 0)
+        return peer_fail(p, "isend(%zu bytes): %s", size, stb_plugin_result_str(res));
+    if (sts_net_wait_all(p->net, &r, 1, p->deadline) != 0)
         return peer_fail(p, "truncated isend: not done before the deadline");
     if (r.result != ncclSuccess && r.result != ncclInvalidUsage)
-        return peer_fail(p, "truncated isend failed: %s", sts_nccl_str(r.result));
+        return peer_fail(p, "truncated isend failed: %s", stb_plugin_result_str(r.result));
     return 0;
 }
 
 static int link_up(peer_t *p, sts_net_link_t *link)
 {
     char why[200];
-    if (sts_net_link_open(&p->net, 0, p->fd, p->deadline, link, why, sizeof(why)) != ncclSuccess)
+    if (sts_net_link_open(p->net, 0, p->fd, p->deadline, link, why, sizeof(why)) != ncclSuccess)
         return peer_fail(p, "link: %s", why);
     return 0;
 }
@@ -136,7 +105,7 @@ static int wait_for_kill(peer_t *p)
 {
     const struct timespec nap = {0, 20 * 1000 * 1000};
     sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0);
-    while (!sts_expired(p->deadline))
+    while (!stu_deadline_passed(p->deadline))
         nanosleep(&nap, NULL);
     return peer_fail(p, "still alive at the deadline: the test was to kill this peer");
 }
@@ -152,22 +121,22 @@ static int scenario_echo(peer_t *p, const size_t *sizes, int count)
         size_t size = sizes[i], rsize = size + peer_echo_slack(i);
         int tag = peer_echo_tag(i);
         sts_net_req_t r = {.result = ncclInProgress};
-        peer_buf_t rb, sb;
+        sts_net_buf_t rb, sb;
         if (buf_get(p, &rb, link.recv, rsize) != 0)
             break;
         /* The same memory registered on the send comm too, as NCCL does. */
         sb = rb;
-        if (sts_net_reg_mr(&p->net, link.send, rb.data, rsize > 0 ? rsize : 1, NCCL_PTR_HOST,
+        if (stb_plugin_reg_mr(p->net, link.send, rb.data, rsize > 0 ? rsize : 1, NCCL_PTR_HOST,
                            &sb.mh) != ncclSuccess) {
-            buf_put(p, &rb);
+            sts_net_buf_put(p->net, &rb);
             rc = peer_fail(p, "regMr on the send comm failed");
             break;
         }
         sb.comm = link.send;
-        ncclResult_t res = sts_net_irecv_retry(&p->net, link.recv, 1, (void **)&rb.data, &rsize,
+        ncclResult_t res = sts_net_irecv_retry(p->net, link.recv, 1, (void **)&rb.data, &rsize,
                                                &tag, &rb.mh, NULL, 0, p->deadline, &r.req);
         if (res != ncclSuccess)
-            rc = peer_fail(p, "irecv: %s", sts_nccl_str(res));
+            rc = peer_fail(p, "irecv: %s", stb_plugin_result_str(res));
         else if ((rc = wait_ok(p, &r, 1, "echo receive")) == 0 && (size_t)r.sizes[0] != size)
             rc = peer_fail(p, "message %d: test reported %d bytes, sent %zu", i, r.sizes[0], size);
         if (rc == 0 && sts_pattern_check(rb.data, size, peer_echo_seed(i)) != SIZE_MAX)
@@ -175,10 +144,10 @@ static int scenario_echo(peer_t *p, const size_t *sizes, int count)
                            sts_pattern_check(rb.data, size, peer_echo_seed(i)));
         if (rc == 0)
             rc = send_one(p, link.send, &sb, size, tag);
-        buf_dereg(p, &sb);
-        buf_put(p, &rb);
+        sts_net_buf_dereg(p->net, &sb);
+        sts_net_buf_put(p->net, &rb);
     }
-    sts_net_link_close(&p->net, &link);
+    sts_net_link_close(p->net, &link);
     return rc;
 }
 
@@ -192,16 +161,16 @@ static int scenario_flood(peer_t *p, int rounds)
     if (link_up(p, &link) != 0)
         return -1;
     for (int r = 0; r < rounds && rc == 0; r++) {
-        size_t off[32 * STS_NET_MAX_RECVS + 1] = {0};
-        peer_buf_t b;
+        size_t off[32 * STB_PLUGIN_MAX_RECVS + 1] = {0};
+        sts_net_buf_t b;
         for (int i = 0; i < total; i++)
             off[i + 1] = off[i] + peer_flood_size(r, i);
         if (buf_get(p, &b, link.recv, off[total]) != 0)
             break;
         for (int j = 0; j < nrecv && rc == 0; j++) {
-            void *data[STS_NET_MAX_RECVS], *mhs[STS_NET_MAX_RECVS];
-            size_t sizes[STS_NET_MAX_RECVS];
-            int tags[STS_NET_MAX_RECVS];
+            void *data[STB_PLUGIN_MAX_RECVS], *mhs[STB_PLUGIN_MAX_RECVS];
+            size_t sizes[STB_PLUGIN_MAX_RECVS];
+            int tags[STB_PLUGIN_MAX_RECVS];
             for (int k = 0; k < n; k++) {
                 data[k] = b.data + off[j * n + k];
                 sizes[k] = peer_flood_size(r, j * n + k);
@@ -209,11 +178,11 @@ static int scenario_flood(peer_t *p, int rounds)
                 mhs[k] = b.mh;
             }
             reqs[j] = (sts_net_req_t){.result = ncclInProgress};
-            ncclResult_t res = sts_net_irecv(&p->net, link.recv, n, data, sizes, tags, mhs,
+            ncclResult_t res = stb_plugin_irecv(p->net, link.recv, n, data, sizes, tags, mhs,
                                              &reqs[j].req);
             if (res != ncclSuccess || reqs[j].req == NULL)
                 rc = peer_fail(p, "round %d: irecv %d of %d: %s%s", r, j, nrecv,
-                               sts_nccl_str(res), reqs[j].req ? "" : " (no request)");
+                               stb_plugin_result_str(res), reqs[j].req ? "" : " (no request)");
         }
         if (rc == 0)
             rc = wait_ok(p, reqs, nrecv, "flood receives");
@@ -226,9 +195,9 @@ static int scenario_flood(peer_t *p, int rounds)
                                        peer_flood_seed(r, i)) != SIZE_MAX)
                 rc = peer_fail(p, "round %d message %d: data differs", r, i);
         }
-        buf_put(p, &b);
+        sts_net_buf_put(p->net, &b);
     }
-    sts_net_link_close(&p->net, &link);
+    sts_net_link_close(p->net, &link);
     return rc;
 }
 
@@ -240,10 +209,10 @@ static int scenario_tagged(peer_t *p)
     if (link_up(p, &link) != 0)
         return -1;
     for (int n = 1; n <= p->max_recvs && rc == 0; n++) {
-        peer_buf_t b[STS_NET_MAX_RECVS];
-        sts_net_req_t reqs[STS_NET_MAX_RECVS];
-        int perm[STS_NET_MAX_RECVS], got = 0;
-        peer_permute(perm, n, (uint32_t)n);
+        sts_net_buf_t b[STB_PLUGIN_MAX_RECVS];
+        sts_net_req_t reqs[STB_PLUGIN_MAX_RECVS];
+        int perm[STB_PLUGIN_MAX_RECVS], got = 0;
+        sts_permute(perm, n, (uint32_t)n);
         for (; got < n; got++) {
             if (buf_get(p, &b[got], link.send, peer_tagged_size(n, got)) != 0)
                 break;
@@ -252,27 +221,27 @@ static int scenario_tagged(peer_t *p)
         for (int k = 0; k < n && got == n && rc == 0; k++) {
             int i = perm[k];
             reqs[k] = (sts_net_req_t){.result = ncclInProgress};
-            ncclResult_t res = sts_net_isend_retry(&p->net, link.send, b[i].data, b[i].size,
+            ncclResult_t res = sts_net_isend_retry(p->net, link.send, b[i].data, b[i].size,
                                                    peer_tagged_tag(i), b[i].mh, reqs, k,
                                                    p->deadline, &reqs[k].req);
             if (res != ncclSuccess)
-                rc = peer_fail(p, "isend: %s", sts_nccl_str(res));
+                rc = peer_fail(p, "isend: %s", stb_plugin_result_str(res));
         }
         if (rc == 0 && got == n)
             rc = wait_ok(p, reqs, n, "tagged sends");
         for (int i = 0; i < got; i++)
-            buf_put(p, &b[i]);
+            sts_net_buf_put(p->net, &b[i]);
         if (got < n)
             rc = -1;
     }
-    sts_net_link_close(&p->net, &link);
+    sts_net_link_close(p->net, &link);
     return rc;
 }
 
 static int scenario_trunc(peer_t *p)
 {
     sts_net_link_t link;
-    peer_buf_t b;
+    sts_net_buf_t b;
     int rc;
 
     if (link_up(p, &link) != 0)
@@ -284,12 +253,12 @@ static int scenario_trunc(peer_t *p)
         sts_pattern_fill(b.data, PEER_TRUNC_NEXT, PEER_TRUNC_SEED2);
         if (rc == 0)
             rc = send_one(p, link.send, &b, PEER_TRUNC_NEXT, 0);
-        buf_put(p, &b);
+        sts_net_buf_put(p->net, &b);
     }
     /* Stay connected until the test has checked both receives. */
     if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
         rc = peer_fail(p, "no GO from the test");
-    sts_net_link_close(&p->net, &link);
+    sts_net_link_close(p->net, &link);
     return rc;
 }
 
@@ -298,7 +267,7 @@ static int scenario_stall(peer_t *p, int send)
     const struct timespec nap = {0, 1000 * 1000};
     sts_net_req_t r = {.result = ncclInProgress};
     sts_net_link_t link;
-    peer_buf_t b;
+    sts_net_buf_t b;
 
     if (link_up(p, &link) != 0)
         return -1;
@@ -306,13 +275,13 @@ static int scenario_stall(peer_t *p, int send)
         return wait_for_kill(p);
     if (buf_get(p, &b, link.send, PEER_STALL_BYTES) != 0)
         return -1;
-    ncclResult_t res = sts_net_isend(&p->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
+    ncclResult_t res = stb_plugin_isend(p->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
                                      &r.req);
     if (res != ncclSuccess || r.req == NULL)
-        return peer_fail(p, "posting the send failed: %s", sts_nccl_str(res));
+        return peer_fail(p, "posting the send failed: %s", stb_plugin_result_str(res));
     /* Push what the socket buffers take while the test does not read. */
     for (int i = 0; i < 200 && r.req != NULL; i++) {
-        sts_net_progress(&p->net, &r, 1);
+        sts_net_progress(p->net, &r, 1);
         nanosleep(&nap, NULL);
     }
     return wait_for_kill(p);
@@ -323,7 +292,7 @@ static int scenario_many(peer_t *p, int k)
     char handle[NCCL_NET_HANDLE_MAXSIZE], copies[16][NCCL_NET_HANDLE_MAXSIZE];
     void *send[16] = {0};
     sts_net_req_t reqs[32];
-    peer_buf_t b[32];
+    sts_net_buf_t b[32];
     int nb = 0, connected = 0, rc = 0;
 
     if (k < 1 || k > 16)
@@ -336,12 +305,12 @@ static int scenario_many(peer_t *p, int k)
         for (int i = 0; i < k && rc == 0; i++) {
             if (send[i] != NULL)
                 continue;
-            ncclResult_t res = sts_net_connect(&p->net, 0, copies[i], &send[i]);
+            ncclResult_t res = stb_plugin_connect(p->net, 0, copies[i], &send[i]);
             if (res != ncclSuccess)
-                rc = peer_fail(p, "connect %d: %s", i, sts_nccl_str(res));
+                rc = peer_fail(p, "connect %d: %s", i, stb_plugin_result_str(res));
             connected += send[i] != NULL;
         }
-        if (connected < k && sts_expired(p->deadline))
+        if (connected < k && stu_deadline_passed(p->deadline))
             rc = peer_fail(p, "%d of %d connected at the deadline", connected, k);
         sts_relax();
     }
@@ -357,7 +326,7 @@ static int scenario_many(peer_t *p, int k)
         sts_pattern_fill(b[nb + 1].data, PEER_MANY_BIG, peer_many_seed(i));
         for (int m = 0; m < 2 && rc == 0; m++) {
             reqs[nb + m] = (sts_net_req_t){.result = ncclInProgress};
-            if (sts_net_isend_retry(&p->net, send[i], b[nb + m].data, b[nb + m].size, 0,
+            if (sts_net_isend_retry(p->net, send[i], b[nb + m].data, b[nb + m].size, 0,
                                     b[nb + m].mh, reqs, nb + m, p->deadline,
                                     &reqs[nb + m].req) != ncclSuccess)
                 rc = peer_fail(p, "isend on connection %d failed", i);
@@ -371,12 +340,12 @@ static int scenario_many(peer_t *p, int k)
     if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
         rc = peer_fail(p, "no GO from the test");
     for (int i = 0; i < nb; i++)
-        buf_dereg(p, &b[i]);
+        sts_net_buf_dereg(p->net, &b[i]);
     for (int i = 0; i < k; i++)
         if (send[i] != NULL)
-            sts_net_close_send(&p->net, send[i]);
+            stb_plugin_close_send(p->net, send[i]);
     for (int i = 0; i < nb; i++)
-        buf_put(p, &b[i]);
+        sts_net_buf_put(p->net, &b[i]);
     return rc;
 }
 
@@ -390,20 +359,20 @@ static int scenario_cycles(peer_t *p, int n)
     fds_before = sts_fd_count();
     for (int i = 0; i < n; i++) {
         void *send = NULL;
-        peer_buf_t b;
+        sts_net_buf_t b;
         p->deadline = sts_deadline(PEER_TIMEOUT_S);   /* per cycle: a loaded machine is slow */
         memcpy(copy, handle, sizeof(copy));
-        ncclResult_t res = sts_net_connect_wait(&p->net, 0, copy, p->deadline, &send);
+        ncclResult_t res = sts_net_connect_wait(p->net, 0, copy, p->deadline, &send);
         if (res != ncclSuccess)
-            return peer_fail(p, "cycle %d: connect: %s", i, sts_nccl_str(res));
+            return peer_fail(p, "cycle %d: connect: %s", i, stb_plugin_result_str(res));
         int rc = buf_get(p, &b, send, sizeof(uint32_t));
         if (rc == 0) {
             uint32_t v = (uint32_t)i;
             memcpy(b.data, &v, sizeof(v));
             rc = send_one(p, send, &b, sizeof(v), 0);
-            buf_put(p, &b);
+            sts_net_buf_put(p->net, &b);
         }
-        sts_net_close_send(&p->net, send);
+        stb_plugin_close_send(p->net, send);
         if (rc != 0)
             return rc;
     }
@@ -418,7 +387,7 @@ static int scenario_inflight(peer_t *p)
 {
     enum { NR = PEER_INFLIGHT_NSMALL_RECV + 1, NS = PEER_INFLIGHT_NSMALL_SEND + 1 };
     sts_net_req_t reqs[NR + NS];
-    peer_buf_t b[NR + NS];
+    sts_net_buf_t b[NR + NS];
     sts_net_link_t link;
     int nb = 0, rc = 0;
 
@@ -435,28 +404,28 @@ static int scenario_inflight(peer_t *p)
         nb++;
         reqs[i] = (sts_net_req_t){.result = ncclInProgress};
         ncclResult_t res = is_recv
-            ? sts_net_irecv(&p->net, link.recv, 1, (void **)&b[i].data, &size, &tag, &b[i].mh,
+            ? stb_plugin_irecv(p->net, link.recv, 1, (void **)&b[i].data, &size, &tag, &b[i].mh,
                             &reqs[i].req)
-            : sts_net_isend(&p->net, link.send, b[i].data, size, tag, b[i].mh, &reqs[i].req);
+            : stb_plugin_isend(p->net, link.send, b[i].data, size, tag, b[i].mh, &reqs[i].req);
         if (res != ncclSuccess || reqs[i].req == NULL)
-            rc = peer_fail(p, "posting request %d: %s", i, sts_nccl_str(res));
+            rc = peer_fail(p, "posting request %d: %s", i, stb_plugin_result_str(res));
     }
     for (int pass = 0; pass < 50 && rc == 0; pass++)
-        sts_net_progress(&p->net, reqs, nb);
+        sts_net_progress(p->net, reqs, nb);
     if (rc == 0 && sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0) != 0)
         rc = peer_fail(p, "control socket lost");
     while (rc == 0 && !sts_ctl_pending(p->fd)) {
-        sts_net_progress(&p->net, reqs, nb);
-        if (sts_expired(p->deadline))
+        sts_net_progress(p->net, reqs, nb);
+        if (stu_deadline_passed(p->deadline))
             rc = peer_fail(p, "no GO from the test");
     }
     if (rc == 0 && sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
         rc = peer_fail(p, "expected GO");
     for (int i = 0; i < nb; i++)
-        buf_dereg(p, &b[i]);
-    sts_net_link_close(&p->net, &link);
+        sts_net_buf_dereg(p->net, &b[i]);
+    sts_net_link_close(p->net, &link);
     for (int i = 0; i < nb; i++)
-        buf_put(p, &b[i]);
+        sts_net_buf_put(p->net, &b[i]);
     return rc;
 }
 
@@ -489,7 +458,7 @@ int main(int argc, char **argv)
 {
     static peer_t peer;
     peer_t *p = &peer;
-    sts_net_props_t props;
+    stb_plugin_props_t props;
     char why[200];
     int ndev = 0, rc, inherited;
 
@@ -501,26 +470,28 @@ int main(int argc, char **argv)
     p->deadline = sts_deadline(PEER_TIMEOUT_S);
     /* The test's plugin sockets are close-on-exec: none may have leaked into us. */
     inherited = sts_socket_count(p->fd);
-    if (sts_net_open(&p->net, atoi(argv[2]), NULL, why, sizeof(why)) != 0) {
+    if (stb_plugin_load(NULL, atoi(argv[2]), 0, &p->net, why, sizeof(why)) != STRATA_OK) {
         sts_ctl_result(p->fd, 1, "%s", why);
         return 1;
     }
-    ncclResult_t res = sts_net_init(&p->net, (uint64_t)getpid());
-    if (res != ncclSuccess || sts_net_devices(&p->net, &ndev) != ncclSuccess || ndev < 1 ||
-        sts_net_props(&p->net, 0, &props) != ncclSuccess) {
-        sts_ctl_result(p->fd, 1, "plugin v%s: init %s, %d devices", argv[2], sts_nccl_str(res),
+    ncclResult_t res = stb_plugin_init(p->net, (uint64_t)getpid());
+    if (res != ncclSuccess || stb_plugin_devices(p->net, &ndev) != ncclSuccess || ndev < 1 ||
+        stb_plugin_props(p->net, 0, &props) != ncclSuccess) {
+        sts_ctl_result(p->fd, 1, "plugin v%s: init %s, %d devices", argv[2], stb_plugin_result_str(res),
                        ndev);
         return 1;
     }
     p->max_recvs = props.max_recvs < 1 ? 1
-                   : props.max_recvs > STS_NET_MAX_RECVS ? STS_NET_MAX_RECVS : props.max_recvs;
+                   : props.max_recvs > STB_PLUGIN_MAX_RECVS ? STB_PLUGIN_MAX_RECVS : props.max_recvs;
     if (inherited != 0)
         rc = peer_fail(p, "inherited %d socket(s) from the test process", inherited);
     else
         rc = run(p, argv[3], argc > 4 ? atoi(argv[4]) : 0);
-    sts_net_finalize(&p->net);
-    if (p->net.version == 11)
-        sts_net_close(&p->net);   /* older versions have no finalize: stay loaded */
+    stb_plugin_finalize(p->net);
+    if (stb_plugin_version(p->net) >= 11)
+        stb_plugin_unload(p->net);
+    else
+        stb_plugin_forget(p->net);   /* older versions have no finalize: stay loaded */
     sts_ctl_result(p->fd, rc == 0 ? 0 : 1, "%s", rc == 0 ? "ok" : p->err);
     return rc == 0 ? 0 : 1;
 }

@@ -76,24 +76,6 @@ static inline int peer_tagged_tag(int i) { return 100 + 3 * i; }
 static inline size_t peer_tagged_size(int n, int i) { return 1000 * (size_t)(i + 1) + (size_t)n; }
 static inline uint32_t peer_tagged_seed(int n, int i) { return (uint32_t)(n * 100 + i); }
 
-/* A permutation of 0..n-1 that is not the identity when n > 1 (same on both sides). */
-static inline void peer_permute(int *perm, int n, uint32_t seed)
-{
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        seed = seed * 1103515245u + 12345u;
-        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    if (n > 1 && perm[0] == 0) {
-        perm[0] = perm[1];
-        perm[1] = 0;
-    }
-}
-
 /* trunc: the first message is larger than the receive the test posts. */
 #define PEER_TRUNC_SEND 4096
 #define PEER_TRUNC_RECV 1024

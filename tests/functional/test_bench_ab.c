@@ -18,12 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "sts_util.h"
+#include "tools/lib/tool_proc.h"
 
 #ifndef STRATA_SOURCE_DIR
 #define STRATA_SOURCE_DIR "."
@@ -32,6 +33,8 @@
 /* Bounds: the tiny sweep takes seconds; the machine is loaded and 2-core. */
 #define AB_HARNESS_TIMEOUT_S 600
 #define AB_SCRIPT_TIMEOUT_S 120
+/* Beyond `timeout`'s own bound and its --kill-after=10: only a stuck `timeout` reaches it. */
+#define AB_SLACK_S 30
 #define AB_SYSTEMS 5
 /* -b 8 -e 64K -f 4: 8, 32, 128, 512, 2K, 8K, 32K, and the -e size 64K. */
 #define AB_TINY_ROWS 8
@@ -82,12 +85,28 @@ static int ab_teardown(void **state)
  * stdout and stderr in `log` and the "NAME=VALUE" strings of envs (NULL-
  * terminated, may be NULL) added. Returns the exit code, 128 + signal, or -1.
  */
+typedef struct ab_child {
+    const char *const *envs;
+} ab_child_t;
+
+/* In the child: the source tree as the working directory, the extra environment. */
+static int ab_child_setup(void *arg)
+{
+    const ab_child_t *c = arg;
+
+    if (chdir(STRATA_SOURCE_DIR) != 0)
+        return -1;
+    for (int i = 0; c->envs != NULL && c->envs[i] != NULL; i++)
+        putenv((char *)c->envs[i]);
+    return 0;
+}
+
 static int ab_run(const char *const *argv, const char *const *envs, const char *log,
                   int timeout_s)
 {
     char secs[16];
     const char *full[32];
-    int n = 0, ws;
+    int n = 0, ws = 0;
     pid_t pid;
 
     snprintf(secs, sizeof(secs), "%d", timeout_s);
@@ -98,21 +117,18 @@ static int ab_run(const char *const *argv, const char *const *envs, const char *
         full[n++] = argv[i];
     full[n] = NULL;
 
-    pid = fork();
-    if (pid < 0)
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
         return -1;
-    if (pid == 0) {
-        if (chdir(STRATA_SOURCE_DIR) != 0 || freopen(log, "w", stdout) == NULL ||
-            dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
-            _exit(126);
-        for (int i = 0; envs != NULL && envs[i] != NULL; i++)
-            putenv((char *)envs[i]);
-        execvp(full[0], (char *const *)full);
-        _exit(127);
-    }
-    if (waitpid(pid, &ws, 0) != pid)
-        return -1;
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    ab_child_t c = {.envs = envs};
+    stb_spawn_t s = {.argv = (char *const *)full, .search_path = 1, .setup = ab_child_setup,
+                     .setup_arg = &c, .stdout_fd = fd, .stderr_fd = fd};
+    strata_status_t status = stb_proc_spawn(&s, &pid);
+    close(fd);
+    /* `timeout` bounds the run; this bound only catches `timeout` itself stuck */
+    if (status == STRATA_OK)
+        status = stb_proc_wait(pid, stu_deadline_ms(1000ll * (timeout_s + AB_SLACK_S)), &ws);
+    return status == STRATA_OK ? stb_proc_exit_code(ws) : -1;
 }
 
 /* The whole file, NUL-terminated, or NULL. */

@@ -1,32 +1,51 @@
 /*
  * Allreduce across processes: every algorithm forced and auto-selected, 1 to 8
- * ranks in 1 to 4 emulated nodes (contiguous and interleaved), every type and
- * op, sizes 0, 1, odd and not divisible by the rank count, in place and out of
- * place, checked element by element against the reference (coll_check.h).
+ * ranks in 1 to 4 emulated nodes (contiguous, interleaved, and of unequal
+ * size), every type and op, sizes 0, 1, odd and not divisible by the rank
+ * count, in place and out of place, checked element by element against the
+ * one result oracle (tools/lib/tool_data.h). Each rank then checks that the
+ * forced algorithm is the one that ran every call, or, where it cannot run
+ * (a two-tier algorithm on nodes of unequal size), that the communicator says
+ * so and the model's choice ran instead.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "coll_check.h"
+#include "algos/cost_model.h"
+#include "strata/strata.h"
 #include "sts_ranks.h"
+#include "tools/lib/tool_data.h"
 
 static const size_t sizes[] = {0, 1, 5, 1031, 65536 + 3};
 
-/* Every type x op x size x placement on one communicator. */
+typedef struct config {
+    int nranks, nodes, interleave;
+    const char *algo;
+    int falls_back;              /* 1: the forced algorithm does not apply here */
+    const int *node_of;          /* NULL: nodes from nodes and interleave */
+    int few_types;               /* 1: fp32, int8 and bf16 only (the fallback cases) */
+} config_t;
+
+/* Every type x op x size x placement on one communicator, then what ran. */
 static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
 {
+    const config_t *c = arg;
     const int P = strata_comm_nranks(comm);
     size_t wrong = 0;
     for (int t = 0; t < STRATA_DTYPE_COUNT; t++) {
+        if (c->few_types && t != STRATA_FP32 && t != STRATA_INT8 && t != STRATA_BF16)
+            continue;
         for (int op = 0; op < STRATA_OP_COUNT; op++) {
             for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
                 size_t n = sizes[s], esz = strata_dtype_size((strata_dtype_t)t);
                 char *send = malloc(n * esz + 1), *recv = malloc(n * esz + 1);
                 for (int inplace = 0; inplace < 2; inplace++) {
-                    cc_fill(send, n, (strata_dtype_t)t, (strata_op_t)op, rank, 0);
+                    stb_data_fill(send, n, (strata_dtype_t)t, (strata_op_t)op, rank, 0);
                     void *out = inplace ? send : recv;
                     strata_status_t st = strata_allreduce(send, out, n, (strata_dtype_t)t,
                                                           (strata_op_t)op, comm);
@@ -37,7 +56,7 @@ static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
                                 strata_comm_error(comm));
                         return 1;
                     }
-                    wrong += cc_check(out, n, (strata_dtype_t)t, (strata_op_t)op, P, 0,
+                    wrong += stb_data_check(out, n, (strata_dtype_t)t, (strata_op_t)op, P, 0,
                                       inplace ? "allreduce in place" : "allreduce");
                 }
                 free(send);
@@ -45,13 +64,10 @@ static int rank_matrix(strata_comm_t *comm, int rank, void *arg)
             }
         }
     }
-    return wrong != 0;
+    return wrong != 0 ||
+           sts_ranks_check_algos(comm, c->algo, STS_COLL_BIT(STA_COLL_ALLREDUCE),
+                                 c->falls_back ? STS_COLL_BIT(STA_COLL_ALLREDUCE) : 0);
 }
-
-typedef struct config {
-    int nranks, nodes, interleave;
-    const char *algo;
-} config_t;
 
 static void run_config(const config_t *c)
 {
@@ -63,8 +79,8 @@ static void run_config(const config_t *c)
     snprintf(algo, sizeof(algo), "STRATA_ALGO=%s", c->algo);
     sts_ranks_opts_t o = {.nranks = c->nranks, .nodes = c->nodes, .interleave = c->interleave,
                           .timeout_ms = 120000, .wall_s = 280,
-                          .env = {algo, "STRATA_SOCKET_IFNAME==lo"}};
-    int failed = sts_ranks_run(&o, rank_matrix, NULL, NULL);
+                          .node_of = c->node_of, .env = {algo, "STRATA_SOCKET_IFNAME==lo"}};
+    int failed = sts_ranks_run(&o, rank_matrix, (void *)c, NULL);
     if (failed)
         fprintf(stderr, "config: %d ranks, %d nodes%s, algo %s: %d ranks failed\n", c->nranks,
                 c->nodes, c->interleave ? " (interleaved)" : "", c->algo, failed);
@@ -74,7 +90,7 @@ static void run_config(const config_t *c)
 #define CONFIG_TEST(name, P, N, I, A)                                                     \
     static void name(void **state)                                                        \
     {                                                                                     \
-        config_t c = {P, N, I, A};                                                        \
+        config_t c = {P, N, I, A, 0, NULL, 0};                                               \
         run_config(&c);                                                                   \
     }
 
@@ -94,6 +110,21 @@ CONFIG_TEST(test_p6_n3_leader, 6, 3, 1, "leader")
 CONFIG_TEST(test_p8_n4_hier, 8, 4, 0, "hierarchical")
 CONFIG_TEST(test_p8_n2_ring, 8, 2, 1, "ring")
 
+/* Two ranks on one node, one on another: no two-tier algorithm runs; the model's choice does. */
+static void test_p3_unequal_hier_falls_back(void **state)
+{
+    static const int node_of[3] = {0, 0, 1};
+    config_t c = {3, 2, 0, "hierarchical", 1, node_of, 1};
+    run_config(&c);
+}
+
+static void test_p3_unequal_leader_falls_back(void **state)
+{
+    static const int node_of[3] = {0, 1, 1};
+    config_t c = {3, 2, 0, "leader", 1, node_of, 1};
+    run_config(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,6 +143,8 @@ int main(void)
         cmocka_unit_test(test_p6_n3_leader),
         cmocka_unit_test(test_p8_n4_hier),
         cmocka_unit_test(test_p8_n2_ring),
+        cmocka_unit_test(test_p3_unequal_hier_falls_back),
+        cmocka_unit_test(test_p3_unequal_leader_falls_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /*
  * The collective library across emulated nodes that have their own network
- * namespace and address (tests/support/netns.h): ranks of one node share a
+ * namespace and address (tools/lib/tool_netns.h): ranks of one node share a
  * namespace and its shared memory, nodes talk TCP over veth (optionally shaped
  * with tbf), and the rendezvous is rank 0's address in node 0's namespace.
  * Skips when network namespaces cannot be made (not root, no support).
@@ -9,21 +9,25 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "coll_check.h"
-#include "netns.h"
+#include "algos/cost_model.h"
+#include "strata/strata.h"
+#include "sts_cmocka.h"
+#include "sts_proc.h"
+#include "sts_ranks.h"
+#include "tools/lib/tool_data.h"
+#include "util/sock.h"
+#include "util/time.h"
 
 #define NS_PER_NODE 2
 #define NS_WAIT_MS 240000
+#define NS_BACKLOG 64             /* every rank's bootstrap connection */
 
 typedef struct ns_rank_arg {
-    sts_netns_t *net;
     int rank, nranks, node;
     const char *algo;
 } ns_rank_arg_t;
@@ -37,11 +41,12 @@ static int ns_allreduce_sizes(strata_comm_t *comm, int rank)
         for (int t = 0; t < STRATA_DTYPE_COUNT; t += 3) {
             size_t esz = strata_dtype_size((strata_dtype_t)t);
             char *buf = malloc(n * esz + 1);
-            cc_fill(buf, n, (strata_dtype_t)t, STRATA_SUM, rank, 0);
+            stb_data_fill(buf, n, (strata_dtype_t)t, STRATA_SUM, rank, 0);
             strata_status_t st = strata_allreduce(buf, buf, n, (strata_dtype_t)t, STRATA_SUM,
                                                   comm);
-            size_t wrong = st == STRATA_OK ? cc_check(buf, n, (strata_dtype_t)t, STRATA_SUM, P,
-                                                      0, "netns allreduce") : 1;
+            size_t wrong = st == STRATA_OK ? stb_data_check(buf, n, (strata_dtype_t)t, STRATA_SUM,
+                                                            P, 0, "netns allreduce")
+                                           : 1;
             free(buf);
             if (st != STRATA_OK)
                 fprintf(stderr, "rank %d: allreduce n=%zu: %s (%s)\n", rank, n,
@@ -57,30 +62,28 @@ static int ns_allreduce_sizes(strata_comm_t *comm, int rank)
 static int ns_rank_main(void *varg, int ctl)
 {
     ns_rank_arg_t *a = varg;
-    char addr[64], root[80], node[32], algo[64];
+    char addr[64], root[STU_ADDR_TEXT_LEN] = "", node[32], algo[64];
     strata_comm_config_t cfg;
     strata_comm_t *comm = NULL;
+    stu_addr_t mine, bound;
     int lfd = -1;
 
-    sts_netns_addr(a->net, a->node, addr, sizeof(addr));
+    stb_netns_addr(a->node, addr, sizeof(addr));
     if (a->rank == 0) {
-        struct sockaddr_in sa = {.sin_family = AF_INET};
-        socklen_t sl = sizeof(sa);
-        inet_pton(AF_INET, addr, &sa.sin_addr);
-        lfd = socket(AF_INET, SOCK_STREAM, 0);
-        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-            listen(lfd, 64) != 0 || getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0)
+        if (stu_addr_make(addr, 0, &mine) != STRATA_OK ||
+            stu_sock_listen(&mine, NS_BACKLOG, &lfd, &bound) != STRATA_OK)
             return 10;
-        snprintf(root, sizeof(root), "%s:%d", addr, ntohs(sa.sin_port));
-        if (sts_netns_msg_send(ctl, root, sizeof(root), NS_WAIT_MS) != STRATA_OK)
+        stu_addr_format(&bound, root, sizeof(root));
+        if (stu_sock_send_all(ctl, root, sizeof(root), stu_deadline_ms(NS_WAIT_MS)) != STRATA_OK)
             return 11;
-    } else if (sts_netns_msg_recv(ctl, root, sizeof(root), NS_WAIT_MS) != STRATA_OK) {
+    } else if (stu_sock_recv_all(ctl, root, sizeof(root), stu_deadline_ms(NS_WAIT_MS)) !=
+               STRATA_OK) {
         return 12;
     }
     snprintf(node, sizeof(node), "node%d", a->node);
     snprintf(algo, sizeof(algo), "%s", a->algo);
     setenv("STRATA_ALGO", algo, 1);
-    setenv("STRATA_SOCKET_IFNAME", "=" STS_NETNS_IFNAME, 1);
+    setenv("STRATA_SOCKET_IFNAME", "=" STB_NETNS_IFNAME, 1);
     setenv("STRATA_TIMEOUT", "120000", 1);
     strata_comm_config_init(&cfg);
     cfg.rank = a->rank;
@@ -93,45 +96,46 @@ static int ns_rank_main(void *varg, int ctl)
         fprintf(stderr, "rank %d: init: %s\n", a->rank, strata_status_str(st));
         return 13;
     }
-    int rc = strata_comm_nnodes(comm) == a->nranks / NS_PER_NODE ? ns_allreduce_sizes(comm, a->rank)
-                                                                 : 14;
+    int rc = strata_comm_nnodes(comm) != a->nranks / NS_PER_NODE ? 14
+             : ns_allreduce_sizes(comm, a->rank) != 0              ? 1
+             /* every forced algorithm applies to allreduce on these equal nodes */
+             : sts_ranks_check_algos(comm, a->algo, STS_COLL_BIT(STA_COLL_ALLREDUCE), 0);
     strata_comm_destroy(comm);
     return rc;
 }
 
 static void ns_run(int nodes, const char *algo, const char *qdisc)
 {
-    sts_netns_t *net = NULL;
+    stb_netns_t net;
     ns_rank_arg_t args[16];
-    pid_t pids[16];
-    int ctls[16];
+    sts_peer_t peers[16];
     const int P = nodes * NS_PER_NODE;
 
-    if (sts_netns_create(nodes, STS_NETNS_AUTO, &net) != STRATA_OK)
+    if (stb_netns_create(&net, nodes, 0) != STRATA_OK) {
+        stb_netns_destroy(&net);
         skip();   /* no namespaces here (not root, or no kernel support) */
-    if (qdisc != NULL)
-        for (int n = 0; n < nodes; n++)
-            assert_int_equal(sts_netns_shape(net, n, qdisc), STRATA_OK);
-    for (int r = 0; r < P; r++) {
-        args[r] = (ns_rank_arg_t){net, r, P, r / NS_PER_NODE, algo};
-        assert_int_equal(sts_netns_spawn(net, args[r].node, ns_rank_main, &args[r], &pids[r],
-                                         &ctls[r]), STRATA_OK);
     }
-    char root[80];
-    assert_int_equal(sts_netns_msg_recv(ctls[0], root, sizeof(root), NS_WAIT_MS), STRATA_OK);
+    for (int n = 0; qdisc != NULL && n < nodes; n++)
+        assert_ok(stb_netns_shape(&net, n, qdisc));
+    for (int r = 0; r < P; r++) {
+        args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo};
+        assert_int_equal(sts_peer_fork(&peers[r], &net, args[r].node, ns_rank_main, &args[r]),
+                         0);
+    }
+    char root[STU_ADDR_TEXT_LEN];
+    const uint64_t deadline = stu_deadline_ms(NS_WAIT_MS);
+    assert_ok(stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline));
     for (int r = 1; r < P; r++)
-        assert_int_equal(sts_netns_msg_send(ctls[r], root, sizeof(root), NS_WAIT_MS),
-                         STRATA_OK);
+        assert_ok(stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline));
     int failed = 0;
     for (int r = 0; r < P; r++) {
-        int ws = 0;
-        if (sts_netns_wait(net, pids[r], NS_WAIT_MS, &ws) != STRATA_OK || !sts_netns_exit_ok(ws)) {
-            fprintf(stderr, "rank %d: exit status %d\n", r,
-                    WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+        int code = sts_peer_wait(&peers[r], deadline);
+        if (code != 0) {
+            fprintf(stderr, "rank %d: exit status %d\n", r, code);
             failed++;
         }
     }
-    sts_netns_destroy(net);
+    stb_netns_destroy(&net);
     assert_int_equal(failed, 0);
 }
 

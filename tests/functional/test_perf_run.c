@@ -1,7 +1,8 @@
 /*
  * strata-run + strata-perf end to end: the nccl-tests output's shape (header,
  * one row per size, footer, #wrong 0) and exit status, every collective and a
- * few type/op pairs checked by strata-perf itself, the namespace variant, and
+ * few type/op pairs checked by strata-perf itself, STRATA_ALGO forced (the
+ * algorithm that ran, and a fallback named), the namespace variant, and
  * that nothing is left behind (processes, namespaces, /dev/shm) after a rank
  * is killed or strata-run is told to stop. Namespace tests skip when not root
  * or where namespaces are unavailable. No timing assertions.
@@ -19,11 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "sts_cmocka.h"
+#include "tools/lib/tool_netns.h"
+#include "tools/lib/tool_proc.h"
 #include "util/time.h"
 
 #define RUN_BIN STRATA_BUILD_DIR "/bin/strata-run"
@@ -49,19 +50,8 @@ static void proc_start(proc_t *p, char *const argv[])
     memset(p, 0, sizeof(*p));
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
     assert_int_equal(pipe2(err, O_CLOEXEC), 0);
-    fflush(NULL);
-    pid_t parent = getpid();
-    p->pid = fork();
-    assert_true(p->pid >= 0);
-    if (p->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        dup2(out[1], STDOUT_FILENO);
-        dup2(err[1], STDERR_FILENO);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    stb_spawn_t s = {.argv = argv, .stdout_fd = out[1], .stderr_fd = err[1]};
+    assert_ok(stb_proc_spawn(&s, &p->pid));
     close(out[1]);
     close(err[1]);
     p->fd[0] = out[0];
@@ -106,24 +96,11 @@ static int proc_pump(proc_t *p, int ms)
 /* Drains both streams and reaps the child; kills it past RUN_WALL_MS. Returns its status. */
 static int proc_finish(proc_t *p)
 {
-    uint64_t deadline = stu_time_ns() + (uint64_t)RUN_WALL_MS * 1000000ull;
-    while (proc_pump(p, 100) && stu_time_ns() < deadline)
+    uint64_t deadline = stu_deadline_ms(RUN_WALL_MS);
+    int ws = 0;
+    while (proc_pump(p, 100) && !stu_deadline_passed(deadline))
         ;
-    for (;;) {
-        int ws;
-        pid_t r = waitpid(p->pid, &ws, WNOHANG);
-        if (r == p->pid) {
-            p->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-            break;
-        }
-        if (stu_time_ns() > deadline) {
-            kill(p->pid, SIGKILL);
-            waitpid(p->pid, &ws, 0);
-            p->status = -1;
-            break;
-        }
-        usleep(10000);
-    }
+    p->status = stb_proc_wait(p->pid, deadline, &ws) == STRATA_OK ? stb_proc_exit_code(ws) : -1;
     for (int i = 0; i < 2; i++) {
         if (p->fd[i] >= 0)
             close(p->fd[i]);
@@ -189,6 +166,69 @@ static void test_plain_three_ranks(void **state)
     proc_start(&p, argv);
     assert_int_equal(proc_finish(&p), 0);
     check_table(p.buf[0], "all_reduce_perf", 3, 7);    /* 8 .. 32K, times 4 */
+    proc_free(&p);
+}
+
+/* Data rows whose algo column (the algorithm the library recorded as run) is algo. */
+static int rows_that_ran(const char *out, const char *algo)
+{
+    char *copy = strdup(out), *save = NULL;
+    int n = 0;
+
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char f[15][32];
+        if (line[0] != '#' &&
+            sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %31s", f[13]) == 1)
+            n += strcmp(f[13], algo) == 0;
+    }
+    free(copy);
+    return n;
+}
+
+/*
+ * STRATA_ALGO through strata-run: a forced algorithm that applies is the one every row ran;
+ * one that does not (leader for a broadcast) is named in the header, warned about once per
+ * rank, and never runs.
+ */
+/* strata-perf --coll coll (4 sizes) under strata-run with STRATA_ALGO=algo; checks the table. */
+static void run_forced(proc_t *p, const char *algo, const char *coll, const char *test)
+{
+    char *argv[] = {RUN_BIN, "-n", "4", "--nodes", "2", "--", PERF_BIN, "--coll", (char *)coll,
+                    "-b", "64", "-e", "64K", "-f", "8", "-n", "2", "-c", "1", NULL};
+
+    setenv("STRATA_ALGO", algo, 1);
+    proc_start(p, argv);
+    unsetenv("STRATA_ALGO");
+    assert_int_equal(proc_finish(p), 0);
+    assert_int_equal(check_table(p->buf[0], test, 4, 4), 4);
+}
+
+/*
+ * STRATA_ALGO through strata-run: a forced algorithm that applies is the one every row ran;
+ * one that does not (leader for a broadcast) is named in the header, warned about once per
+ * rank, and never runs.
+ */
+static void test_forced_algorithm(void **state)
+{
+    (void)state;
+    proc_t p;
+
+    run_forced(&p, "recursive", "allgather", "all_gather_perf");
+    assert_int_equal(rows_that_ran(p.buf[0], "recursive"), 4);
+    assert_null(strstr(p.buf[0], "does not apply"));
+    assert_null(strstr(p.buf[1], "does not apply"));
+    proc_free(&p);
+
+    run_forced(&p, "leader", "broadcast", "broadcast_perf");
+    assert_int_equal(rows_that_ran(p.buf[0], "leader"), 0);
+    assert_non_null(strstr(p.buf[0], "# Strata: STRATA_ALGO leader does not apply to broadcast "
+                                     "here (leader is an allreduce algorithm only)"));
+    /* the warning: once per rank for broadcast (strata-perf also runs an allgather) */
+    int warned = 0;
+    for (const char *at = p.buf[1]; (at = strstr(at, "does not apply to broadcast")) != NULL;
+         at++)
+        warned++;
+    assert_int_equal(warned, 4);
     proc_free(&p);
 }
 
@@ -367,28 +407,6 @@ static char *shm_names(void)
     return text;
 }
 
-/* Whether any process still has one of these network namespaces (by inode). */
-static int netns_held(const unsigned long long *ino, int n)
-{
-    DIR *proc = opendir("/proc");
-    struct dirent *e;
-    int held = 0;
-    while (proc != NULL && (e = readdir(proc)) != NULL) {
-        char path[300];
-        struct stat st;
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/ns/net", e->d_name);
-        if (stat(path, &st) != 0)
-            continue;
-        for (int i = 0; i < n; i++)
-            held += (unsigned long long)st.st_ino == ino[i];
-    }
-    if (proc != NULL)
-        closedir(proc);
-    return held;
-}
-
 /* The children of ppid whose command is comm, into pids (up to max); returns how many. */
 static int children_named(pid_t ppid, const char *comm, pid_t *pids, int max)
 {
@@ -430,8 +448,8 @@ static void stop_midway(int netns, int how)
 
     proc_start(&p, netns ? argv_ns : argv_plain);
     /* the ranks are up once the table's header is out (rank 0 prints after init) */
-    uint64_t deadline = stu_time_ns() + 60000000000ull;
-    while (stu_time_ns() < deadline &&
+    uint64_t deadline = stu_deadline_ms(60000);
+    while (!stu_deadline_passed(deadline) &&
            (p.buf[0] == NULL || strstr(p.buf[0], "#        (B)") == NULL) && proc_pump(&p, 100))
         ;
     if (p.buf[0] == NULL || strstr(p.buf[0], "#        (B)") == NULL) {
@@ -456,12 +474,12 @@ static void stop_midway(int netns, int how)
         assert_true(kill(ranks[i], 0) != 0 && errno == ESRCH);
     if (netns) {
         /* every namespace strata-run announced is gone: no process, no descriptor */
-        unsigned long long ino[16];
+        uint64_t ino[16];
         int k = 0;
         for (char *s = p.buf[1]; k < 16 && (s = strstr(s, "netns net:[")) != NULL; s++)
             ino[k++] = strtoull(s + 11, NULL, 10);
         assert_int_equal(k, 3);            /* 2 nodes and the hub */
-        assert_int_equal(netns_held(ino, k), 0);
+        assert_int_equal(stb_netns_count_held(ino, k), 0);
         assert_non_null(strstr(p.buf[1], "keeper"));
     }
     char *shm_after = shm_names();
@@ -538,6 +556,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_three_ranks),
         cmocka_unit_test(test_every_collective),
+        cmocka_unit_test(test_forced_algorithm),
         cmocka_unit_test(test_plan_matches_the_library),
         cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_types_and_ops),

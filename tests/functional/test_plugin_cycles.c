@@ -57,7 +57,7 @@ static void cycles_cross_process(void **state)
 
     assert_non_null(seen);
     fds_before = sts_fd_count();
-    assert_nccl_ok(sts_net_listen(&fix->net, 0, handle, &listen));
+    assert_nccl_ok(stb_plugin_listen(fix->net, 0, handle, &listen));
     func_spawn(&peer, 11, "cycles", n);
     assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
     for (int i = 0; i < n; i++) {
@@ -65,16 +65,16 @@ static void cycles_cross_process(void **state)
         size_t size = sizeof(uint32_t);
         void *recv = NULL;
         uint32_t value;
-        func_buf_t b;
+        sts_net_buf_t b;
         int tag = 0;
 
         if (i == CYCLES_WARMUP)
             heap_warm = sts_heap_in_use();
-        if (sts_net_accept_wait(&fix->net, listen, sts_deadline(PEER_TIMEOUT_S), &recv) !=
+        if (sts_net_accept_wait(fix->net, listen, sts_deadline(PEER_TIMEOUT_S), &recv) !=
             ncclSuccess)
             func_fail_with_peer(&peer, "cycle %d: accept failed or timed out", i);
         func_buf_get(fix, &b, recv, size);
-        assert_nccl_ok(sts_net_irecv_retry(&fix->net, recv, 1, (void **)&b.data, &size, &tag,
+        assert_nccl_ok(sts_net_irecv_retry(fix->net, recv, 1, (void **)&b.data, &size, &tag,
                                            &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S),
                                            &r.req));
         func_wait_ok(fix, &peer, &r, 1, "cycle receive");
@@ -84,10 +84,10 @@ static void cycles_cross_process(void **state)
         assert_int_equal(seen[value], 0);
         seen[value] = 1;
         func_buf_put(fix, &b);
-        assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+        assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
     }
     cycles_check_heap(heap_warm, sts_heap_in_use(), n);
-    assert_nccl_ok(sts_net_close_listen(&fix->net, listen));
+    assert_nccl_ok(stb_plugin_close_listen(fix->net, listen));
     func_finish(&peer);
     assert_int_equal(sts_fd_count(), fds_before);
     free(seen);
@@ -105,8 +105,8 @@ static void cycles_loopback(void **state)
             heap_warm = sts_heap_in_use();
         func_loopback(fix, &send, &recv);
         func_exchange(fix, send, recv, 64, (uint32_t)i);
-        assert_nccl_ok(sts_net_close_send(&fix->net, send));
-        assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+        assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+        assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
     }
     cycles_check_heap(heap_warm, sts_heap_in_use(), CYCLES_LOOPBACK);
     assert_int_equal(sts_fd_count(), fds_before);

@@ -26,10 +26,9 @@ static void data_echo_matrix(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "echo-matrix", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "echo-matrix", 0, &link);
     func_echo(fix, &peer, &link, peer_matrix, PEER_COUNT(peer_matrix));
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_finish(&peer);
 }
 
@@ -47,11 +46,10 @@ static void data_flood(void **state)
     sts_peer_t peer;
 
     assert_non_null(reqs);
-    func_spawn(&peer, 11, "flood", ROUNDS);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "flood", ROUNDS, &link);
     for (int r = 0; r < ROUNDS; r++) {
         size_t off = 0;
-        func_buf_t b;
+        sts_net_buf_t b;
         for (int i = 0; i < total; i++)
             off += peer_flood_size(r, i);
         func_buf_get(fix, &b, link.send, off);
@@ -60,7 +58,7 @@ static void data_flood(void **state)
             size_t size = peer_flood_size(r, i);
             sts_pattern_fill(b.data + off, size, peer_flood_seed(r, i));
             reqs[i] = (sts_net_req_t){.result = ncclInProgress};
-            assert_nccl_ok(sts_net_isend(&fix->net, link.send, b.data + off, size, i % n, b.mh,
+            assert_nccl_ok(stb_plugin_isend(fix->net, link.send, b.data + off, size, i % n, b.mh,
                                          &reqs[i].req));
             if (reqs[i].req == NULL)
                 fail_msg("round %d: isend %d of %d answered \"again\" within NCCL's budget", r,
@@ -70,7 +68,7 @@ static void data_flood(void **state)
         func_wait_ok(fix, &peer, reqs, total, "flood sends");
         func_buf_put(fix, &b);
     }
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_finish(&peer);
     free(reqs);
 }
@@ -82,13 +80,12 @@ static void data_tagged(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "tagged", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "tagged", 0, &link);
     for (int n = 1; n <= fix->max_recvs; n++) {
-        func_buf_t b[STS_NET_MAX_RECVS];
-        void *data[STS_NET_MAX_RECVS], *mhs[STS_NET_MAX_RECVS];
-        size_t sizes[STS_NET_MAX_RECVS];
-        int tags[STS_NET_MAX_RECVS];
+        sts_net_buf_t b[STB_PLUGIN_MAX_RECVS];
+        void *data[STB_PLUGIN_MAX_RECVS], *mhs[STB_PLUGIN_MAX_RECVS];
+        size_t sizes[STB_PLUGIN_MAX_RECVS];
+        int tags[STB_PLUGIN_MAX_RECVS];
         sts_net_req_t r = {.result = ncclInProgress};
         for (int i = 0; i < n; i++) {
             sizes[i] = peer_tagged_size(n, i) + 64;
@@ -97,12 +94,12 @@ static void data_tagged(void **state)
             data[i] = b[i].data;
             mhs[i] = b[i].mh;
         }
-        assert_nccl_ok(sts_net_irecv_retry(&fix->net, link.recv, n, data, sizes, tags, mhs,
+        assert_nccl_ok(sts_net_irecv_retry(fix->net, link.recv, n, data, sizes, tags, mhs,
                                            NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
         func_wait_ok(fix, &peer, &r, 1, "grouped receive");
         /* NCCL flushes received data before reading it (a real read with STRATA_IB_FLUSH=1) */
         sts_net_req_t f = {.result = ncclInProgress};
-        assert_nccl_ok(sts_net_iflush(&fix->net, link.recv, n, data, r.sizes, mhs, &f.req));
+        assert_nccl_ok(stb_plugin_iflush(fix->net, link.recv, n, data, r.sizes, mhs, &f.req));
         if (f.req != NULL)
             func_wait_ok(fix, &peer, &f, 1, "flush");
         for (int i = 0; i < n; i++) {
@@ -116,7 +113,7 @@ static void data_tagged(void **state)
             func_buf_put(fix, &b[i]);
         }
     }
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_finish(&peer);
 }
 
@@ -132,30 +129,29 @@ static void data_truncation(void **state)
     size_t size = PEER_TRUNC_RECV;
     sts_net_link_t link;
     sts_peer_t peer;
-    func_buf_t b;
+    sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "trunc", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "trunc", 0, &link);
     func_buf_get(fix, &b, link.recv, PEER_TRUNC_RECV);
-    assert_nccl_ok(sts_net_irecv_retry(&fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
+    assert_nccl_ok(sts_net_irecv_retry(fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
                                        &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
-    if (sts_net_wait_all(&fix->net, &r, 1, sts_deadline(PEER_TIMEOUT_S)) != 0)
+    if (sts_net_wait_all(fix->net, &r, 1, sts_deadline(PEER_TIMEOUT_S)) != 0)
         func_fail_with_peer(&peer, "truncated receive neither done nor failed");
     if (r.result != ncclInvalidUsage)
         fail_msg("%d bytes into %d: %s, want ncclInvalidUsage", PEER_TRUNC_SEND,
-                 PEER_TRUNC_RECV, sts_nccl_str(r.result));
+                 PEER_TRUNC_RECV, stb_plugin_result_str(r.result));
     assert_true(sts_guard_ok(b.data, PEER_TRUNC_RECV));
 
     r = (sts_net_req_t){.result = ncclInProgress};
-    assert_nccl_ok(sts_net_irecv_retry(&fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
+    assert_nccl_ok(sts_net_irecv_retry(fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
                                        &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
     func_wait_ok(fix, &peer, &r, 1, "receive after the truncated one");
     assert_int_equal(r.sizes[0], PEER_TRUNC_NEXT);
     assert_int_equal(sts_pattern_check(b.data, PEER_TRUNC_NEXT, PEER_TRUNC_SEED2), SIZE_MAX);
     func_buf_put(fix, &b);
     assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_GO, NULL, 0), 0);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_finish(&peer);
 }
 
@@ -167,18 +163,18 @@ static void data_accept_many(void **state)
     char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
     void *listen = NULL, *recv[K] = {0};
     sts_net_req_t reqs[2 * K];
-    func_buf_t small[K], big[K];
+    sts_net_buf_t small[K], big[K];
     int seen[K] = {0};
     uint64_t deadline;
     sts_peer_t peer;
 
     /* The peer starts while our listening socket is open: it must not inherit it. */
-    assert_nccl_ok(sts_net_listen(&fix->net, 0, handle, &listen));
+    assert_nccl_ok(stb_plugin_listen(fix->net, 0, handle, &listen));
     func_spawn(&peer, 11, "many", K);
     assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
     deadline = sts_deadline(PEER_TIMEOUT_S);
     for (int c = 0; c < K; c++)
-        if (sts_net_accept_wait(&fix->net, listen, deadline, &recv[c]) != ncclSuccess)
+        if (sts_net_accept_wait(fix->net, listen, deadline, &recv[c]) != ncclSuccess)
             func_fail_with_peer(&peer, "accepted %d of %d connections", c, K);
     for (int c = 0; c < K; c++) {
         size_t s1 = sizeof(uint32_t), s2 = PEER_MANY_BIG;
@@ -186,9 +182,9 @@ static void data_accept_many(void **state)
         func_buf_get(fix, &small[c], recv[c], s1);
         func_buf_get(fix, &big[c], recv[c], s2);
         reqs[2 * c] = reqs[2 * c + 1] = (sts_net_req_t){.result = ncclInProgress};
-        assert_nccl_ok(sts_net_irecv(&fix->net, recv[c], 1, (void **)&small[c].data, &s1, &tag,
+        assert_nccl_ok(stb_plugin_irecv(fix->net, recv[c], 1, (void **)&small[c].data, &s1, &tag,
                                      &small[c].mh, &reqs[2 * c].req));
-        assert_nccl_ok(sts_net_irecv(&fix->net, recv[c], 1, (void **)&big[c].data, &s2, &tag,
+        assert_nccl_ok(stb_plugin_irecv(fix->net, recv[c], 1, (void **)&big[c].data, &s2, &tag,
                                      &big[c].mh, &reqs[2 * c + 1].req));
         assert_non_null(reqs[2 * c].req);
         assert_non_null(reqs[2 * c + 1].req);
@@ -209,8 +205,8 @@ static void data_accept_many(void **state)
     assert_int_equal(sts_ctl_expect(peer.fd, STS_CTL_READY, NULL, 0, deadline), 0);
     assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_GO, NULL, 0), 0);
     for (int c = 0; c < K; c++)
-        assert_nccl_ok(sts_net_close_recv(&fix->net, recv[c]));
-    assert_nccl_ok(sts_net_close_listen(&fix->net, listen));
+        assert_nccl_ok(stb_plugin_close_recv(fix->net, recv[c]));
+    assert_nccl_ok(stb_plugin_close_listen(fix->net, listen));
     func_finish(&peer);
 }
 
@@ -225,13 +221,12 @@ static void data_close_inflight(void **state)
     enum { NR = PEER_INFLIGHT_NSMALL_RECV + 1, NS = PEER_INFLIGHT_NSMALL_SEND + 1 };
     func_fix_t *fix = *state;
     sts_net_req_t reqs[NR + NS];
-    func_buf_t b[NR + NS];
+    sts_net_buf_t b[NR + NS];
     sts_net_link_t link;
     sts_peer_t peer;
     uint64_t deadline;
 
-    func_spawn(&peer, 11, "inflight", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "inflight", 0, &link);
     for (int i = 0; i < NR + NS; i++) {
         int is_recv = i < NR, tag = 0;
         int big = i == PEER_INFLIGHT_NSMALL_SEND || i == NR + PEER_INFLIGHT_NSMALL_SEND;
@@ -239,29 +234,29 @@ static void data_close_inflight(void **state)
         func_buf_get(fix, &b[i], is_recv ? link.recv : link.send, size);
         reqs[i] = (sts_net_req_t){.result = ncclInProgress};
         if (is_recv)
-            assert_nccl_ok(sts_net_irecv(&fix->net, link.recv, 1, (void **)&b[i].data, &size,
+            assert_nccl_ok(stb_plugin_irecv(fix->net, link.recv, 1, (void **)&b[i].data, &size,
                                          &tag, &b[i].mh, &reqs[i].req));
         else
-            assert_nccl_ok(sts_net_isend(&fix->net, link.send, b[i].data, size, tag, b[i].mh,
+            assert_nccl_ok(stb_plugin_isend(fix->net, link.send, b[i].data, size, tag, b[i].mh,
                                          &reqs[i].req));
         assert_non_null(reqs[i].req);
     }
     deadline = sts_deadline(PEER_TIMEOUT_S);
     while (!sts_ctl_pending(peer.fd)) {
-        sts_net_progress(&fix->net, reqs, NR + NS);
-        if (sts_expired(deadline))
+        sts_net_progress(fix->net, reqs, NR + NS);
+        if (stu_deadline_passed(deadline))
             fail_msg("the peer never reported READY");
     }
     assert_int_equal(sts_ctl_expect(peer.fd, STS_CTL_READY, NULL, 0, deadline), 0);
     for (int pass = 0; pass < 50; pass++)
-        sts_net_progress(&fix->net, reqs, NR + NS);
+        sts_net_progress(fix->net, reqs, NR + NS);
     /* Four receives are never matched, whatever else completed. */
     for (int i = NR - 4; i < NR; i++)
         assert_non_null(reqs[i].req);
     assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_GO, NULL, 0), 0);
     for (int i = 0; i < NR + NS; i++)
         func_buf_dereg(fix, &b[i]);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     for (int i = 0; i < NR + NS; i++)
         func_buf_put(fix, &b[i]);
     func_finish(&peer);

@@ -25,8 +25,8 @@ static void fault_wait_ready(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *r
     uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
     while (!sts_ctl_pending(peer->fd)) {
         if (reqs != NULL)
-            sts_net_progress(&fix->net, reqs, n);
-        if (sts_expired(deadline))
+            sts_net_progress(fix->net, reqs, n);
+        if (stu_deadline_passed(deadline))
             fail_msg("the peer never reported READY");
     }
     if (sts_ctl_expect(peer->fd, STS_CTL_READY, NULL, 0, deadline) != 0)
@@ -36,14 +36,14 @@ static void fault_wait_ready(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *r
 /* Tests req until it finishes; it must fail with ncclRemoteError in time. */
 static void fault_expect_remote(func_fix_t *fix, sts_net_req_t *r, const char *what)
 {
-    uint64_t start = sts_now_ns();
-    if (sts_net_wait_all(&fix->net, r, 1, sts_deadline(FAULT_DETECT_S)) != 0)
+    uint64_t start = stu_time_ns();
+    if (sts_net_wait_all(fix->net, r, 1, sts_deadline(FAULT_DETECT_S)) != 0)
         fail_msg("%s: still pending %.0f s after the peer died", what, FAULT_DETECT_S);
     if (r->result != ncclRemoteError)
         fail_msg("%s: %s after the peer died, want ncclRemoteError", what,
-                 sts_nccl_str(r->result));
+                 stb_plugin_result_str(r->result));
     print_message("  %s: ncclRemoteError after %.3f s\n", what,
-                  (double)(sts_now_ns() - start) / 1e9);
+                  (double)(stu_time_ns() - start) / 1e9);
 }
 
 /*
@@ -58,20 +58,19 @@ static void fault_sender_killed(void **state)
     size_t size = PEER_STALL_BYTES;
     sts_net_link_t link;
     sts_peer_t peer;
-    func_buf_t b;
+    sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "stall-send", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-send", 0, &link);
     func_buf_get(fix, &b, link.recv, PEER_STALL_BYTES);
     fault_wait_ready(fix, &peer, NULL, 0);
-    assert_nccl_ok(sts_net_irecv(&fix->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh,
+    assert_nccl_ok(stb_plugin_irecv(fix->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh,
                                  &r.req));
     assert_non_null(r.req);
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "receive from a killed sender");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_buf_put(fix, &b);
 }
 
@@ -82,24 +81,23 @@ static void fault_receiver_killed(void **state)
     sts_net_req_t r = {.result = ncclInProgress};
     sts_net_link_t link;
     sts_peer_t peer;
-    func_buf_t b;
+    sts_net_buf_t b;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     func_buf_get(fix, &b, link.send, PEER_STALL_BYTES);
-    assert_nccl_ok(sts_net_isend(&fix->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
+    assert_nccl_ok(stb_plugin_isend(fix->net, link.send, b.data, PEER_STALL_BYTES, 0, b.mh,
                                  &r.req));
     assert_non_null(r.req);
     fault_wait_ready(fix, &peer, &r, 1);
     for (int pass = 0; pass < 100 && r.req != NULL; pass++)
-        sts_net_progress(&fix->net, &r, 1);
+        sts_net_progress(fix->net, &r, 1);
     if (r.req == NULL)
         fail_msg("256 MiB send finished (%s) although the peer never received",
-                 sts_nccl_str(r.result));
+                 stb_plugin_result_str(r.result));
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "send to a killed receiver");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_buf_put(fix, &b);
 }
 
@@ -111,19 +109,18 @@ static void fault_idle_peer_killed(void **state)
     size_t size = 4096;
     sts_net_link_t link;
     sts_peer_t peer;
-    func_buf_t b;
+    sts_net_buf_t b;
     int tag = 0;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
     func_buf_get(fix, &b, link.recv, size);
-    assert_nccl_ok(sts_net_irecv_retry(&fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
+    assert_nccl_ok(sts_net_irecv_retry(fix->net, link.recv, 1, (void **)&b.data, &size, &tag,
                                        &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
     fault_expect_remote(fix, &r, "receive posted after the peer died");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_buf_put(fix, &b);
 }
 
@@ -134,16 +131,14 @@ static void fault_survivor_reconnects(void **state)
     sts_net_link_t link;
     sts_peer_t peer;
 
-    func_spawn(&peer, 11, "stall-idle", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
 
-    func_spawn(&peer, 11, "echo-smoke", 0);
-    func_link(fix, &peer, &link);
+    func_start(fix, &peer, "echo-smoke", 0, &link);
     func_echo(fix, &peer, &link, peer_smoke, PEER_COUNT(peer_smoke));
-    sts_net_link_close(&fix->net, &link);
+    sts_net_link_close(fix->net, &link);
     func_finish(&peer);
 }
 

@@ -21,7 +21,11 @@
 
 #include "func_common.h"
 
-#define V11T(fix) ((const ncclNet_v11_t *)(fix)->net.table)
+#define V11T(fix) ((const ncclNet_v11_t *)stb_plugin_table((fix)->net))
+
+/* The ncclNet versions the plugin exports (plugin/net_v6.c .. net_v11.c). */
+#define LIFE_OLDEST_EXPORT 6
+#define LIFE_NEWEST_EXPORT 11
 
 static void life_symbols(void **state)
 {
@@ -32,7 +36,7 @@ static void life_symbols(void **state)
     };
 
     assert_non_null(dl);
-    for (int v = STS_NET_MIN_VERSION; v <= STS_NET_MAX_VERSION; v++) {
+    for (int v = LIFE_OLDEST_EXPORT; v <= LIFE_NEWEST_EXPORT; v++) {
         char sym[32];
         snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
         const char *const *table = dlsym(dl, sym);
@@ -78,21 +82,21 @@ static void life_init_per_comm(void **state)
     void *ctx2 = NULL, *ctx3 = NULL, *send, *recv;
     int ndev = 0;
 
-    assert_non_null(fix->net.ctx);
+    assert_non_null(stb_plugin_ctx(fix->net));
     assert_nccl_ok(V11T(fix)->init(&ctx2, 0x2222, &cfg, NULL, NULL));
     assert_nccl_ok(V11T(fix)->init(&ctx3, 0x3333, NULL, NULL, NULL));
     assert_non_null(ctx2);
     assert_non_null(ctx3);
-    assert_ptr_not_equal(ctx2, fix->net.ctx);
-    assert_ptr_not_equal(ctx3, fix->net.ctx);
+    assert_ptr_not_equal(ctx2, stb_plugin_ctx(fix->net));
+    assert_ptr_not_equal(ctx3, stb_plugin_ctx(fix->net));
     assert_ptr_not_equal(ctx2, ctx3);
-    assert_nccl_ok(sts_net_devices(&fix->net, &ndev));
+    assert_nccl_ok(stb_plugin_devices(fix->net, &ndev));
     assert_int_equal(ndev, fix->ndev);
     assert_nccl_ok(V11T(fix)->finalize(ctx2));
     func_loopback(fix, &send, &recv);
     func_exchange(fix, send, recv, 1000, 1);
-    assert_nccl_ok(sts_net_close_send(&fix->net, send));
-    assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+    assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+    assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
     assert_nccl_ok(V11T(fix)->finalize(ctx3));
 }
 
@@ -105,8 +109,8 @@ static void life_finalize_null(void **state)
     assert_nccl_ok(V11T(fix)->finalize(NULL));
     func_loopback(fix, &send, &recv);
     func_exchange(fix, send, recv, 10, 2);
-    assert_nccl_ok(sts_net_close_send(&fix->net, send));
-    assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+    assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+    assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
 }
 
 /*
@@ -120,7 +124,7 @@ static void life_failed_init(void **state)
     int fds = sts_fd_count(), ndev = 0;
     void *ctx = NULL;
 
-    assert_int_equal(sts_net_open(&fix.net, 11, NULL, why, sizeof(why)), 0);
+    assert_int_equal(stb_plugin_load(NULL, 11, 0, &fix.net, why, sizeof(why)), STRATA_OK);
     setenv("STRATA_TRANSPORT", "no-such-transport", 1);
     ncclResult_t res = V11T(&fix)->init(&ctx, 0x4444, NULL, NULL, NULL);
     unsetenv("STRATA_TRANSPORT");
@@ -135,7 +139,7 @@ static void life_failed_init(void **state)
     assert_nccl_ok(V11T(&fix)->devices(&ndev));
     assert_true(ndev >= 1);
     assert_nccl_ok(V11T(&fix)->finalize(ctx));
-    sts_net_close(&fix.net);
+    stb_plugin_unload(fix.net);
     assert_int_equal(sts_fd_count(), fds);
 }
 
@@ -143,28 +147,28 @@ static void life_failed_init(void **state)
 static void life_reinit(void **state)
 {
     func_fix_t *fix = *state;
-    sts_net_props_t props;
+    stb_plugin_props_t props;
     void *send, *recv;
 
     for (int round = 0; round < 3; round++) {
         int ndev = 0;
-        assert_nccl_ok(sts_net_finalize(&fix->net));
+        assert_nccl_ok(stb_plugin_finalize(fix->net));
         /* Everything was released: the next init selects a transport again. */
         setenv("STRATA_TRANSPORT", "no-such-transport", 1);
-        ncclResult_t res = sts_net_init(&fix->net, 0x5550);
+        ncclResult_t res = stb_plugin_init(fix->net, 0x5550);
         unsetenv("STRATA_TRANSPORT");
         if (res == ncclSuccess)
             fail_msg("init after the last finalize kept the old transport (state not released)");
-        assert_nccl_ok(sts_net_finalize(&fix->net));
-        assert_nccl_ok(sts_net_init(&fix->net, 0x5555 + (uint64_t)round));
-        assert_nccl_ok(sts_net_devices(&fix->net, &ndev));
+        assert_nccl_ok(stb_plugin_finalize(fix->net));
+        assert_nccl_ok(stb_plugin_init(fix->net, 0x5555 + (uint64_t)round));
+        assert_nccl_ok(stb_plugin_devices(fix->net, &ndev));
         assert_int_equal(ndev, fix->ndev);
-        assert_nccl_ok(sts_net_props(&fix->net, 0, &props));
+        assert_nccl_ok(stb_plugin_props(fix->net, 0, &props));
         assert_string_equal(props.name, fix->props.name);
         func_loopback(fix, &send, &recv);
         func_exchange(fix, send, recv, 300000, (uint32_t)round);
-        assert_nccl_ok(sts_net_close_send(&fix->net, send));
-        assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+        assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+        assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
     }
 }
 
@@ -179,10 +183,10 @@ static void life_dlclose_reopen(void **state)
         assert_int_equal(func_open(&fix, 11), 0);
         func_loopback(&fix, &send, &recv);
         func_exchange(&fix, send, recv, 1 << 20, (uint32_t)round);
-        assert_nccl_ok(sts_net_close_send(&fix.net, send));
-        assert_nccl_ok(sts_net_close_recv(&fix.net, recv));
-        assert_nccl_ok(sts_net_finalize(&fix.net));
-        sts_net_close(&fix.net);
+        assert_nccl_ok(stb_plugin_close_send(fix.net, send));
+        assert_nccl_ok(stb_plugin_close_recv(fix.net, recv));
+        assert_nccl_ok(stb_plugin_finalize(fix.net));
+        stb_plugin_unload(fix.net);
         void *still = dlopen(STRATA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
         if (still != NULL) {
             print_message("  note: the plugin stayed mapped after dlclose (round %d)\n", round);
@@ -204,7 +208,7 @@ static void life_properties(void **state)
         assert_true(p.name[0] != '\0');
         assert_true(p.ptrSupport & NCCL_PTR_HOST);
         assert_true(p.speed > 0);
-        assert_in_range(p.maxRecvs, 1, STS_NET_MAX_RECVS);
+        assert_in_range(p.maxRecvs, 1, STB_PLUGIN_MAX_RECVS);
         assert_true(p.maxComms > 0);
         assert_true(p.latency >= 0.0f);
         assert_int_equal(p.netDeviceType, NCCL_NET_DEVICE_HOST);
@@ -227,7 +231,7 @@ static void life_reg_cuda_refused(void **state)
     func_fix_t *fix = *state;
     static char mem[4096];
     void *send, *recv, *mh = NULL;
-    int warnings = sts_net_warnings();
+    int warnings = stb_plugin_warnings();
 
     if (fix->props.ptr_support & NCCL_PTR_CUDA)
         skip();
@@ -237,10 +241,10 @@ static void life_reg_cuda_refused(void **state)
     if (!(fix->props.ptr_support & NCCL_PTR_DMABUF))
         assert_true(V11T(fix)->regMrDmaBuf(recv, mem, sizeof(mem), NCCL_PTR_DMABUF, 0, -1,
                                            &mh) != ncclSuccess);
-    assert_true(sts_net_warnings() > warnings);
+    assert_true(stb_plugin_warnings() > warnings);
     func_exchange(fix, send, recv, 4096, 3);
-    assert_nccl_ok(sts_net_close_send(&fix->net, send));
-    assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+    assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+    assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
 }
 
 /*
@@ -253,7 +257,7 @@ static void life_irecv_preset_request(void **state)
     enum { N = 1024 };
     func_fix_t *fix = *state;
     sts_net_req_t *reqs = calloc(2 * N, sizeof(*reqs));
-    func_buf_t rb, sb;
+    sts_net_buf_t rb, sb;
     void *send, *recv;
     int posted = 0, tag = 0, refused = 0;
     size_t size = 64;
@@ -279,11 +283,11 @@ static void life_irecv_preset_request(void **state)
     for (int i = 0; i < posted; i++) {
         sts_pattern_fill(sb.data + size * (size_t)i, size, (uint32_t)i);
         reqs[posted + i] = (sts_net_req_t){.result = ncclInProgress};
-        assert_nccl_ok(sts_net_isend_retry(&fix->net, send, sb.data + size * (size_t)i, size,
+        assert_nccl_ok(sts_net_isend_retry(fix->net, send, sb.data + size * (size_t)i, size,
                                            tag, sb.mh, reqs, posted + i,
                                            sts_deadline(PEER_TIMEOUT_S), &reqs[posted + i].req));
     }
-    if (sts_net_wait_all(&fix->net, reqs, 2 * posted, sts_deadline(PEER_TIMEOUT_S)) != 0)
+    if (sts_net_wait_all(fix->net, reqs, 2 * posted, sts_deadline(PEER_TIMEOUT_S)) != 0)
         fail_msg("loopback messages not done before the deadline");
     for (int i = 0; i < 2 * posted; i++)
         assert_nccl_ok(reqs[i].result);
@@ -292,8 +296,8 @@ static void life_irecv_preset_request(void **state)
                          SIZE_MAX);
     func_buf_put(fix, &rb);
     func_buf_put(fix, &sb);
-    assert_nccl_ok(sts_net_close_send(&fix->net, send));
-    assert_nccl_ok(sts_net_close_recv(&fix->net, recv));
+    assert_nccl_ok(stb_plugin_close_send(fix->net, send));
+    assert_nccl_ok(stb_plugin_close_recv(fix->net, recv));
     free(reqs);
 }
 

@@ -25,19 +25,19 @@
 static void version_smoke(int version)
 {
     func_fix_t fix;
-    sts_net_props_t p;
+    stb_plugin_props_t p;
     sts_net_link_t link;
     sts_peer_t peer;
 
     if (func_open(&fix, version) != 0)
         fail_msg("plugin v%d: cannot load or initialise", version);
-    assert_string_equal(fix.net.name, "Strata");
+    assert_string_equal(stb_plugin_name(fix.net), "Strata");
     for (int dev = 0; dev < fix.ndev; dev++) {
-        assert_nccl_ok(sts_net_props(&fix.net, dev, &p));
+        assert_nccl_ok(stb_plugin_props(fix.net, dev, &p));
         assert_true(p.name[0] != '\0');
         assert_true(p.ptr_support & NCCL_PTR_HOST);
-        assert_true(p.speed > 0);
-        assert_in_range(p.max_recvs, 1, STS_NET_MAX_RECVS);
+        assert_true(p.speed_mbps > 0);
+        assert_in_range(p.max_recvs, 1, STB_PLUGIN_MAX_RECVS);
         assert_true(p.max_comms > 0);
         if (version >= 7)
             assert_int_equal(p.net_device_type, NCCL_NET_DEVICE_HOST);
@@ -53,15 +53,15 @@ static void version_smoke(int version)
     }
     /* A second init is harmless in every version (v11: a second context). */
     if (version < 11)
-        assert_nccl_ok(sts_net_init(&fix.net, 0));
+        assert_nccl_ok(stb_plugin_init(fix.net, 0));
 
     func_spawn(&peer, version, "echo-smoke", 0);
     func_link(&fix, &peer, &link);
     func_echo(&fix, &peer, &link, peer_smoke, PEER_COUNT(peer_smoke));
-    sts_net_link_close(&fix.net, &link);
+    sts_net_link_close(fix.net, &link);
     func_finish(&peer);
-    assert_nccl_ok(sts_net_finalize(&fix.net));
-    sts_net_close(&fix.net);
+    assert_nccl_ok(stb_plugin_finalize(fix.net));
+    stb_plugin_unload(fix.net);
 }
 
 static void ver_v11(void **state) { version_smoke(11); }

@@ -11,7 +11,6 @@
  * net init (the plugin re-reads STRATA_* when its first net context opens),
  * so the outcomes do not depend on this host's devices.
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +24,7 @@
 #include <cmocka.h>
 
 #include "nccl/tuner.h"
-#include "sts_net.h"
+#include "tools/lib/plugin_loader.h"
 #include "tools/lib/nccl_model.h"
 
 #define T_COMM_ID 0x7475ull
@@ -54,7 +53,8 @@ static void t_logger(ncclDebugLogLevel level, unsigned long flags, const char *f
 
 /* One "communicator": the net context NCCL opens first, and the tuner's. */
 typedef struct t_comm {
-    sts_net_t net;
+    stb_plugin_t *net;
+    int inited;                 /* the net context is open */
     const ncclTuner_v5_t *v5;
     const ncclTuner_v6_t *v6;
     void *ctx;
@@ -83,12 +83,13 @@ static void t_open(t_comm_t *c, uint64_t net_id)
     char why[256];
 
     memset(c, 0, sizeof(*c));
-    if (sts_net_open(&c->net, 11, NULL, why, sizeof(why)) != 0)
+    if (stb_plugin_load(NULL, 11, 0, &c->net, why, sizeof(why)) != STRATA_OK)
         fail_msg("%s", why);
-    if (net_id != 0 && sts_net_init(&c->net, net_id) != ncclSuccess)
+    if (net_id != 0 && stb_plugin_init(c->net, net_id) != ncclSuccess)
         fail_msg("net init failed");
-    c->v5 = dlsym(c->net.dl, "ncclTunerPlugin_v5");
-    c->v6 = dlsym(c->net.dl, "ncclTunerPlugin_v6");
+    c->inited = net_id != 0;
+    c->v5 = stb_plugin_dlsym(c->net, "ncclTunerPlugin_v5");
+    c->v6 = stb_plugin_dlsym(c->net, "ncclTunerPlugin_v6");
     assert_non_null(c->v5);
     assert_non_null(c->v6);
 }
@@ -116,9 +117,9 @@ static void t_close(t_comm_t *c)
 {
     assert_int_equal(c->v5->finalize(c->ctx), ncclSuccess);
     c->ctx = NULL;
-    if (c->net.inited)
-        assert_int_equal(sts_net_finalize(&c->net), ncclSuccess);
-    sts_net_close(&c->net);
+    if (c->inited)
+        assert_int_equal(stb_plugin_finalize(c->net), ncclSuccess);
+    stb_plugin_unload(c->net);
 }
 
 /* NCCL's emulated model for a shape (Hopper, NVLink, one NIC per node). */
@@ -169,7 +170,7 @@ static void tuner_symbols(void **state)
     /* One implementation behind both versions. */
     assert_ptr_equal(c.v5->getCollInfo, c.v6->getCollInfo);
     assert_ptr_equal(c.v5->finalize, c.v6->finalize);
-    sts_net_close(&c.net);
+    stb_plugin_unload(c.net);
 }
 
 /* NULL context: getCollInfo, getChunkSize and finalize succeed and change nothing. */
@@ -202,8 +203,8 @@ static void tuner_optout_other_net(void **state)
     assert_null(t_init(&c, 0, T_COMM_ID + 1, 4, 8));
     t_null_ctx_is_inert(&c);
     /* With no net context of ours in the process at all. */
-    assert_int_equal(sts_net_finalize(&c.net), ncclSuccess);
-    c.net.inited = 0;
+    assert_int_equal(stb_plugin_finalize(c.net), ncclSuccess);
+    c.inited = 0;
     assert_null(t_init(&c, 1, T_COMM_ID, 4, 8));
     t_null_ctx_is_inert(&c);
     t_close(&c);

@@ -117,31 +117,48 @@ int sts_conf_max_recvs(const sts_conf_ctx_t *ctx)
 
 void sts_conf_open(sts_conf_ctx_t *ctx, int dev, sts_pair_t *pair)
 {
-    assert_ok(sts_pair_open(ctx->ops, dev, STS_CONNECT_TIMEOUT_S, pair));
+    sts_pair_must_open(ctx->ops, dev, dev, pair);
+}
+
+void sts_pair_must_open(const stt_ops_t *ops, int ldev, int cdev, sts_pair_t *pair)
+{
+    assert_ok(sts_pair_open_on(ops, ldev, cdev, STS_CONNECT_TIMEOUT_S, pair));
     assert_non_null(pair->send);
     assert_non_null(pair->recv);
 }
 
-strata_status_t sts_conf_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int send_first,
-                              uint32_t seed, size_t *got_p)
+strata_status_t sts_reqs_finish(stt_req_t *sreq, stt_req_t *rreq, size_t *rsizes,
+                                strata_status_t *send_status)
+{
+    strata_status_t status = sts_req_wait_pair(sreq, rreq, sts_deadline(STS_IO_TIMEOUT_S),
+                                               rsizes, send_status);
+    if (status == STRATA_ERR_TIMEOUT)
+        fail_msg("requests not finished within %.0f s", STS_IO_TIMEOUT_S);
+    return status;
+}
+
+strata_status_t sts_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int tag, uint32_t seed,
+                         unsigned flags, size_t *got_p)
 {
     sts_req_slot_t slots[2];
     sts_reqset_t set = {.slots = slots, .cap = 2};
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    const int reg = !(flags & STS_XFER_UNREGISTERED);
     sts_buf_t sbuf, rbuf;
-    int sslot = -1, rslot = -1, tag = (int)(seed & 0xff);
+    int sslot = -1, rslot = -1;
 
     assert_ok(sts_buf_alloc(&sbuf, pair->send, ssize));
     assert_ok(sts_buf_alloc(&rbuf, pair->recv, rsize));
+    void *smh = reg ? sbuf.mh : NULL, *rmh = reg ? rbuf.mh : NULL;
     sts_pattern_fill(sbuf.data, ssize, seed);
     memset(rbuf.data, 0, rsize);
     for (int step = 0; step < 2; step++) {
-        if ((step == 0) == (send_first != 0))
-            assert_ok(sts_isend_retry(pair->send, sbuf.data, ssize, tag, sbuf.mh, &set,
-                                      deadline, &sslot, NULL));
+        if ((step == 0) == ((flags & STS_XFER_SEND_FIRST) != 0))
+            assert_ok(sts_isend_retry(pair->send, sbuf.data, ssize, tag, smh, &set, deadline,
+                                      &sslot, NULL));
         else
-            assert_ok(sts_irecv_retry(pair->recv, 1, (void **)&rbuf.data, &rsize, &tag,
-                                      &rbuf.mh, &set, deadline, &rslot, NULL));
+            assert_ok(sts_irecv_retry(pair->recv, 1, (void **)&rbuf.data, &rsize, &tag, &rmh,
+                                      &set, deadline, &rslot, NULL));
     }
     assert_ok(sts_reqset_wait(&set, deadline));
     strata_status_t rstatus = slots[rslot].status;
@@ -155,4 +172,14 @@ strata_status_t sts_conf_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int 
     sts_buf_free(&sbuf);
     sts_buf_free(&rbuf);
     return rstatus;
+}
+
+void sts_xfer_ok(sts_pair_t *pair, size_t ssize, size_t rsize, int tag, uint32_t seed,
+                 unsigned flags)
+{
+    size_t got = SIZE_MAX;
+
+    assert_ok(sts_xfer(pair, ssize, rsize, tag, seed, flags, &got));
+    if (got != ssize)
+        fail_msg("%zu bytes sent, %zu received", ssize, got);
 }

@@ -1,10 +1,12 @@
 /*
- * Scaffolding of the transport conformance suite (tests/transport/
- * test_conformance*.c): one context per transport, a per-case setup that
- * initialises the transport (or records why it cannot run here) and a
- * teardown that checks the last fini closed every descriptor, and the runner
- * that repeats a table of cases for every transport of the registry plus the
- * fault-injecting fake with no fault armed.
+ * The transport fixtures of every transport test (the conformance suite
+ * tests/transport/test_conformance*.c and each transport's own tests): one
+ * context per transport, a setup that initialises the transport (or records
+ * why it cannot run here) and a teardown that checks the last fini closed
+ * every descriptor, usable per case or per group; the runner that repeats a
+ * table of cases for every transport of the registry plus the
+ * fault-injecting fake with no fault armed; connected pairs and checked
+ * transfers that fail the case with the status's name.
  *
  * Include after <cmocka.h>.
  */
@@ -29,7 +31,11 @@ typedef struct sts_conf_ctx {
     char why[160];      /* why the transport cannot run here */
 } sts_conf_ctx_t;
 
-/* cmocka setup/teardown of every case; the state is the transport's context. */
+/*
+ * cmocka setup/teardown of a case, or of a group; the state is the
+ * transport's context. A group's context reaches each of its cases as their
+ * initial state, so sts_conf_begin works there too.
+ */
 int sts_conf_setup(void **state);
 int sts_conf_teardown(void **state);
 
@@ -51,13 +57,31 @@ int sts_conf_max_recvs(const sts_conf_ctx_t *ctx);
 /* Opens a connected pair on dev, failing the case if it cannot. */
 void sts_conf_open(sts_conf_ctx_t *ctx, int dev, sts_pair_t *pair);
 
+/* The same for any ops: listener on ldev, connecting end on cdev. */
+void sts_pair_must_open(const stt_ops_t *ops, int ldev, int cdev, sts_pair_t *pair);
+
 /*
- * One message of ssize bytes into a receive buffer of rsize bytes (tag from
- * seed), posting the send first or the receive first. When the receive
- * succeeded, checks the data and the guard after the buffer. Returns the
- * receive's status; *got_p gets the size test reported.
+ * Drives a send and a receive (either may be NULL) to their ends within
+ * STS_IO_TIMEOUT_S, failing the case past it. Returns the receive's status;
+ * *send_status (may be NULL) gets the send's.
  */
-strata_status_t sts_conf_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int send_first,
-                              uint32_t seed, size_t *got_p);
+strata_status_t sts_reqs_finish(stt_req_t *sreq, stt_req_t *rreq, size_t *rsizes,
+                                strata_status_t *send_status);
+
+#define STS_XFER_SEND_FIRST 1u      /* post the send before the receive */
+#define STS_XFER_UNREGISTERED 2u    /* NULL memory handles: the transport registers itself */
+
+/*
+ * One message of ssize bytes with tag into a receive buffer of rsize bytes,
+ * data seeded by seed. When the receive succeeded, checks the send's status,
+ * the data and the guard after the buffer. Returns the receive's status;
+ * *got_p gets the size test reported.
+ */
+strata_status_t sts_xfer(sts_pair_t *pair, size_t ssize, size_t rsize, int tag, uint32_t seed,
+                         unsigned flags, size_t *got_p);
+
+/* sts_xfer that must deliver all ssize bytes. */
+void sts_xfer_ok(sts_pair_t *pair, size_t ssize, size_t rsize, int tag, uint32_t seed,
+                 unsigned flags);
 
 #endif /* STS_CONF_H */

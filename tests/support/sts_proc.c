@@ -3,21 +3,21 @@
 #include "sts_proc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sts_util.h"
+#include "tools/lib/tool_proc.h"
+#include "util/sock.h"
 
 #define STS_PEER_ARGS 16
+/* Bound on sending one control message: the socket buffer holds many, so only a peer that
+ * stopped reading for this long makes it fail. */
+#define STS_CTL_SEND_S 30.0
 
 /*
  * Peers spawned and not yet reaped, by value: a test that fails half-way
@@ -47,23 +47,39 @@ static void peer_untrack(pid_t pid)
             peer_live[i].pid = 0;
 }
 
-static int decode_status(int wstatus)
-{
-    if (WIFEXITED(wstatus))
-        return WEXITSTATUS(wstatus);
-    if (WIFSIGNALED(wstatus))
-        return 128 + WTERMSIG(wstatus);
-    return 255;
-}
-
 static void peer_reaped(sts_peer_t *peer, int wstatus)
 {
     peer_untrack(peer->pid);
-    peer->status = decode_status(wstatus);
+    peer->status = stb_proc_exit_code(wstatus);
     peer->pid = 0;
     if (peer->fd >= 0)
         close(peer->fd);
     peer->fd = -1;
+}
+
+/* Starts the child of s with a control socketpair; the child's end is sv[1]. */
+static int peer_start(sts_peer_t *peer, stb_spawn_t *s, int sv[2])
+{
+    int others[STS_PEER_MAX], n = 0;
+    pid_t pid;
+
+    for (int i = 0; i < STS_PEER_MAX; i++)
+        if (peer_live[i].pid != 0)
+            others[n++] = peer_live[i].fd;
+    others[n++] = sv[0];
+    s->close_fds = others;
+    s->nclose = n;
+    if (stb_proc_spawn(s, &pid) != STRATA_OK) {
+        close(sv[0]);
+        close(sv[1]);
+        errno = EAGAIN;
+        return -1;
+    }
+    close(sv[1]);
+    peer->pid = pid;
+    peer->fd = sv[0];
+    peer_track(pid, sv[0]);
+    return 0;
 }
 
 int sts_peer_spawn(sts_peer_t *peer, const char *prog, const char *const *args)
@@ -71,7 +87,6 @@ int sts_peer_spawn(sts_peer_t *peer, const char *prog, const char *const *args)
     const char *argv[STS_PEER_ARGS + 3];
     char fdtext[16];
     int sv[2], n = 0;
-    pid_t parent = getpid(), pid;
 
     memset(peer, 0, sizeof(*peer));
     peer->fd = -1;
@@ -83,32 +98,39 @@ int sts_peer_spawn(sts_peer_t *peer, const char *prog, const char *const *args)
     for (int i = 0; args != NULL && args[i] != NULL && i < STS_PEER_ARGS; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
+    stb_spawn_t s = {.argv = (char *const *)argv, .keep = {sv[1]}, .nkeep = 1};
+    return peer_start(peer, &s, sv);
+}
 
-    fflush(NULL); /* or buffered test output is printed twice */
-    pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        errno = e;
+typedef struct peer_fn {
+    int (*fn)(void *arg, int ctl);
+    void *arg;
+    int ctl;
+} peer_fn_t;
+
+static int peer_fn_run(void *arg)
+{
+    const peer_fn_t *f = arg;
+    return f->fn(f->arg, f->ctl);
+}
+
+int sts_peer_fork(sts_peer_t *peer, const stb_netns_t *ns, int node,
+                  int (*fn)(void *arg, int ctl), void *arg)
+{
+    int sv[2];
+
+    memset(peer, 0, sizeof(*peer));
+    peer->fd = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
+    peer_fn_t f = {.fn = fn, .arg = arg, .ctl = sv[1]};
+    stb_netns_place_t place = {.ns = ns, .node = node, .cwd = NULL};
+    stb_spawn_t s = {.fn = peer_fn_run, .arg = &f};
+    if (ns != NULL) {
+        s.setup = stb_netns_setup;
+        s.setup_arg = &place;
     }
-    if (pid == 0) {
-        /* Only async-signal-safe calls until exec. */
-        close(sv[0]);
-        if (fcntl(sv[1], F_SETFD, 0) != 0)
-            _exit(126);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    close(sv[1]);
-    peer->pid = pid;
-    peer->fd = sv[0];
-    peer_track(pid, sv[0]);
-    return 0;
+    return peer_start(peer, &s, sv);
 }
 
 int sts_peer_exited(sts_peer_t *peer)
@@ -117,7 +139,7 @@ int sts_peer_exited(sts_peer_t *peer)
 
     if (peer->pid == 0)
         return 1;
-    if (waitpid(peer->pid, &wstatus, WNOHANG) == peer->pid) {
+    if (stb_proc_reap(peer->pid, &wstatus) == 1) {
         peer_reaped(peer, wstatus);
         return 1;
     }
@@ -126,29 +148,22 @@ int sts_peer_exited(sts_peer_t *peer)
 
 int sts_peer_wait(sts_peer_t *peer, uint64_t deadline)
 {
-    const struct timespec nap = {0, 2 * 1000 * 1000};
+    int wstatus = 0;
 
-    while (peer->pid != 0) {
-        if (sts_peer_exited(peer))
-            break;
-        if (sts_expired(deadline)) {
-            sts_peer_kill(peer);
-            return -1;
-        }
-        nanosleep(&nap, NULL);
-    }
-    return peer->status;
+    if (peer->pid == 0)
+        return peer->status;
+    strata_status_t status = stb_proc_wait(peer->pid, deadline, &wstatus);
+    peer_reaped(peer, wstatus);
+    return status == STRATA_OK ? peer->status : -1;
 }
 
 void sts_peer_kill(sts_peer_t *peer)
 {
-    int wstatus;
+    int wstatus = 0;
 
     if (peer->pid == 0)
         return;
-    kill(peer->pid, SIGKILL);
-    while (waitpid(peer->pid, &wstatus, 0) < 0 && errno == EINTR)
-        ;
+    stb_proc_kill(peer->pid, &wstatus);
     peer_reaped(peer, wstatus);
 }
 
@@ -173,64 +188,25 @@ typedef struct ctl_hdr {
     uint32_t len;
 } ctl_hdr_t;
 
-static int wait_readable(int fd, uint64_t deadline)
-{
-    for (;;) {
-        uint64_t now = sts_now_ns();
-        int ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, ms > 1000 ? 1000 : ms);
-        if (r > 0)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (r == 0 && sts_expired(deadline))
-            return -2;
-    }
-}
-
+/* Whole-buffer receive: 0, -1 on EOF or error, -2 at the deadline. */
 static int read_full(int fd, void *buf, size_t len, uint64_t deadline)
 {
-    char *p = buf;
-    while (len > 0) {
-        int w = wait_readable(fd, deadline);
-        if (w != 0)
-            return w;
-        ssize_t r = read(fd, p, len);
-        if (r == 0)
-            return -1;
-        if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return -1;
-        }
-        p += r;
-        len -= (size_t)r;
-    }
-    return 0;
+    strata_status_t status = stu_sock_recv_all(fd, buf, len, deadline);
+    return status == STRATA_OK ? 0 : status == STRATA_ERR_TIMEOUT ? -2 : -1;
 }
 
 int sts_ctl_send(int fd, uint32_t kind, const void *data, uint32_t len)
 {
     ctl_hdr_t hdr = {.kind = kind, .len = len};
     char buf[sizeof(hdr) + STS_CTL_MAX];
-    size_t total = sizeof(hdr) + len, off = 0;
+    size_t total = sizeof(hdr) + len;
 
     if (len > STS_CTL_MAX)
         return -1;
     memcpy(buf, &hdr, sizeof(hdr));
     if (len > 0)
         memcpy(buf + sizeof(hdr), data, len);
-    while (off < total) {
-        ssize_t w = send(fd, buf + off, total - off, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    return 0;
+    return stu_sock_send_all(fd, buf, total, sts_deadline(STS_CTL_SEND_S)) == STRATA_OK ? 0 : -1;
 }
 
 int sts_ctl_recv(int fd, uint32_t *kind_p, void *data, uint32_t cap, uint32_t *len_p,

@@ -1,21 +1,26 @@
 /*
- * Peer processes for cross-process tests: spawn a helper program joined to
- * this process by a control socketpair, exchange small framed messages over
- * it (connection handles, "ready", results), and reap it with a bound.
+ * Peer processes for cross-process tests: a helper program, or a function in
+ * a forked child (optionally inside an emulated node), joined to this process
+ * by a control socketpair; small framed messages over it (connection handles,
+ * "ready", results); a bounded reap. Processes are started by the one spawner
+ * (tools/lib/tool_proc.h): a peer dies with its parent, so a test binary
+ * killed by the runner's timeout leaves nothing, and a crashing child does not
+ * fall into cmocka's handlers.
  *
  * Every spawned peer is tracked until reaped; sts_peer_kill_all() (call it
  * from every teardown) kills and reaps whatever is left, so a failed
- * assertion never leaves a process behind. A peer also dies with its parent
- * (PR_SET_PDEATHSIG), so a test binary killed by the runner's timeout leaves
- * nothing either.
+ * assertion never leaves a process behind.
  *
  * Thread safety: none; one test thread owns its peers.
  */
 #ifndef STS_PROC_H
 #define STS_PROC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "tools/lib/tool_netns.h"
 
 #define STS_PEER_MAX 16
 
@@ -30,6 +35,17 @@ typedef struct sts_peer {
  * Returns 0, or -1 with errno set (nothing left running).
  */
 int sts_peer_spawn(sts_peer_t *peer, const char *prog, const char *const *args);
+
+/*
+ * Forks a child that runs fn(arg, ctl) and exits with its return value; with
+ * ns, inside node's namespaces (tools/lib/tool_netns.h). ctl is the child's
+ * end of the control socketpair (peer->fd the parent's). The child does not
+ * hold the control sockets of the other tracked peers (their EOFs stay
+ * visible). A child must not use cmocka's asserts: it reports through its
+ * exit status, ctl and stderr. Returns 0, or -1 (nothing left running).
+ */
+int sts_peer_fork(sts_peer_t *peer, const stb_netns_t *ns, int node,
+                  int (*fn)(void *arg, int ctl), void *arg);
 
 /*
  * Waits for the peer to exit until the deadline (sts_deadline). Returns its

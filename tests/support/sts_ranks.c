@@ -2,47 +2,39 @@
 #define _GNU_SOURCE
 #include "sts_ranks.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "coll/introspect.h"
+#include "tools/lib/tool_proc.h"
+#include "util/sock.h"
+#include "util/time.h"
+
 #define RANKS_MAX 64
+#define RANKS_BACKLOG 1024        /* every rank's bootstrap connection, with room */
+#define RANKS_NAP_MS 2            /* poll period while reaping */
 
-static int ranks_listen(char *addr, size_t len)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 1024) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
-        close(fd);
-        return -1;
-    }
-    snprintf(addr, len, "127.0.0.1:%d", ntohs(sa.sin_port));
-    return fd;
-}
+typedef struct ranks_child {
+    const sts_ranks_opts_t *o;
+    int rank, lfd;
+    const char *addr;
+    sts_rank_fn fn;
+    void *arg;
+} ranks_child_t;
 
-static void ranks_child(const sts_ranks_opts_t *o, int rank, int lfd, const char *addr,
-                        sts_rank_fn fn, void *arg)
+/* One rank, in its forked child (tools/lib/tool_proc.h: it never outlives the test). */
+static int ranks_child(void *arg)
 {
+    const ranks_child_t *c = arg;
+    const sts_ranks_opts_t *o = c->o;
+    const int rank = c->rank;
     char node[32], timeout[32];
     strata_comm_t *comm = NULL;
     strata_comm_config_t cfg;
 
-    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive the test */
     if (o->absent_rank == rank + 1)
-        _exit(0);
+        return 0;
     for (int i = 0; i < STS_RANKS_MAX_ENV && o->env[i] != NULL; i++)
         putenv((char *)o->env[i]);
     for (int i = 0; i < 2 && rank == 0 && o->env_rank0[i] != NULL; i++)
@@ -58,82 +50,70 @@ static void ranks_child(const sts_ranks_opts_t *o, int rank, int lfd, const char
     cfg.rank = rank;
     cfg.nranks = o->nranks;
     cfg.node_id = node;
-    cfg.root_addr = addr;
-    if (rank == 0) {
-        cfg.root_fd = lfd;
-    } else {
-        close(lfd);
-    }
+    cfg.root_addr = c->addr;
+    if (rank == 0)
+        cfg.root_fd = c->lfd;
+    else
+        close(c->lfd);
     strata_status_t status = strata_comm_init_config(&cfg, &comm);
     if (status != STRATA_OK) {
         if (!o->expect_init_fail)
             fprintf(stderr, "rank %d: strata_comm_init: %s\n", rank, strata_status_str(status));
-        _exit(STS_RANKS_INIT_FAILED);
+        return STS_RANKS_INIT_FAILED;
     }
-    int rc = fn(comm, rank, arg);
+    int rc = c->fn(comm, rank, c->arg);
     strata_comm_destroy(comm);
-    fflush(stdout);
-    fflush(stderr);
-    _exit(rc);
+    return rc;
 }
 
 int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exit_codes)
 {
     pid_t pids[RANKS_MAX];
     int codes[RANKS_MAX];
-    char addr[64];
-    int failed = 0;
+    char addr[STU_ADDR_TEXT_LEN];
+    stu_addr_t loopback, bound;
+    int lfd, failed = 0;
 
     if (o->nranks < 1 || o->nranks > RANKS_MAX)
         return o->nranks;
-    int lfd = ranks_listen(addr, sizeof(addr));
-    if (lfd < 0) {
-        fprintf(stderr, "sts_ranks: cannot listen on 127.0.0.1: %s\n", strerror(errno));
+    if (stu_addr_parse("127.0.0.1:0", &loopback) != STRATA_OK ||
+        stu_sock_listen(&loopback, RANKS_BACKLOG, &lfd, &bound) != STRATA_OK) {
+        fprintf(stderr, "sts_ranks: cannot listen on 127.0.0.1\n");
         return o->nranks;
     }
-    fflush(stdout);
-    fflush(stderr);
+    stu_addr_format(&bound, addr, sizeof(addr));
+    int left = o->nranks;
     for (int r = 0; r < o->nranks; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0)
-            ranks_child(o, r, lfd, addr, fn, arg);
+        ranks_child_t c = {.o = o, .rank = r, .lfd = lfd, .addr = addr, .fn = fn, .arg = arg};
+        stb_spawn_t s = {.fn = ranks_child, .arg = &c};
         codes[r] = -1;
-        if (pids[r] < 0)
+        if (stb_proc_spawn(&s, &pids[r]) != STRATA_OK) {
             codes[r] = 127;
+            left--;
+        }
     }
     close(lfd);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    int wall = o->wall_s > 0 ? o->wall_s : 120;
-    int left = o->nranks;
-    for (int r = 0; r < o->nranks; r++)
-        left -= codes[r] != -1;
+    const uint64_t wall = stu_deadline_ms(1000ll * (o->wall_s > 0 ? o->wall_s : 120));
     while (left > 0) {
-        int st;
-        pid_t p = waitpid(-1, &st, WNOHANG);
-        if (p > 0) {
-            for (int r = 0; r < o->nranks; r++) {
-                if (pids[r] == p && codes[r] == -1) {
-                    codes[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-                    left--;
-                }
+        pid_t pid;
+        int st, progressed = stb_proc_reap_any(&pid, &st) == 1;
+        for (int r = 0; progressed && r < o->nranks; r++) {
+            if (codes[r] == -1 && pids[r] == pid) {
+                codes[r] = stb_proc_exit_code(st);
+                left--;
             }
-            continue;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec >= wall) {
+        if (left > 0 && stu_deadline_passed(wall)) {
             for (int r = 0; r < o->nranks; r++) {
                 if (codes[r] == -1) {
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], NULL, 0);
+                    stb_proc_kill(pids[r], NULL);
                     codes[r] = 124;
                     left--;
                 }
             }
-            break;
+        } else if (!progressed) {
+            stu_sleep_ms(RANKS_NAP_MS);
         }
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
     }
     for (int r = 0; r < o->nranks; r++) {
         if (exit_codes != NULL)
@@ -145,4 +125,55 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
         }
     }
     return failed;
+}
+
+int sts_ranks_check_algos(strata_comm_t *comm, const char *forced, unsigned used,
+                          unsigned fallback)
+{
+    const int rank = strata_comm_rank(comm);
+    sta_algo_t want;
+    int bad = 0;
+
+    if (sta_algo_parse(forced, &want) != STRATA_OK || stb_comm_forced(comm) != want) {
+        fprintf(stderr, "rank %d: STRATA_ALGO %s, the communicator says %s\n", rank, forced,
+                sta_algo_name(stb_comm_forced(comm)));
+        return 1;
+    }
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        const sta_coll_t coll = (sta_coll_t)c;
+        const char *why = stb_comm_fallback(comm, coll);
+        const int falls = (fallback & STS_COLL_BIT(c)) != 0;
+        uint64_t total = 0;
+        for (int a = 0; a < STA_ALGO_COUNT; a++)
+            total += stb_comm_algo_runs(comm, coll, (sta_algo_t)a);
+        if ((used & STS_COLL_BIT(c)) && total == 0) {
+            fprintf(stderr, "rank %d: %s never ran\n", rank, sta_coll_name(coll));
+            bad = 1;
+        }
+        if (want == STA_ALGO_AUTO || total == 0) {
+            /* nothing forced: no fallback; nothing ran: only the reason can be checked */
+            if ((want == STA_ALGO_AUTO && why != NULL) || (total == 0 && falls && why == NULL)) {
+                fprintf(stderr, "rank %d: %s: fallback reason '%s' with STRATA_ALGO %s\n",
+                        rank, sta_coll_name(coll), why ? why : "none", forced);
+                bad = 1;
+            }
+            continue;
+        }
+        const uint64_t forced_runs = stb_comm_algo_runs(comm, coll, want);
+        const sta_algo_t last = stb_comm_last_algo(comm, coll);
+        if (falls && (why == NULL || forced_runs != 0 || last == want)) {
+            fprintf(stderr, "rank %d: %s should fall back from %s: reason %s, %llu of %llu "
+                    "calls ran it, the last ran %s\n", rank, sta_coll_name(coll), forced,
+                    why ? why : "none", (unsigned long long)forced_runs,
+                    (unsigned long long)total, sta_algo_name(last));
+            bad = 1;
+        } else if (!falls && (why != NULL || forced_runs != total || last != want)) {
+            fprintf(stderr, "rank %d: %s should run %s: fallback %s, %llu of %llu calls ran "
+                    "it, the last ran %s\n", rank, sta_coll_name(coll), forced,
+                    why ? why : "none", (unsigned long long)forced_runs,
+                    (unsigned long long)total, sta_algo_name(last));
+            bad = 1;
+        }
+    }
+    return bad;
 }

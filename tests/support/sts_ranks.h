@@ -35,6 +35,21 @@ typedef int (*sts_rank_fn)(strata_comm_t *comm, int rank, void *arg);
  */
 int sts_ranks_run(const sts_ranks_opts_t *opts, sts_rank_fn fn, void *arg, int *exit_codes);
 
+/* A collective as a bit of the masks below (1 << sta_coll_t, algos/cost_model.h). */
+#define STS_COLL_BIT(c) (1u << (c))
+
+/*
+ * In a rank: checks what the collectives of comm ran (coll/introspect.h)
+ * against STRATA_ALGO's value `forced` ("auto", "ring", ...). Every
+ * collective in `used` must have run. With an algorithm forced, each one in
+ * `fallback` must report that the forced algorithm does not apply and never
+ * have run it, and each other one must have run the forced algorithm every
+ * time. With "auto", none may report a fallback. Returns 0, or 1 with what
+ * differs on stderr.
+ */
+int sts_ranks_check_algos(strata_comm_t *comm, const char *forced, unsigned used,
+                          unsigned fallback);
+
 /* A child's exit code when strata_comm_init failed. */
 #define STS_RANKS_INIT_FAILED 99
 

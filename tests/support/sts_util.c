@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -16,13 +15,6 @@
 #else
 #define STS_SANITIZED 0
 #endif
-
-uint64_t sts_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 double sts_timeout_scale(void)
 {
@@ -35,12 +27,7 @@ double sts_timeout_scale(void)
 
 uint64_t sts_deadline(double seconds)
 {
-    return sts_now_ns() + (uint64_t)(seconds * sts_timeout_scale() * 1e9);
-}
-
-int sts_expired(uint64_t deadline)
-{
-    return sts_now_ns() > deadline;
+    return stu_time_ns() + (uint64_t)(seconds * sts_timeout_scale() * 1e9);
 }
 
 void sts_relax(void)
@@ -88,6 +75,23 @@ size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed)
         }
     }
     return SIZE_MAX;
+}
+
+void sts_permute(int *perm, int n, uint32_t seed)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        seed = seed * 1103515245u + 12345u;   /* an LCG step: cheap, same everywhere */
+        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    if (n > 1 && perm[0] == 0) {
+        perm[0] = perm[1];
+        perm[1] = 0;
+    }
 }
 
 void sts_guard_set(void *buf, size_t size)

@@ -1,9 +1,11 @@
 /*
- * Small helpers shared by every test tier: deadlines, data patterns, resource
- * counters. No transport or plugin knowledge here.
+ * Small helpers shared by every test tier: scaled deadlines, data patterns,
+ * resource counters. No transport or plugin knowledge here.
  *
- * Deadlines are generous on purpose: the test machines are loaded 2-core VMs,
- * so a bound exists to turn a hang into a failure, never to measure speed.
+ * Deadlines are util/time.h's (stu_time_ns, stu_deadline_passed); tests make
+ * them with sts_deadline, generous on purpose and scaled: the test machines
+ * are loaded 2-core VMs, so a bound exists to turn a hang into a failure,
+ * never to measure speed.
  */
 #ifndef STS_UTIL_H
 #define STS_UTIL_H
@@ -11,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Monotonic "now" in ns, and a deadline that many seconds from now. */
-uint64_t sts_now_ns(void);
+#include "util/time.h"
+
+/* The deadline that many seconds from now, times sts_timeout_scale(). */
 uint64_t sts_deadline(double seconds);
-int sts_expired(uint64_t deadline);
 
 /* Gives the other core a chance (two busy processes share 2 cores). */
 void sts_relax(void);
@@ -28,6 +30,12 @@ void sts_pattern_fill(void *buf, size_t size, uint32_t seed);
 
 /* Offset of the first byte that differs from the pattern, or SIZE_MAX if none. */
 size_t sts_pattern_check(const void *buf, size_t size, uint32_t seed);
+
+/*
+ * A permutation of 0..n-1 determined by seed (the same in every process),
+ * never the identity when n > 1: for posting sends out of order.
+ */
+void sts_permute(int *perm, int n, uint32_t seed);
 
 /* Guard bytes placed after a receive buffer to catch overruns. */
 #define STS_GUARD_SIZE 64

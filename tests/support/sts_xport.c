@@ -28,7 +28,7 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
         }
         if (send != NULL && recv != NULL)
             break;
-        if (sts_expired(deadline)) {
+        if (stu_deadline_passed(deadline)) {
             status = STRATA_ERR_TIMEOUT;
             goto err;
         }
@@ -48,19 +48,25 @@ err:
 
 strata_status_t sts_pair_open(const stt_ops_t *ops, int dev, double timeout_s, sts_pair_t *pair)
 {
+    return sts_pair_open_on(ops, dev, dev, timeout_s, pair);
+}
+
+strata_status_t sts_pair_open_on(const stt_ops_t *ops, int ldev, int cdev, double timeout_s,
+                                 sts_pair_t *pair)
+{
     strata_status_t status;
 
     memset(pair, 0, sizeof(*pair));
     pair->ops = ops;
-    pair->dev = dev;
-    status = stt_listen(ops, dev, pair->handle, &pair->listen);
+    pair->dev = cdev;
+    status = stt_listen(ops, ldev, pair->handle, &pair->listen);
     if (status != STRATA_OK)
         goto err;
     if (pair->listen == NULL) {
         status = STRATA_ERR_INTERNAL; /* the contract: listen never leaves it NULL on OK */
         goto err;
     }
-    status = sts_connect_accept(ops, dev, pair->listen, pair->handle, timeout_s, &pair->send,
+    status = sts_connect_accept(ops, cdev, pair->listen, pair->handle, timeout_s, &pair->send,
                                 &pair->recv);
     if (status != STRATA_OK)
         goto err_close_listen;
@@ -147,60 +153,55 @@ int sts_reqset_progress(sts_reqset_t *set)
 strata_status_t sts_reqset_wait(sts_reqset_t *set, uint64_t deadline)
 {
     while (sts_reqset_progress(set) > 0) {
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
     return STRATA_OK;
+}
+
+/* isend (send = 1: data[0], sizes[0], tags[0], mhs[0]) or irecv, retried on "no slot now". */
+static strata_status_t xport_post_retry(int send, stt_comm_t *comm, int n, void **data,
+                                        const size_t *sizes, const int *tags, void **mhs,
+                                        sts_reqset_t *progress, uint64_t deadline, int *slot_p,
+                                        int *nulls_p)
+{
+    if (progress->count == progress->cap)
+        return STRATA_ERR_NO_RESOURCE;
+    for (;;) {
+        stt_req_t *req = NULL;
+        strata_status_t status = send ? stt_isend(comm, data[0], sizes[0], tags[0],
+                                                  mhs != NULL ? mhs[0] : NULL, &req)
+                                      : stt_irecv(comm, n, data, sizes, tags, mhs, &req);
+        if (status != STRATA_OK)
+            return status;
+        if (req != NULL) {
+            int slot = sts_reqset_add(progress, req);
+            if (slot_p != NULL)
+                *slot_p = slot;
+            return STRATA_OK;
+        }
+        if (nulls_p != NULL)
+            (*nulls_p)++;
+        if (stu_deadline_passed(deadline))
+            return STRATA_ERR_TIMEOUT;
+        sts_reqset_progress(progress);
+    }
 }
 
 strata_status_t sts_isend_retry(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                                 sts_reqset_t *progress, uint64_t deadline, int *slot_p,
                                 int *nulls_p)
 {
-    if (progress->count == progress->cap)
-        return STRATA_ERR_NO_RESOURCE;
-    for (;;) {
-        stt_req_t *req = NULL;
-        strata_status_t status = stt_isend(comm, data, size, tag, mh, &req);
-        if (status != STRATA_OK)
-            return status;
-        if (req != NULL) {
-            int slot = sts_reqset_add(progress, req);
-            if (slot_p != NULL)
-                *slot_p = slot;
-            return STRATA_OK;
-        }
-        if (nulls_p != NULL)
-            (*nulls_p)++;
-        if (sts_expired(deadline))
-            return STRATA_ERR_TIMEOUT;
-        sts_reqset_progress(progress);
-    }
+    return xport_post_retry(1, comm, 1, &data, &size, &tag, &mh, progress, deadline, slot_p,
+                            nulls_p);
 }
 
 strata_status_t sts_irecv_retry(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                                 const int *tags, void **mhs, sts_reqset_t *progress,
                                 uint64_t deadline, int *slot_p, int *nulls_p)
 {
-    if (progress->count == progress->cap)
-        return STRATA_ERR_NO_RESOURCE;
-    for (;;) {
-        stt_req_t *req = NULL;
-        strata_status_t status = stt_irecv(comm, n, data, sizes, tags, mhs, &req);
-        if (status != STRATA_OK)
-            return status;
-        if (req != NULL) {
-            int slot = sts_reqset_add(progress, req);
-            if (slot_p != NULL)
-                *slot_p = slot;
-            return STRATA_OK;
-        }
-        if (nulls_p != NULL)
-            (*nulls_p)++;
-        if (sts_expired(deadline))
-            return STRATA_ERR_TIMEOUT;
-        sts_reqset_progress(progress);
-    }
+    return xport_post_retry(0, comm, n, data, sizes, tags, mhs, progress, deadline, slot_p,
+                            nulls_p);
 }
 
 strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes)
@@ -210,9 +211,43 @@ strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes)
         strata_status_t status = stt_test(req, &done, sizes);
         if (status != STRATA_OK || done)
             return status;
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
+}
+
+strata_status_t sts_req_poke(stt_req_t **req, size_t *sizes)
+{
+    int done = 0;
+    strata_status_t status;
+
+    if (*req == NULL)
+        return STRATA_OK;
+    status = stt_test(*req, &done, sizes);
+    if (status != STRATA_OK || done)
+        *req = NULL;
+    return status;
+}
+
+strata_status_t sts_req_wait_pair(stt_req_t *sreq, stt_req_t *rreq, uint64_t deadline,
+                                  size_t *rsizes, strata_status_t *send_status)
+{
+    strata_status_t ss = STRATA_OK, rs = STRATA_OK;
+    size_t ssizes[STT_MAX_RECVS];
+
+    while (sreq != NULL || rreq != NULL) {
+        strata_status_t s = sts_req_poke(&sreq, ssizes);
+        if (s != STRATA_OK)
+            ss = s;
+        s = sts_req_poke(&rreq, rsizes);
+        if (s != STRATA_OK)
+            rs = s;
+        if ((sreq != NULL || rreq != NULL) && stu_deadline_passed(deadline))
+            return STRATA_ERR_TIMEOUT;
+    }
+    if (send_status != NULL)
+        *send_status = ss;
+    return rs;
 }
 
 strata_status_t sts_pair_exchange(sts_pair_t *pair, void *sbuf, size_t ssize, void *smh,

@@ -45,6 +45,9 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
 
 /* listen + sts_connect_accept. On failure *pair is left closed (all NULL). */
 strata_status_t sts_pair_open(const stt_ops_t *ops, int dev, double timeout_s, sts_pair_t *pair);
+/* The same with the listener on ldev and the connecting end on cdev (two NICs). */
+strata_status_t sts_pair_open_on(const stt_ops_t *ops, int ldev, int cdev, double timeout_s,
+                                 sts_pair_t *pair);
 
 /* Closes whatever part of the pair is open (send, recv, listen, in that order). */
 void sts_pair_close(sts_pair_t *pair);
@@ -110,6 +113,20 @@ strata_status_t sts_irecv_retry(stt_comm_t *comm, int n, void **data, const size
  * pending and belongs to its comm).
  */
 strata_status_t sts_req_wait(stt_req_t *req, uint64_t deadline, size_t *sizes);
+
+/*
+ * Tests *req once (a NULL *req is finished already); sets *req to NULL when
+ * the request ended, well or not. Returns its error, or OK (done or pending).
+ */
+strata_status_t sts_req_poke(stt_req_t **req, size_t *sizes);
+
+/*
+ * Drives a send and a receive (either may be NULL) to their ends. Returns the
+ * receive's status (OK without one), or STRATA_ERR_TIMEOUT at the deadline;
+ * *send_status (may be NULL) gets the send's.
+ */
+strata_status_t sts_req_wait_pair(stt_req_t *sreq, stt_req_t *rreq, uint64_t deadline,
+                                  size_t *rsizes, strata_status_t *send_status);
 
 /*
  * Sends one message on pair->send and receives it on pair->recv into a buffer

@@ -24,7 +24,7 @@
 
 #define PERF_MAX_WINDOW 32
 #define PERF_LAT_BYTES 8
-#define PERF_DEADLINE_NS (300ull * 1000000000ull)
+#define PERF_GIVE_UP_MS 300000
 
 static const stt_ops_t *ops = &stt_ib_ops;
 
@@ -46,7 +46,7 @@ static int perf_check(strata_status_t status, const char *what)
 
 static void perf_open(perf_pair_t *p, int ldev, int cdev)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(PERF_GIVE_UP_MS);
 
     memset(p, 0, sizeof(*p));
     perf_check(stt_listen(ops, ldev, p->handle, &p->listen), "listen");
@@ -55,7 +55,7 @@ static void perf_open(perf_pair_t *p, int ldev, int cdev)
             perf_check(stt_connect(ops, cdev, p->handle, NULL, &p->send), "connect");
         if (p->recv == NULL)
             perf_check(stt_accept(p->listen, &p->recv), "accept");
-        if (stu_time_ns() - start > PERF_DEADLINE_NS)
+        if (stu_deadline_passed(deadline))
             perf_check(STRATA_ERR_TIMEOUT, "connecting");
     }
 }
@@ -71,11 +71,11 @@ static void perf_close(perf_pair_t *p)
 static void perf_wait(stt_req_t *req, const char *what)
 {
     int done = 0;
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(PERF_GIVE_UP_MS);
 
     while (!done) {
         perf_check(stt_test(req, &done, NULL), what);
-        if (stu_time_ns() - start > PERF_DEADLINE_NS)
+        if (stu_deadline_passed(deadline))
             perf_check(STRATA_ERR_TIMEOUT, what);
     }
 }

@@ -8,8 +8,8 @@
  *
  * Without "netns" both run in this namespace (the parent receives), over the
  * interface STRATA_SOCKET_IFNAME picks (e.g. "=lo"). With "netns" the
- * receiver runs in one network namespace and the sender in another, joined by
- * a veth (tests/support/netns.h; needs root), and STRATA_SOCKET_IFNAME is
+ * receiver runs in one emulated node and the sender in another
+ * (tools/lib/tool_netns.h; needs root), and STRATA_SOCKET_IFNAME is
  * forced to that veth; qdisc, if given, shapes the link ("tbf rate 1gbit
  * burst 32kb latency 50ms").
  *
@@ -17,20 +17,21 @@
  * (GB = 10^9 bytes, timed on the receiver from the first to the last completion
  * after a warmup of `window` * 2 messages).
  */
-#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "netns.h"
+#include "sts_proc.h"
 #include "transport/tcp/tcp.h"
 #include "util/param.h"
+#include "util/sock.h"
 #include "util/time.h"
 
 #define MAX_WINDOW 64
-#define GIVE_UP_NS (120ull * 1000000000ull)
+#define GIVE_UP_MS 120000        /* either side gives up on any wait */
+#define RELAY_SLACK_MS 10000     /* the parent waits that much longer than its children */
 
 static const stt_ops_t *ops = &stt_tcp_ops;
 
@@ -47,7 +48,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
     stt_comm_t *send = NULL;
     stt_req_t *reqs[MAX_WINDOW] = {0};
     strata_status_t status;
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS);
 
     if (read(rfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
         return fail("reading the handle", STRATA_ERR_IO);
@@ -60,7 +61,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
     while (send == NULL) {
         if ((status = stt_connect(ops, 0, handle, NULL, &send)) != STRATA_OK)
             return fail("connect", status);
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("connect", STRATA_ERR_TIMEOUT);
     }
     long posted = 0, done = 0;
@@ -81,7 +82,7 @@ static int run_sender(int rfd, size_t size, long total, int window)
                 }
             }
         }
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("sending", STRATA_ERR_TIMEOUT);
     }
     stt_close_send(send);
@@ -97,7 +98,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     stt_comm_t *recv = NULL;
     stt_req_t *reqs[MAX_WINDOW] = {0};
     strata_status_t status;
-    uint64_t start = stu_time_ns(), t0 = 0, t1 = 0;
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS), t0 = 0, t1 = 0;
     long warm = 2L * window;
 
     if ((status = stt_listen(ops, 0, handle, &listen)) != STRATA_OK)
@@ -107,7 +108,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     while (recv == NULL) {
         if ((status = stt_accept(listen, &recv)) != STRATA_OK)
             return fail("accept", status);
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("accept", STRATA_ERR_TIMEOUT);
     }
     char *bufs[MAX_WINDOW];
@@ -141,7 +142,7 @@ static int run_receiver(int wfd, size_t size, long total, int window)
                 }
             }
         }
-        if (stu_time_ns() - start > GIVE_UP_NS)
+        if (stu_deadline_passed(deadline))
             return fail("receiving", STRATA_ERR_TIMEOUT);
     }
     double secs = (double)(t1 - t0) / 1e9;
@@ -157,46 +158,15 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     return 0;
 }
 
-/* Both ends in this namespace: the child sends, the parent receives. */
-static int run_local(size_t size, long total, int window)
-{
-    int pfd[2], wstatus = 0;
-    strata_status_t status;
-
-    if (pipe(pfd) != 0)
-        return fail("pipe", STRATA_ERR_IO);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        return fail("fork", STRATA_ERR_IO);
-    if (child == 0) {
-        close(pfd[1]);
-        _exit(run_sender(pfd[0], size, total, window));
-    }
-    close(pfd[0]);
-    if ((status = stt_init(ops)) != STRATA_OK) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        return fail("init", status);
-    }
-    int rc = run_receiver(pfd[1], size, total, window);
-    if (rc != 0)
-        kill(child, SIGKILL);
-    waitpid(child, &wstatus, 0);
-    close(pfd[1]);
-    stt_fini(ops);
-    return rc == 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? 0 : 1;
-}
-
-typedef struct netns_args {
+typedef struct stream_args {
     size_t size;
     long total;
     int window;
-} netns_args_t;
+} stream_args_t;
 
-static int netns_receiver(void *arg, int ctl)
+static int child_receiver(void *arg, int ctl)
 {
-    const netns_args_t *a = arg;
+    const stream_args_t *a = arg;
     strata_status_t status;
 
     stu_param_reload();
@@ -207,46 +177,49 @@ static int netns_receiver(void *arg, int ctl)
     return rc;
 }
 
-static int netns_sender(void *arg, int ctl)
+static int child_sender(void *arg, int ctl)
 {
-    const netns_args_t *a = arg;
+    const stream_args_t *a = arg;
 
     stu_param_reload();
     return run_sender(ctl, a->size, a->total, a->window);
 }
 
-/* Receiver in node 0, sender in node 1, the handle relayed through this process. */
-static int run_netns(size_t size, long total, int window, const char *qdisc)
+/*
+ * The receiver and the sender as two children, in emulated nodes 0 and 1 or
+ * (ns NULL) here; the handle is relayed through this process.
+ */
+static int run_pair(const stream_args_t *args, const stb_netns_t *ns)
 {
-    netns_args_t args = {.size = size, .total = total, .window = window};
-    sts_netns_t *net = NULL;
     uint8_t handle[STT_HANDLE_SIZE];
-    pid_t rpid, spid;
-    int rctl, sctl, rws = 0, sws = 0;
-    strata_status_t status;
-    int timeout_ms = (int)(GIVE_UP_NS / 1000000ull) + 10000;
+    sts_peer_t recv, send;
+    uint64_t deadline = stu_deadline_ms(GIVE_UP_MS + RELAY_SLACK_MS);
 
-    setenv("STRATA_SOCKET_IFNAME", "=" STS_NETNS_IFNAME, 1);
-    if ((status = sts_netns_create(2, STS_NETNS_PAIR, &net)) != STRATA_OK)
-        return fail("creating the namespaces", status);
-    if (qdisc != NULL && (status = sts_netns_shape(net, 0, qdisc)) != STRATA_OK)
-        goto err_destroy;
-    status = sts_netns_spawn(net, 0, netns_receiver, &args, &rpid, &rctl);
+    if (sts_peer_fork(&recv, ns, 0, child_receiver, (void *)args) != 0)
+        return fail("starting the receiver", STRATA_ERR_IO);
+    strata_status_t status = stu_sock_recv_all(recv.fd, handle, sizeof(handle), deadline);
+    if (status == STRATA_OK && sts_peer_fork(&send, ns, 1, child_sender, (void *)args) != 0)
+        status = STRATA_ERR_IO;
     if (status == STRATA_OK)
-        status = sts_netns_msg_recv(rctl, handle, sizeof(handle), timeout_ms);
-    if (status == STRATA_OK)
-        status = sts_netns_spawn(net, 1, netns_sender, &args, &spid, &sctl);
-    if (status == STRATA_OK)
-        status = sts_netns_msg_send(sctl, handle, sizeof(handle), timeout_ms);
-    if (status == STRATA_OK)
-        status = sts_netns_wait(net, spid, timeout_ms, &sws);
-    if (status == STRATA_OK)
-        status = sts_netns_wait(net, rpid, timeout_ms, &rws);
-    if (status == STRATA_OK && !(sts_netns_exit_ok(sws) && sts_netns_exit_ok(rws)))
+        status = stu_sock_send_all(send.fd, handle, sizeof(handle), deadline);
+    if (status == STRATA_OK && (sts_peer_wait(&send, deadline) != 0 ||
+                                sts_peer_wait(&recv, deadline) != 0))
         status = STRATA_ERR_REMOTE;
-err_destroy:
-    sts_netns_destroy(net);
-    return status == STRATA_OK ? 0 : fail("running in namespaces", status);
+    sts_peer_kill_all();
+    return status == STRATA_OK ? 0 : fail("running the pair", status);
+}
+
+static int run_netns(const stream_args_t *args, const char *qdisc)
+{
+    stb_netns_t ns;
+    strata_status_t status;
+
+    setenv("STRATA_SOCKET_IFNAME", "=" STB_NETNS_IFNAME, 1);
+    if ((status = stb_netns_create(&ns, 2, 0)) == STRATA_OK && qdisc != NULL)
+        status = stb_netns_shape(&ns, 0, qdisc);
+    int rc = status == STRATA_OK ? run_pair(args, &ns) : fail("creating the nodes", status);
+    stb_netns_destroy(&ns);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -262,8 +235,8 @@ int main(int argc, char **argv)
                 argv[0], MAX_WINDOW);
         return 2;
     }
-    long total = iters + 2L * window;
+    stream_args_t args = {.size = size, .total = iters + 2L * window, .window = window};
     if (netns)
-        return run_netns(size, total, window, argc > 5 ? argv[5] : NULL);
-    return run_local(size, total, window);
+        return run_netns(&args, argc > 5 ? argv[5] : NULL);
+    return run_pair(&args, NULL);
 }

@@ -41,8 +41,9 @@ static void conf_size_matrix(void **state)
     sts_conf_open(ctx, 0, &pair);
     for (int i = 0; i < CONF_NSIZES; i++) {
         size_t got = SIZE_MAX;
-        strata_status_t status = sts_conf_xfer(&pair, conf_sizes[i], conf_sizes[i], i % 2,
-                                           (uint32_t)(1000 + i), &got);
+        strata_status_t status = sts_xfer(&pair, conf_sizes[i], conf_sizes[i], i,
+                                          (uint32_t)(1000 + i), i % 2 ? STS_XFER_SEND_FIRST : 0,
+                                          &got);
         if (status != STRATA_OK || got != conf_sizes[i])
             fail_msg("%zu bytes: %s, received %zu", conf_sizes[i], strata_status_str(status),
                      got);
@@ -109,10 +110,8 @@ static void conf_recv_larger(void **state)
 
     sts_conf_open(ctx, 0, &pair);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        size_t got = SIZE_MAX;
-        assert_ok(sts_conf_xfer(&pair, cases[i][0], cases[i][1], (int)(i % 2), (uint32_t)(50 + i),
-                            &got));
-        assert_int_equal(got, cases[i][0]);
+        sts_xfer_ok(&pair, cases[i][0], cases[i][1], (int)i, (uint32_t)(50 + i),
+                    i % 2 ? STS_XFER_SEND_FIRST : 0);
     }
     sts_pair_close(&pair);
 }
@@ -132,11 +131,10 @@ static void conf_truncation(void **state)
     sts_conf_open(ctx, 0, &pair);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t got = 0, ssize = cases[i][0], rsize = cases[i][1];
-        assert_status(sts_conf_xfer(&pair, ssize, rsize, (int)(i % 2), (uint32_t)(60 + i), &got),
+        assert_status(sts_xfer(&pair, ssize, rsize, (int)i, (uint32_t)(60 + i),
+                               i % 2 ? STS_XFER_SEND_FIRST : 0, &got),
                       STRATA_ERR_TRUNCATED);
-        got = SIZE_MAX;
-        assert_ok(sts_conf_xfer(&pair, rsize + 100, rsize + 100, 0, (uint32_t)(70 + i), &got));
-        assert_int_equal(got, rsize + 100);
+        sts_xfer_ok(&pair, rsize + 100, rsize + 100, (int)i, (uint32_t)(70 + i), 0);
     }
     sts_pair_close(&pair);
 }
@@ -214,25 +212,6 @@ static void conf_in_flight(void **state)
     free(off);
 }
 
-/* A permutation of 0..n-1 that differs from the identity when n > 1. */
-static void conf_permute(int *perm, int n, uint32_t seed)
-{
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        seed = seed * 1103515245u + 12345u;
-        int j = (int)((seed >> 16) % (uint32_t)(i + 1));
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    if (n > 1 && perm[0] == 0) {
-        int t = perm[0];
-        perm[0] = perm[1];
-        perm[1] = t;
-    }
-}
-
 /*
  * Grouped receives of n = 1..max_recvs buffers with distinct tags; the sends
  * arrive in a permuted order and each must land in the buffer of its tag,
@@ -254,7 +233,7 @@ static void conf_grouped(void **state)
         uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
         int rslot = -1;
 
-        conf_permute(perm, n, (uint32_t)n);
+        sts_permute(perm, n, (uint32_t)n);
         for (int i = 0; i < n; i++) {
             size_t ssize = 1000 * (size_t)(i + 1) + (size_t)n - (i % 3 == 1 ? 17 : 0);
             tags[i] = 100 + 3 * i;
@@ -325,7 +304,7 @@ static void conf_grouped_two(void **state)
     }
     for (int g = 0; g < 2; g++) {
         int perm[4];
-        conf_permute(perm, n, (uint32_t)(7 + g));
+        sts_permute(perm, n, (uint32_t)(7 + g));
         for (int k = 0; k < n; k++) {
             int i = perm[k];
             assert_ok(sts_isend_retry(pair.send, sbuf[g][i].data, sbuf[g][i].size, tagset[i],

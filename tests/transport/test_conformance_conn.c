@@ -60,11 +60,9 @@ static void conf_props(void **state)
 static void conf_smoke(sts_conf_ctx_t *ctx)
 {
     sts_pair_t pair;
-    size_t got = 0;
 
     sts_conf_open(ctx, 0, &pair);
-    assert_ok(sts_conf_xfer(&pair, 4099, 4099, 0, 77, &got));
-    assert_int_equal(got, 4099);
+    sts_xfer_ok(&pair, 4099, 4099, 77, 77, 0);
     sts_pair_close(&pair);
 }
 
@@ -104,7 +102,6 @@ static void conf_connect_accept(void **state)
     for (int dev = 0; dev < ctx->ndev; dev++) {
         sts_pair_t pair;
         stt_comm_t *extra = (stt_comm_t *)&pair;
-        size_t got = 0;
 
         sts_conf_open(ctx, dev, &pair);
         assert_ptr_equal(pair.listen->ops, ctx->ops);
@@ -115,8 +112,7 @@ static void conf_connect_accept(void **state)
         /* Nothing else is connecting: accept answers "none yet", not an error. */
         assert_ok(stt_accept(pair.listen, &extra));
         assert_null(extra);
-        assert_ok(sts_conf_xfer(&pair, 6, 6, 0, 1, &got));
-        assert_int_equal(got, 6);
+        sts_xfer_ok(&pair, 6, 6, 1, 1, 0);
         sts_pair_close(&pair);
     }
 }
@@ -134,7 +130,6 @@ static void conf_unaligned_handle(void **state)
     stt_comm_t *send = NULL, *recv = NULL;
     stt_listen_t *listen = NULL;
     sts_pair_t pair = {.ops = ctx->ops};
-    size_t got = 0;
 
     assert_ok(stt_listen(ctx->ops, 0, handle, &listen));
     assert_ok(sts_connect_accept(ctx->ops, 0, listen, handle, STS_CONNECT_TIMEOUT_S, &send,
@@ -142,8 +137,7 @@ static void conf_unaligned_handle(void **state)
     pair.listen = listen;
     pair.send = send;
     pair.recv = recv;
-    assert_ok(sts_conf_xfer(&pair, 5000, 5000, 0, 11, &got));
-    assert_int_equal(got, 5000);
+    sts_xfer_ok(&pair, 5000, 5000, 11, 11, 0);
     sts_pair_close(&pair);
 }
 
@@ -173,7 +167,7 @@ static void conf_connect_closed_listener(void **state)
         if (started)
             status = stt_connect(ctx->ops, 0, handle, &cfg, &send);
         stt_close_listen(listen);
-        while (status == STRATA_OK && send == NULL && !sts_expired(deadline)) {
+        while (status == STRATA_OK && send == NULL && !stu_deadline_passed(deadline)) {
             status = stt_connect(ctx->ops, 0, handle, &cfg, &send);
             sts_relax();
         }
@@ -237,7 +231,7 @@ static void conf_poll_fds(void **state)
         assert_ok(sts_isend_retry(pair.send, sbuf.data, 4096, tag, sbuf.mh, &set, deadline,
                                   &sslot, NULL));
         /* Move the send along without ever testing the receive. */
-        while (slots[sslot].req != NULL && !sts_expired(deadline)) {
+        while (slots[sslot].req != NULL && !stu_deadline_passed(deadline)) {
             int done = 0;
             strata_status_t st = stt_test(slots[sslot].req, &done, NULL);
             if (st != STRATA_OK || done) {
@@ -394,7 +388,7 @@ static void conf_accept_many(void **state)
             assert_ok(stt_accept(listen, &recv[naccepted]));
             naccepted += recv[naccepted] != NULL;
         }
-        if (sts_expired(deadline))
+        if (stu_deadline_passed(deadline))
             fail_msg("%d of %d connected, %d accepted before the deadline", nsend, K, naccepted);
         sts_relax();
     }
@@ -547,7 +541,6 @@ static void conf_reg_mr(void **state)
     char *mem = malloc(size);
     void *mh1 = NULL, *mh2 = NULL, *mh3 = NULL, *bad = NULL;
     sts_pair_t pair;
-    size_t got = 0;
 
     assert_non_null(mem);
     sts_conf_open(ctx, 0, &pair);
@@ -568,8 +561,7 @@ static void conf_reg_mr(void **state)
                           STRATA_ERR_UNSUPPORTED);
     }
     /* A refused registration leaves the connection usable. */
-    assert_ok(sts_conf_xfer(&pair, size, size, 0, 99, &got));
-    assert_int_equal(got, size);
+    sts_xfer_ok(&pair, size, size, 99, 99, 0);
     sts_pair_close(&pair);
     free(mem);
 }

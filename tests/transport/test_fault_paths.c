@@ -135,7 +135,7 @@ static void fault_setup_errors(void **state)
     strata_status_t status;
     const stt_conn_cfg_t cfg = {.traffic_class = STT_TRAFFIC_CLASS_UNDEF};
     while ((status = stt_connect(&stt_fake_ops, 0, pair.handle, &cfg, &send)) == STRATA_OK &&
-           send == NULL && !sts_expired(deadline))
+           send == NULL && !stu_deadline_passed(deadline))
         sts_relax();
     assert_null(send);
     assert_true(status != STRATA_OK);

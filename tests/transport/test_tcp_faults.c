@@ -3,16 +3,16 @@
  * truncation, a tag that matches nothing, dead or departed peers, bad hellos,
  * handshake timeouts, garbage on the stream, a bad handle.
  */
-#include "tcp_pair.h"
+#include "tcp_fixture.h"
 
 static void test_truncation_keeps_connection(void **state)
 {
-    pair_t p = {0};
+    sts_pair_t p = {0};
     static const char *nsocks[] = {"1", "4"};
 
     for (int k = 0; k < 2; k++) {
-        env_set(nsocks[k], "64K");
-        pair_open(&p);
+        tcp_env(nsocks[k], "64K");
+        sts_pair_must_open(ops, 0, 0, &p);
         size_t big = (3 << 20) + 5;
         uint8_t *src = malloc(big), dst[100];
         stt_req_t *sreq = NULL, *rreq = NULL;
@@ -22,36 +22,36 @@ static void test_truncation_keeps_connection(void **state)
         strata_status_t ss;
 
         assert_non_null(src);
-        fill(src, big, 1);
-        assert_int_equal(stt_isend(p.send, src, big, 3, NULL, &sreq), STRATA_OK);
-        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-        assert_int_equal(pair_wait(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
-        assert_int_equal(ss, STRATA_OK);
+        sts_pattern_fill(src, big, 1);
+        assert_ok(stt_isend(p.send, src, big, 3, NULL, &sreq));
+        assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+        assert_status(sts_reqs_finish(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
+        assert_ok(ss);
         /* The stream is still in sync: the next messages arrive intact. */
-        xfer_one(&p, 100, 100, 3, 2);
-        xfer_one(&p, 1 << 20, 1 << 20, 4, 3);
+        sts_xfer_ok(&p, 100, 100, 3, 2, STS_XFER_UNREGISTERED);
+        sts_xfer_ok(&p, 1 << 20, 1 << 20, 4, 3, STS_XFER_UNREGISTERED);
         free(src);
-        pair_close(&p);
+        sts_pair_close(&p);
     }
-    env_set("1", "256K");
+    tcp_env("1", "256K");
 }
 
 static void test_tag_mismatch_fails_comm(void **state)
 {
-    pair_t p = {0};
+    sts_pair_t p = {0};
     uint8_t src[10] = {0}, dst[10];
     stt_req_t *sreq = NULL, *rreq = NULL;
     void *data[1] = {dst};
     size_t cap[1] = {10}, got[1];
     int tag[1] = {1};
 
-    pair_open(&p);
-    assert_int_equal(stt_isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
-    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(pair_wait(sreq, rreq, got, NULL), STRATA_ERR_REMOTE);
+    sts_pair_must_open(ops, 0, 0, &p);
+    assert_ok(stt_isend(p.send, src, 10, 2, NULL, &sreq));
+    assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+    assert_status(sts_reqs_finish(sreq, rreq, got, NULL), STRATA_ERR_REMOTE);
     /* A failed comm keeps failing. */
-    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_ERR_REMOTE);
-    pair_close(&p);
+    assert_status(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_ERR_REMOTE);
+    sts_pair_close(&p);
 }
 
 /* The sender dies in the middle of a large message: the receive fails, it does not hang. */
@@ -60,7 +60,7 @@ static void test_peer_closed_mid_transfer(void **state)
     static const char *nsocks[] = {"1", "4"};
 
     for (int k = 0; k < 2; k++) {
-        pair_t p = {0};
+        sts_pair_t p = {0};
         size_t big = 32 << 20;
         uint8_t *src = malloc(big), *dst = malloc(big);
         stt_req_t *sreq = NULL, *rreq = NULL;
@@ -68,31 +68,31 @@ static void test_peer_closed_mid_transfer(void **state)
         size_t cap[1] = {big}, got[1];
         int tag[1] = {0}, done = 0;
 
-        env_set(nsocks[k], "64K");
+        tcp_env(nsocks[k], "64K");
         /* Small socket buffers, so the kernel cannot swallow the whole message. */
         setenv("STRATA_SOCKET_BUFSIZE", "64K", 1);
         stu_param_reload();
         assert_non_null(src);
         assert_non_null(dst);
-        pair_open(&p);
-        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-        assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+        sts_pair_must_open(ops, 0, 0, &p);
+        assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+        assert_ok(stt_isend(p.send, src, big, 0, NULL, &sreq));
         /* Move some bytes, but not all: the socket buffers hold far less than 32 MiB. */
         for (int i = 0; i < 3; i++) {
-            assert_int_equal(stt_test(sreq, &done, NULL), STRATA_OK);
+            assert_ok(stt_test(sreq, &done, NULL));
             assert_int_equal(done, 0);
-            assert_int_equal(stt_test(rreq, &done, got), STRATA_OK);
+            assert_ok(stt_test(rreq, &done, got));
             assert_int_equal(done, 0);
         }
         stt_close_send(p.send);          /* with the send in flight */
         p.send = NULL;
-        assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
-        pair_close(&p);
+        assert_status(sts_reqs_finish(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+        sts_pair_close(&p);
         free(src);
         free(dst);
     }
     unsetenv("STRATA_SOCKET_BUFSIZE");
-    env_set("1", "256K");
+    tcp_env("1", "256K");
 }
 
 /*
@@ -102,60 +102,60 @@ static void test_peer_closed_mid_transfer(void **state)
  */
 static void test_sender_closes_after_send(void **state)
 {
-    pair_t p = {0};
+    sts_pair_t p = {0};
     size_t size = 512 << 10;
     uint8_t *src = malloc(size), *dst = malloc(size);
     stt_req_t *sreq = NULL, *rreq = NULL;
     void *data[1] = {dst};
     size_t cap[1] = {size}, got[1] = {0};
     int tag[1] = {0};
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
-    env_set("4", "64K");
+    tcp_env("4", "64K");
     setenv("STRATA_SOCKET_BUFSIZE", "1M", 1);   /* room in the kernel for the whole message */
     stu_param_reload();
     assert_non_null(src);
     assert_non_null(dst);
-    fill(src, size, 21);
-    pair_open(&p);
-    assert_int_equal(stt_isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
+    sts_pattern_fill(src, size, 21);
+    sts_pair_must_open(ops, 0, 0, &p);
+    assert_ok(stt_isend(p.send, src, size, 0, NULL, &sreq));
     while (sreq != NULL) {
-        assert_int_equal(poke(&sreq, got), STRATA_OK);
-        assert_false(past(start));
+        assert_ok(sts_req_poke(&sreq, got));
+        assert_false(stu_deadline_passed(deadline));
         poll(NULL, 0, 1);
     }
     stt_close_send(p.send);
     p.send = NULL;
-    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
+    assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+    assert_ok(sts_reqs_finish(NULL, rreq, got, NULL));
     assert_int_equal(got[0], size);
-    assert_true(check(dst, size, 21));
-    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
-    pair_close(&p);
+    assert_pattern(dst, size, 21);
+    assert_ok(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq));
+    assert_status(sts_reqs_finish(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    sts_pair_close(&p);
     free(src);
     free(dst);
     unsetenv("STRATA_SOCKET_BUFSIZE");
-    env_set("1", "256K");
+    tcp_env("1", "256K");
 }
 
 /* The receiver goes away: a large pending send fails instead of hanging. */
 static void test_receiver_closed(void **state)
 {
-    pair_t p = {0};
+    sts_pair_t p = {0};
     size_t big = 64 << 20;
     uint8_t *src = calloc(1, big);
     stt_req_t *sreq = NULL;
 
     assert_non_null(src);
-    pair_open(&p);
+    sts_pair_must_open(ops, 0, 0, &p);
     stt_close_recv(p.recv);
     p.recv = NULL;
-    assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+    assert_ok(stt_isend(p.send, src, big, 0, NULL, &sreq));
     strata_status_t ss;
-    pair_wait(sreq, NULL, NULL, &ss);
-    assert_int_equal(ss, STRATA_ERR_REMOTE);
-    pair_close(&p);
+    sts_reqs_finish(sreq, NULL, NULL, &ss);
+    assert_status(ss, STRATA_ERR_REMOTE);
+    sts_pair_close(&p);
     free(src);
 }
 
@@ -167,7 +167,7 @@ static void test_bad_hellos_keep_listener(void **state)
     stt_tcp_hello_t good = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 2,
                             .conn_id = 42};
 
-    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
+    assert_ok(stt_listen(ops, 0, handle, &l));
     good.listener_id = h->listener_id;
 
     /* garbage */
@@ -198,11 +198,11 @@ static void test_bad_hellos_keep_listener(void **state)
 
     /* The listener still accepts a real connection, twice. */
     for (int i = 0; i < 2; i++) {
-        pair_t p = {0};
-        pair_connect_via(l, handle, &p);
-        xfer_one(&p, 1000, 1000, 0, 4);
+        sts_pair_t p = {0};
+        assert_ok(sts_connect_accept(ops, 0, l, handle, STS_CONNECT_TIMEOUT_S, &p.send, &p.recv));
+        sts_xfer_ok(&p, 1000, 1000, 0, 4, STS_XFER_UNREGISTERED);
         p.listen = NULL;
-        pair_close(&p);
+        sts_pair_close(&p);
     }
     stt_close_listen(l);
 }
@@ -213,21 +213,21 @@ static void test_handshake_timeouts(void **state)
     stt_listen_t *l = NULL;
     stt_comm_t *c = NULL;
     strata_status_t status;
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
     setenv("STRATA_CONNECT_TIMEOUT", "300", 1);
     stu_param_reload();
-    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
+    assert_ok(stt_listen(ops, 0, handle, &l));
 
     /* Nobody calls accept: connect gives up with a timeout and resets the handle. */
     memcpy(copy, handle, sizeof(copy));
     do {
         status = stt_connect(ops, 0, copy, NULL, &c);
         assert_null(c);
-        assert_false(past(start));
+        assert_false(stu_deadline_passed(deadline));
         poll(NULL, 0, 5);
     } while (status == STRATA_OK);
-    assert_int_equal(status, STRATA_ERR_TIMEOUT);
+    assert_status(status, STRATA_ERR_TIMEOUT);
     stt_connslot_t slot;
     memcpy(&slot, copy + STT_CONNSLOT_OFFSET, sizeof(slot));
     assert_null(slot.state);              /* the connect slot was reset */
@@ -260,17 +260,17 @@ static void test_garbage_stream(void **state)
     stt_listen_t *l = NULL;
     stt_comm_t *rc = NULL;
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
-    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
+    assert_ok(stt_listen(ops, 0, handle, &l));
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 5};
     stt_tcp_hello_encode(&hello, buf);
     int fd = raw_connect(handle);
     raw_send(fd, buf, STT_TCP_HELLO_BYTES);
     while (rc == NULL) {
-        assert_int_equal(stt_accept(l, &rc), STRATA_OK);
-        assert_false(past(start));
+        assert_ok(stt_accept(l, &rc));
+        assert_false(stu_deadline_passed(deadline));
     }
     /* A valid header for 1000 bytes, then only 10 bytes and EOF: a truncated stream. */
     stt_tcp_hdr_t hdr = {.flags = 0, .tag = 0, .seq = 0, .size = 1000};
@@ -282,8 +282,8 @@ static void test_garbage_stream(void **state)
     size_t cap[1] = {sizeof(dst)}, got[1];
     int tag[1] = {0};
     stt_req_t *rreq = NULL;
-    assert_int_equal(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    assert_ok(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq));
+    assert_status(sts_reqs_finish(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
     stt_close_recv(rc);
 
     /* Again with a header whose magic is wrong. */
@@ -293,13 +293,13 @@ static void test_garbage_stream(void **state)
     fd = raw_connect(handle);
     raw_send(fd, buf, STT_TCP_HELLO_BYTES);
     while (rc == NULL) {
-        assert_int_equal(stt_accept(l, &rc), STRATA_OK);
-        assert_false(past(start));
+        assert_ok(stt_accept(l, &rc));
+        assert_false(stu_deadline_passed(deadline));
     }
     memset(buf, 0xee, sizeof(buf));
     raw_send(fd, buf, sizeof(buf));
-    assert_int_equal(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
+    assert_ok(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq));
+    assert_status(sts_reqs_finish(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
     close(fd);
     stt_close_recv(rc);
     stt_close_listen(l);
@@ -311,9 +311,9 @@ static void test_bad_handle(void **state)
     stt_comm_t *c = NULL;
 
     memset(handle, 0, sizeof(handle));
-    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_status(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
     memset(handle, 0xff, sizeof(handle));
-    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_status(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
     assert_null(c);
 }
 
@@ -330,5 +330,5 @@ int main(void)
         cmocka_unit_test(test_garbage_stream),
         cmocka_unit_test(test_bad_handle),
     };
-    return cmocka_run_group_tests(tests, tcp_pair_setup, tcp_pair_teardown);
+    return cmocka_run_group_tests(tests, tcp_group_setup, sts_conf_teardown);
 }

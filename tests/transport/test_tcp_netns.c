@@ -1,36 +1,36 @@
 /*
  * The TCP transport between emulated nodes: processes in separate network
- * namespaces joined by veth (tests/support/netns.h). Device discovery inside a
+ * namespaces joined by a bridge (tools/lib/tool_netns.h). Device discovery inside a
  * namespace finds the veth, not lo; connections cross the link; every size
  * from 0 B to 64 MiB arrives intact with 1 and 4 sockets; a peer killed in the
  * middle of a transfer fails the other side with STRATA_ERR_REMOTE; a link
  * shaped to 1 Gbit/s still carries the data (its rate is printed, not checked).
- * The helper's own promises are checked too: N nodes on a bridge reach each
- * other, and nothing (namespace, descriptor, child) outlives a test, even one
- * whose child crashed or hung.
+ * The emulator's own promises are checked too: N nodes on the bridge reach
+ * each other, and nothing (namespace, descriptor, child) outlives a test, even
+ * one whose child crashed or hung.
  *
  * Needs root; every test skips when namespaces cannot be created. The parent
  * never initialises the transport (its device table would describe the root
  * namespace); each child does, inside its node.
  */
-#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "netns.h"
+#include "sts_cmocka.h"
+#include "sts_proc.h"
+#include "sts_util.h"
 #include "transport/tcp/tcp.h"
 #include "util/param.h"
-#include "util/time.h"
+#include "util/sock.h"
 
-#define CHILD_DEADLINE_NS (90ull * 1000000000ull)   /* a child gives up on any wait */
+#define CHILD_GIVE_UP_MS 90000                      /* a child gives up on any wait */
 #define WAIT_MS 120000                               /* the parent's bound on a child */
 #define CTL_MS 60000                                 /* bound on one control message */
 #define IDLE_POLL_MS 100                             /* a child's nap when a test is pending */
@@ -53,20 +53,6 @@ static const stt_ops_t *ops = &stt_tcp_ops;
         }                                                                               \
     } while (0)
 
-static void fill(uint8_t *buf, size_t size, unsigned seed)
-{
-    for (size_t i = 0; i < size; i++)
-        buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 12));
-}
-
-static bool check(const uint8_t *buf, size_t size, unsigned seed)
-{
-    for (size_t i = 0; i < size; i++)
-        if (buf[i] != (uint8_t)(seed * 131 + i * 7 + (i >> 12)))
-            return false;
-    return true;
-}
-
 /* Inside a node: the default discovery must pick the veth and nothing else. */
 static int child_init(void)
 {
@@ -77,8 +63,8 @@ static int child_init(void)
     CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
     CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
     CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK, "get_props");
-    CHILD_CHECK(strcmp(props.name, STS_NETNS_IFNAME) == 0, "device 0 is '%s', want '%s'",
-                props.name, STS_NETNS_IFNAME);
+    CHILD_CHECK(strcmp(props.name, STB_NETNS_IFNAME) == 0, "device 0 is '%s', want '%s'",
+                props.name, STB_NETNS_IFNAME);
     return 0;
 }
 
@@ -88,14 +74,14 @@ static int child_init(void)
  */
 static strata_status_t child_wait(stt_comm_t *comm, stt_req_t *req, size_t *sizes)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
 
     for (;;) {
         int done = 0;
         strata_status_t status = stt_test(req, &done, sizes);
         if (status != STRATA_OK || done)
             return status;
-        if (stu_time_ns() - start > CHILD_DEADLINE_NS)
+        if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
         struct pollfd fds[CHILD_MAX_FDS];
         int n = stt_poll_fds(comm, fds, CHILD_MAX_FDS);
@@ -111,11 +97,11 @@ static strata_status_t child_wait(stt_comm_t *comm, stt_req_t *req, size_t *size
 static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm_t **recvs)
 {
     uint8_t handle[STT_HANDLE_SIZE];
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
 
     CHILD_CHECK(stt_listen(ops, 0, handle, l_p) == STRATA_OK, "listen");
-    CHILD_CHECK(sts_netns_msg_send(ctl, handle, sizeof(handle), CTL_MS) == STRATA_OK,
-                "sending the handle");
+    CHILD_CHECK(stu_sock_send_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
+                STRATA_OK, "sending the handle");
     for (int p = 0; p < npeers; p++)
         recvs[p] = NULL;
     for (int got = 0; got < npeers;) {
@@ -126,7 +112,7 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
         size_t cap[1] = {sizeof(who)}, size[1] = {0};
         int tag[1] = {0};
         CHILD_CHECK(stt_accept(*l_p, &c) == STRATA_OK, "accept");
-        CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "accept timed out");
+        CHILD_CHECK(!stu_deadline_passed(deadline), "accept timed out");
         if (c == NULL) {
             poll(NULL, 0, 1);
             continue;
@@ -146,17 +132,17 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
 static int child_connect(int ctl, int32_t who, stt_comm_t **send_p)
 {
     uint8_t handle[STT_HANDLE_SIZE];
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
     stt_req_t *req = NULL;
 
-    CHILD_CHECK(sts_netns_msg_recv(ctl, handle, sizeof(handle), CTL_MS) == STRATA_OK,
-                "reading the handle");
+    CHILD_CHECK(stu_sock_recv_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
+                STRATA_OK, "reading the handle");
     for (*send_p = NULL; *send_p == NULL;) {
         strata_status_t status = stt_connect(ops, 0, handle, NULL, send_p);
         CHILD_CHECK(status == STRATA_OK, "connect: %s", strata_status_str(status));
         if (*send_p == NULL)
             poll(NULL, 0, 1);
-        CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "connect timed out");
+        CHILD_CHECK(!stu_deadline_passed(deadline), "connect timed out");
     }
     CHILD_CHECK(stt_isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
                 req != NULL, "isend of the sender's index");
@@ -177,7 +163,7 @@ typedef struct job {
 static int child_report_failure(int ctl, strata_status_t status)
 {
     int32_t s = status;
-    sts_netns_msg_send(ctl, &s, sizeof(s), CTL_MS);
+    stu_sock_send_all(ctl, &s, sizeof(s), stu_deadline_ms(CTL_MS));
     return 3;
 }
 
@@ -227,8 +213,8 @@ static int child_receiver(void *arg, int ctl)
                 return child_report_failure(ctl, status);
             CHILD_CHECK(got[0] == job->sizes[i], "peer %d size %d: got %zu, want %zu", p, i,
                         got[0], job->sizes[i]);
-            CHILD_CHECK(check(bufs[p][k], got[0], (unsigned)(i * MAX_PEERS + p)),
-                        "peer %d: %zu bytes corrupt", p, got[0]);
+            CHILD_CHECK(sts_pattern_check(bufs[p][k], got[0], (uint32_t)(i * MAX_PEERS + p)) ==
+                        SIZE_MAX, "peer %d: %zu bytes corrupt", p, got[0]);
             if (m > 0)
                 bytes += got[0];
         }
@@ -236,8 +222,8 @@ static int child_receiver(void *arg, int ctl)
             t0 = stu_time_ns();              /* the rate leaves out the first message */
         if (m == 0 && job->rounds <= 0) {
             int32_t s = STRATA_INPROGRESS;           /* data flows: the parent kills now */
-            CHILD_CHECK(sts_netns_msg_send(ctl, &s, sizeof(s), CTL_MS) == STRATA_OK,
-                        "reporting progress");
+            CHILD_CHECK(stu_sock_send_all(ctl, &s, sizeof(s), stu_deadline_ms(CTL_MS)) ==
+                        STRATA_OK, "reporting progress");
         }
     }
     double secs = (double)(stu_time_ns() - t0) / 1e9;
@@ -274,7 +260,7 @@ static int child_sender(void *arg, int ctl)
     for (int64_t m = 0; m <= total; m++) {
         if (m < total) {
             int i = (int)(m % job->nsizes), k = (int)(m & 1);
-            fill(bufs[k], job->sizes[i], (unsigned)(i * MAX_PEERS + job->peer));
+            sts_pattern_fill(bufs[k], job->sizes[i], (uint32_t)(i * MAX_PEERS + job->peer));
             strata_status_t status = stt_isend(send, bufs[k], job->sizes[i], job->peer, NULL,
                                                &reqs[k]);
             if (status != STRATA_OK)
@@ -297,24 +283,11 @@ static int child_sender(void *arg, int ctl)
 /* ------------------------------------------------------------------ parent side */
 
 typedef struct fixture {
-    sts_netns_t *net;
+    stb_netns_t net;
     int fds_at_start;
-    uint64_t ns_ids[STS_NETNS_MAX_NODES + 1];
+    uint64_t ns_ids[STB_NETNS_MAX_NODES + 1];
     int nids;
 } fixture_t;
-
-static int fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-
-    if (d == NULL)
-        return -1;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n;
-}
 
 static void env_defaults(const char *nsocks)
 {
@@ -332,21 +305,20 @@ static fixture_t *fixture_open(void **state, int nodes)
     fixture_t *fx = calloc(1, sizeof(*fx));
 
     assert_non_null(fx);
-    fx->fds_at_start = fd_count();
+    fx->fds_at_start = sts_fd_count();
     *state = fx;
-    strata_status_t status = sts_netns_create(nodes, STS_NETNS_AUTO, &fx->net);
+    strata_status_t status = stb_netns_create(&fx->net, nodes, 0);
     if (status == STRATA_ERR_UNSUPPORTED) {
         print_message("network namespaces unavailable here (needs root): skipped\n");
         skip();
     }
-    assert_int_equal(status, STRATA_OK);
-    fx->nids = fx->net->nids;
-    memcpy(fx->ns_ids, fx->net->ns_ids, sizeof(fx->ns_ids));
+    assert_ok(status);
+    fx->nids = stb_netns_ids(&fx->net, fx->ns_ids, STB_NETNS_MAX_NODES + 1);
     env_defaults("1");
     return fx;
 }
 
-/* Destroys the nodes and checks nothing outlived them. */
+/* Kills what a test left running, destroys the nodes, and checks nothing outlived them. */
 static int fixture_teardown(void **state)
 {
     fixture_t *fx = *state;
@@ -354,9 +326,10 @@ static int fixture_teardown(void **state)
 
     if (fx == NULL)
         return 0;
-    sts_netns_destroy(fx->net);
-    int held = fx->nids > 0 ? sts_netns_count_held(fx->ns_ids, fx->nids) : 0;
-    int fds = fd_count();
+    sts_peer_kill_all();
+    stb_netns_destroy(&fx->net);
+    int held = fx->nids > 0 ? stb_netns_count_held(fx->ns_ids, fx->nids) : 0;
+    int fds = sts_fd_count();
     if (held != 0 || fds != fx->fds_at_start) {
         fprintf(stderr, "left behind: %d namespaces still held, %d descriptors (had %d)\n",
                 held, fds, fx->fds_at_start);
@@ -367,29 +340,26 @@ static int fixture_teardown(void **state)
     return rc;
 }
 
-static void wait_ok(fixture_t *fx, pid_t pid)
+static void wait_ok(sts_peer_t *child)
 {
-    int ws = 0;
-    assert_int_equal(sts_netns_wait(fx->net, pid, WAIT_MS, &ws), STRATA_OK);
-    if (!sts_netns_exit_ok(ws))
-        fail_msg("child %d: %s %d", (int)pid, WIFEXITED(ws) ? "exit status" : "signal",
-                 WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+    pid_t pid = child->pid;
+    int code = sts_peer_wait(child, stu_deadline_ms(WAIT_MS));
+    if (code != 0)
+        fail_msg("child %d: exit code %d", (int)pid, code);
 }
 
 /* Receiver on node 0, one sender per other node; the parent relays the handle. */
-static void run_job(fixture_t *fx, job_t *recv_job, job_t *send_jobs, pid_t *pids)
+static void run_job(fixture_t *fx, job_t *recv_job, job_t *send_jobs, sts_peer_t *kids)
 {
-    int rctl, sctl[MAX_PEERS];
     uint8_t handle[STT_HANDLE_SIZE];
 
-    assert_int_equal(sts_netns_spawn(fx->net, 0, child_receiver, recv_job, &pids[0], &rctl),
-                     STRATA_OK);
-    assert_int_equal(sts_netns_msg_recv(rctl, handle, sizeof(handle), CTL_MS), STRATA_OK);
+    assert_int_equal(sts_peer_fork(&kids[0], &fx->net, 0, child_receiver, recv_job), 0);
+    assert_ok(stu_sock_recv_all(kids[0].fd, handle, sizeof(handle), stu_deadline_ms(CTL_MS)));
     for (int p = 0; p < recv_job->npeers; p++) {
-        assert_int_equal(sts_netns_spawn(fx->net, p + 1, child_sender, &send_jobs[p],
-                                         &pids[p + 1], &sctl[p]), STRATA_OK);
-        assert_int_equal(sts_netns_msg_send(sctl[p], handle, sizeof(handle), CTL_MS),
-                         STRATA_OK);
+        assert_int_equal(sts_peer_fork(&kids[p + 1], &fx->net, p + 1, child_sender,
+                                       &send_jobs[p]), 0);
+        assert_ok(stu_sock_send_all(kids[p + 1].fd, handle, sizeof(handle),
+                                    stu_deadline_ms(CTL_MS)));
     }
 }
 
@@ -403,33 +373,32 @@ static void test_sizes_across_namespaces(void **state)
     for (int k = 0; k < 2; k++) {
         job_t job = {.sizes = sizes, .nsizes = sizeof(sizes) / sizeof(sizes[0]), .rounds = 1,
                      .npeers = 1, .peer = 0};
-        pid_t pids[2];
+        sts_peer_t kids[2];
         env_defaults(nsocks[k]);
         print_message("  nsocks=%s\n", nsocks[k]);
-        run_job(fx, &job, &job, pids);
-        wait_ok(fx, pids[1]);
-        wait_ok(fx, pids[0]);
+        run_job(fx, &job, &job, kids);
+        wait_ok(&kids[1]);
+        wait_ok(&kids[0]);
     }
 }
 
-/* Three nodes on a bridge: two senders into one receiver, tags keep them apart. */
+/* Three nodes on the bridge: two senders into one receiver, tags keep them apart. */
 static void test_bridge_three_nodes(void **state)
 {
     static const size_t sizes[] = {0, 100, (1 << 20) + 1, 8 << 20};
     fixture_t *fx = fixture_open(state, 3);
     job_t recv_job = {.sizes = sizes, .nsizes = 4, .rounds = 2, .npeers = 2};
     job_t send_jobs[2] = {recv_job, recv_job};
-    pid_t pids[3];
+    sts_peer_t kids[3];
 
-    assert_int_equal(fx->net->topo, STS_NETNS_BRIDGE);
     env_defaults("2");
     send_jobs[1].peer = 1;
-    run_job(fx, &recv_job, send_jobs, pids);
+    run_job(fx, &recv_job, send_jobs, kids);
     for (int i = 2; i >= 0; i--)
-        wait_ok(fx, pids[i]);
+        wait_ok(&kids[i]);
     /* Shaping a bridge port and lifting it again both work. */
-    assert_int_equal(sts_netns_shape(fx->net, 1, TBF_1GBIT), STRATA_OK);
-    assert_int_equal(sts_netns_shape(fx->net, 1, NULL), STRATA_OK);
+    assert_ok(stb_netns_shape(&fx->net, 1, TBF_1GBIT));
+    assert_ok(stb_netns_shape(&fx->net, 1, NULL));
 }
 
 /*
@@ -444,38 +413,33 @@ static void test_peer_killed_mid_transfer(void **state)
 
     for (int victim = 1; victim >= 0; victim--) {
         job_t job = {.sizes = sizes, .nsizes = 1, .rounds = 0, .npeers = 1};
-        pid_t pids[2];
-        int ctl[2], ws = 0;
+        sts_peer_t kids[2];
         int32_t report = 0;
+        uint8_t handle[STT_HANDLE_SIZE];
 
         env_defaults("4");
-        assert_int_equal(sts_netns_spawn(fx->net, 0, child_receiver, &job, &pids[0], &ctl[0]),
-                         STRATA_OK);
-        uint8_t handle[STT_HANDLE_SIZE];
-        assert_int_equal(sts_netns_msg_recv(ctl[0], handle, sizeof(handle), CTL_MS),
-                         STRATA_OK);
-        assert_int_equal(sts_netns_spawn(fx->net, 1, child_sender, &job, &pids[1], &ctl[1]),
-                         STRATA_OK);
-        assert_int_equal(sts_netns_msg_send(ctl[1], handle, sizeof(handle), CTL_MS),
-                         STRATA_OK);
+        assert_int_equal(sts_peer_fork(&kids[0], &fx->net, 0, child_receiver, &job), 0);
+        assert_ok(stu_sock_recv_all(kids[0].fd, handle, sizeof(handle),
+                                    stu_deadline_ms(CTL_MS)));
+        assert_int_equal(sts_peer_fork(&kids[1], &fx->net, 1, child_sender, &job), 0);
+        assert_ok(stu_sock_send_all(kids[1].fd, handle, sizeof(handle),
+                                    stu_deadline_ms(CTL_MS)));
         /* The receiver says when the first message arrived: data is flowing. */
-        assert_int_equal(sts_netns_msg_recv(ctl[0], &report, sizeof(report), CTL_MS),
-                         STRATA_OK);
-        assert_int_equal(report, STRATA_INPROGRESS);
+        assert_ok(stu_sock_recv_all(kids[0].fd, &report, sizeof(report),
+                                    stu_deadline_ms(CTL_MS)));
+        assert_status((strata_status_t)report, STRATA_INPROGRESS);
         int survivor = 1 - victim;
         uint64_t t0 = stu_time_ns();
-        assert_int_equal(kill(pids[victim], SIGKILL), 0);
-        assert_int_equal(sts_netns_wait(fx->net, pids[victim], WAIT_MS, &ws), STRATA_OK);
-        assert_true(WIFSIGNALED(ws));
-        assert_int_equal(sts_netns_msg_recv(ctl[survivor], &report, sizeof(report), CTL_MS),
-                         STRATA_OK);
+        int ctl = kids[survivor].fd;
+        sts_peer_kill(&kids[victim]);
+        assert_int_equal(kids[victim].status, 128 + SIGKILL);
+        assert_ok(stu_sock_recv_all(ctl, &report, sizeof(report), stu_deadline_ms(CTL_MS)));
         double secs = (double)(stu_time_ns() - t0) / 1e9;
         print_message("  %s killed: the %s got %s after %.3f s\n",
                       victim ? "sender" : "receiver", victim ? "receiver" : "sender",
                       strata_status_str((strata_status_t)report), secs);
-        assert_int_equal(report, STRATA_ERR_REMOTE);
-        assert_int_equal(sts_netns_wait(fx->net, pids[survivor], WAIT_MS, &ws), STRATA_OK);
-        assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 3);
+        assert_status((strata_status_t)report, STRATA_ERR_REMOTE);
+        assert_int_equal(sts_peer_wait(&kids[survivor], stu_deadline_ms(WAIT_MS)), 3);
     }
 }
 
@@ -485,14 +449,14 @@ static void test_shaped_link(void **state)
     static const size_t sizes[] = {4 << 20};
     fixture_t *fx = fixture_open(state, 2);
     job_t job = {.sizes = sizes, .nsizes = 1, .rounds = 24, .npeers = 1};
-    pid_t pids[2];
+    sts_peer_t kids[2];
 
-    assert_int_equal(sts_netns_shape(fx->net, 0, TBF_1GBIT), STRATA_OK);
+    assert_ok(stb_netns_shape(&fx->net, 0, TBF_1GBIT));
     env_defaults("1");
     print_message("  link shaped with '%s' (rate for information only):\n", TBF_1GBIT);
-    run_job(fx, &job, &job, pids);
-    wait_ok(fx, pids[1]);
-    wait_ok(fx, pids[0]);
+    run_job(fx, &job, &job, kids);
+    wait_ok(&kids[1]);
+    wait_ok(&kids[0]);
 }
 
 /* Dies of a crash signal, which cmocka's handler in this process would otherwise catch. */
@@ -513,24 +477,23 @@ static int child_hang(void *arg, int ctl)
 static void test_helper_cleans_up(void **state)
 {
     fixture_t *fx = fixture_open(state, 4);
-    pid_t crash, hang;
-    int ws = 0;
+    sts_peer_t crash, hang;
 
     assert_int_equal(fx->nids, 5);            /* four nodes and the hub */
-    assert_int_equal(sts_netns_count_held(fx->ns_ids, fx->nids), 5);
-    assert_int_equal(sts_netns_spawn(fx->net, 2, child_crash, NULL, &crash, NULL), STRATA_OK);
-    assert_int_equal(sts_netns_spawn(fx->net, 3, child_hang, NULL, &hang, NULL), STRATA_OK);
-    assert_int_equal(sts_netns_wait(fx->net, crash, WAIT_MS, &ws), STRATA_OK);
-    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGSEGV);
-    assert_int_equal(sts_netns_wait(fx->net, hang, 1, &ws), STRATA_ERR_TIMEOUT);
-    assert_int_equal(sts_netns_spawn(fx->net, 3, child_hang, NULL, &hang, NULL), STRATA_OK);
+    assert_int_equal(stb_netns_count_held(fx->ns_ids, fx->nids), 5);
+    assert_int_equal(sts_peer_fork(&crash, &fx->net, 2, child_crash, NULL), 0);
+    assert_int_equal(sts_peer_fork(&hang, &fx->net, 3, child_hang, NULL), 0);
+    assert_int_equal(sts_peer_wait(&crash, stu_deadline_ms(WAIT_MS)), 128 + SIGSEGV);
+    assert_int_equal(sts_peer_wait(&hang, stu_deadline_ms(1)), -1);
+    assert_int_equal(hang.status, 128 + SIGKILL);
+    assert_int_equal(sts_peer_fork(&hang, &fx->net, 3, child_hang, NULL), 0);
     /* Left running on purpose: the teardown kills it and checks the namespaces are gone. */
     char addr[32];
-    sts_netns_addr(fx->net, 3, addr, sizeof(addr));
+    stb_netns_addr(3, addr, sizeof(addr));
     assert_string_equal(addr, "198.51.100.4");
-    const char *const bad[] = {"ip", "link", "set", "no-such-interface", "up", NULL};
-    assert_int_equal(sts_netns_run(fx->net, 0, bad), STRATA_ERR_IO);
-    assert_int_equal(sts_netns_run(fx->net, 4, bad), STRATA_ERR_INVALID);
+    char *bad[] = {"ip", "link", "set", "no-such-interface", "up", NULL};
+    assert_status(stb_netns_run(&fx->net, 0, bad), STRATA_ERR_IO);
+    assert_status(stb_netns_run(&fx->net, 4, bad), STRATA_ERR_INVALID);
 }
 
 int main(void)

@@ -12,7 +12,7 @@
  */
 #include <sys/ioctl.h>
 
-#include "tcp_pair.h"
+#include "tcp_fixture.h"
 
 /* Bytes the kernel holds for the receive comm's socket j. */
 static int queued(stt_comm_t *recv, int j)
@@ -26,10 +26,10 @@ static int queued(stt_comm_t *recv, int j)
 /* Waits (bounded) until socket j of the receive comm holds at least `bytes` bytes. */
 static void wait_queued(stt_comm_t *recv, int j, int bytes)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
     while (queued(recv, j) < bytes) {
-        assert_false(past(start));
+        assert_false(stu_deadline_passed(deadline));
         poll(NULL, 0, 1);
     }
 }
@@ -41,25 +41,15 @@ static stt_req_t *post_recv(stt_comm_t *recv, void *dst, size_t cap, int tag)
     int tags[1] = {tag};
     stt_req_t *req = NULL;
 
-    assert_int_equal(stt_irecv(recv, 1, data, caps, tags, NULL, &req), STRATA_OK);
+    assert_ok(stt_irecv(recv, 1, data, caps, tags, NULL, &req));
     assert_non_null(req);
     return req;
 }
 
-/* Tests req until it is done or fails; returns its status and the size it got. */
+/* Finishes one receive; returns its status and the size it got. */
 static strata_status_t finish(stt_req_t *req, size_t *got_p)
 {
-    uint64_t start = stu_time_ns();
-    size_t got[1] = {~(size_t)0};
-    strata_status_t status;
-
-    do {
-        status = poke(&req, got);
-        assert_false(past(start));
-    } while (req != NULL && status == STRATA_OK);
-    if (got_p != NULL)
-        *got_p = got[0];
-    return status;
+    return sts_reqs_finish(NULL, req, got_p, NULL);
 }
 
 /*
@@ -80,7 +70,7 @@ static void expect_recv_fails(stt_comm_t *recv)
         assert_non_null(req);
         status = finish(req, NULL);
     }
-    assert_int_equal(status, STRATA_ERR_REMOTE);
+    assert_status(status, STRATA_ERR_REMOTE);
 }
 
 /* ------------------------------------------------------------------ a raw peer */
@@ -95,10 +85,10 @@ typedef struct raw_peer {
 static void raw_open(raw_peer_t *rp)
 {
     uint8_t handle[STT_HANDLE_SIZE], hello_buf[STT_TCP_HELLO_BYTES];
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
     memset(rp, 0, sizeof(*rp));
-    assert_int_equal(stt_listen(ops, 0, handle, &rp->listen), STRATA_OK);
+    assert_ok(stt_listen(ops, 0, handle, &rp->listen));
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 77};
@@ -106,8 +96,8 @@ static void raw_open(raw_peer_t *rp)
     rp->fd = raw_connect(handle);
     raw_send(rp->fd, hello_buf, sizeof(hello_buf));
     while (rp->recv == NULL) {
-        assert_int_equal(stt_accept(rp->listen, &rp->recv), STRATA_OK);
-        assert_false(past(start));
+        assert_ok(stt_accept(rp->listen, &rp->recv));
+        assert_false(stu_deadline_passed(deadline));
     }
 }
 
@@ -119,14 +109,14 @@ static void raw_close(raw_peer_t *rp)
     stt_close_listen(rp->listen);
 }
 
-/* Appends one message (header and a fill(seed) payload) to buf at *len. */
+/* Appends one message (header and a sts_pattern_fill(seed) payload) to buf at *len. */
 static void raw_frame(raw_peer_t *rp, uint8_t *buf, size_t *len, size_t size, int tag,
                       unsigned seed)
 {
     stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = rp->seq++, .size = size};
 
     stt_tcp_hdr_encode(&hdr, buf + *len);
-    fill(buf + *len + STT_TCP_HDR_BYTES, size, seed);
+    sts_pattern_fill(buf + *len + STT_TCP_HDR_BYTES, size, seed);
     *len += STT_TCP_HDR_BYTES + size;
 }
 
@@ -161,9 +151,9 @@ static void raw_stream_check(const size_t *sizes, int count)
         size_t got;
         assert_true(sizes[i] <= (64 << 10));
         memset(dst, 0, sizes[i]);
-        assert_int_equal(finish(post_recv(rp.recv, dst, 64 << 10, i), &got), STRATA_OK);
+        assert_ok(finish(post_recv(rp.recv, dst, 64 << 10, i), &got));
         assert_int_equal(got, sizes[i]);
-        assert_true(check(dst, sizes[i], (unsigned)i + 1));
+        assert_pattern(dst, sizes[i], (unsigned)i + 1);
     }
     assert_int_equal(queued(rp.recv, 0), 0);
     raw_close(&rp);
@@ -183,17 +173,17 @@ static void test_many_small_back_to_back(void **state)
 
     for (int k = 0; k < 2; k++) {
         enum { N = 200 };
-        pair_t p = {0};
+        sts_pair_t p = {0};
         uint8_t *src = malloc(N * 8192), *dst = malloc(N * 8192);
         stt_req_t *sreq[N], *rreq[N];
         size_t size[N], want = 0;
 
         assert_non_null(src);
         assert_non_null(dst);
-        env_set(nsocks[k], "4K");       /* with 4 sockets, sizes from 4 KiB are striped */
+        tcp_env(nsocks[k], "4K");       /* with 4 sockets, sizes from 4 KiB are striped */
         setenv("STRATA_SOCKET_BUFSIZE", "4M", 1);    /* the kernel takes every send */
         stu_param_reload();
-        pair_open(&p);
+        sts_pair_must_open(ops, 0, 0, &p);
         for (int i = 0; i < N; i++) {
             /* 0, 1..700, and the sizes around the eager threshold and the stage's end. */
             static const size_t edge[] = {STT_TCP_STAGE_EAGER - 1, STT_TCP_STAGE_EAGER,
@@ -201,30 +191,29 @@ static void test_many_small_back_to_back(void **state)
                                           STT_TCP_STAGE_BYTES - STT_TCP_HDR_BYTES,
                                           STT_TCP_STAGE_BYTES};
             size[i] = i % 10 == 9 ? edge[(i / 10) % 5] : (size_t)(i * 37) % 701;
-            fill(src + i * 8192, size[i], (unsigned)i);
+            sts_pattern_fill(src + i * 8192, size[i], (unsigned)i);
             want += STT_TCP_HDR_BYTES + size[i];
         }
         for (int i = 0; i < N; i++)
-            assert_int_equal(stt_isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]),
-                             STRATA_OK);
+            assert_ok(stt_isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]));
         for (int i = 0; i < N; i++)
-            assert_int_equal(pair_wait(sreq[i], NULL, NULL, NULL), STRATA_OK);
+            assert_ok(sts_reqs_finish(sreq[i], NULL, NULL, NULL));
         if (k == 0)
             wait_queued(p.recv, 0, (int)want);
         for (int i = 0; i < N; i++)
             rreq[i] = post_recv(p.recv, dst + i * 8192, 8192, 5);
         for (int i = 0; i < N; i++) {
             size_t got;
-            assert_int_equal(finish(rreq[i], &got), STRATA_OK);
+            assert_ok(finish(rreq[i], &got));
             assert_int_equal(got, size[i]);
-            assert_true(check(dst + i * 8192, size[i], (unsigned)i));
+            assert_pattern(dst + i * 8192, size[i], (unsigned)i);
         }
-        pair_close(&p);
+        sts_pair_close(&p);
         free(src);
         free(dst);
     }
     unsetenv("STRATA_SOCKET_BUFSIZE");
-    env_set("1", "256K");
+    tcp_env("1", "256K");
 }
 
 /*
@@ -234,27 +223,26 @@ static void test_many_small_back_to_back(void **state)
  */
 static void test_burst_is_read_once(void **state)
 {
-    pair_t p = {0};
+    sts_pair_t p = {0};
     uint8_t src[3][100], dst[100];
     stt_req_t *sreq = NULL;
 
-    pair_open(&p);
+    sts_pair_must_open(ops, 0, 0, &p);
     for (int i = 0; i < 3; i++) {
-        fill(src[i], sizeof(src[i]), (unsigned)i + 40);
-        assert_int_equal(stt_isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq),
-                         STRATA_OK);
-        assert_int_equal(pair_wait(sreq, NULL, NULL, NULL), STRATA_OK);
+        sts_pattern_fill(src[i], sizeof(src[i]), (unsigned)i + 40);
+        assert_ok(stt_isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq));
+        assert_ok(sts_reqs_finish(sreq, NULL, NULL, NULL));
     }
     wait_queued(p.recv, 0, 3 * (STT_TCP_HDR_BYTES + 100));
     for (int i = 0; i < 3; i++) {
         size_t got;
         memset(dst, 0, sizeof(dst));
-        assert_int_equal(finish(post_recv(p.recv, dst, sizeof(dst), 1), &got), STRATA_OK);
+        assert_ok(finish(post_recv(p.recv, dst, sizeof(dst), 1), &got));
         assert_int_equal(got, 100);
-        assert_true(check(dst, 100, (unsigned)i + 40));
+        assert_pattern(dst, 100, (unsigned)i + 40);
         assert_int_equal(queued(p.recv, 0), 0);
     }
-    pair_close(&p);
+    sts_pair_close(&p);
 }
 
 /* A header that arrives in pieces: 10 bytes, 14 bytes with part of the payload, the rest. */
@@ -269,16 +257,16 @@ static void test_header_split_across_reads(void **state)
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 7);
     int done = 0;
     raw_push(&rp, buf, 10, 0);
-    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     assert_int_equal(queued(rp.recv, 0), 0);       /* the 10 bytes are staged */
     raw_push(&rp, buf + 10, 14 + 100, 0);
-    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     raw_push(&rp, buf + 124, len - 124, 0);
-    assert_int_equal(finish(req, &got), STRATA_OK);
+    assert_ok(finish(req, &got));
     assert_int_equal(got, 300);
-    assert_true(check(dst, 300, 9));
+    assert_pattern(dst, 300, 9);
 
     /* A whole message and the first 5 bytes of the next header, then the rest. */
     len = 0;
@@ -287,16 +275,16 @@ static void test_header_split_across_reads(void **state)
     raw_frame(&rp, buf, &len, 250, 7, 11);
     raw_push(&rp, buf, first + 5, 0);
     req = post_recv(rp.recv, dst, sizeof(dst), 7);
-    assert_int_equal(finish(req, &got), STRATA_OK);
+    assert_ok(finish(req, &got));
     assert_int_equal(got, 20);
-    assert_true(check(dst, 20, 10));
+    assert_pattern(dst, 20, 10);
     req = post_recv(rp.recv, dst, sizeof(dst), 7);
-    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     raw_push(&rp, buf + first + 5, len - first - 5, 0);
-    assert_int_equal(finish(req, &got), STRATA_OK);
+    assert_ok(finish(req, &got));
     assert_int_equal(got, 250);
-    assert_true(check(dst, 250, 11));
+    assert_pattern(dst, 250, 11);
     raw_close(&rp);
 }
 
@@ -348,41 +336,41 @@ static void test_small_then_large(void **state)
     size_t big = (1 << 20) + 3;
 
     for (int k = 0; k < 2; k++) {
-        pair_t p = {0};
+        sts_pair_t p = {0};
         uint8_t *src = malloc(big), *dst = malloc(big), small_src[60], small_dst[60];
         stt_req_t *s1 = NULL, *s2 = NULL, *s3 = NULL, *r1, *r2, *r3;
         size_t got;
 
         assert_non_null(src);
         assert_non_null(dst);
-        env_set(nsocks[k], "64K");
+        tcp_env(nsocks[k], "64K");
         setenv("STRATA_SOCKET_BUFSIZE", "4M", 1);    /* the kernel takes all of it */
         stu_param_reload();
-        pair_open(&p);
-        fill(small_src, sizeof(small_src), 3);
-        fill(src, big, 4);
-        assert_int_equal(stt_isend(p.send, small_src, 60, 0, NULL, &s1), STRATA_OK);
-        assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &s2), STRATA_OK);
-        assert_int_equal(stt_isend(p.send, small_src, 60, 0, NULL, &s3), STRATA_OK);
+        sts_pair_must_open(ops, 0, 0, &p);
+        sts_pattern_fill(small_src, sizeof(small_src), 3);
+        sts_pattern_fill(src, big, 4);
+        assert_ok(stt_isend(p.send, small_src, 60, 0, NULL, &s1));
+        assert_ok(stt_isend(p.send, src, big, 0, NULL, &s2));
+        assert_ok(stt_isend(p.send, small_src, 60, 0, NULL, &s3));
         r1 = post_recv(p.recv, small_dst, sizeof(small_dst), 0);
         r2 = post_recv(p.recv, dst, big, 0);
-        assert_int_equal(pair_wait(s1, r1, &got, NULL), STRATA_OK);
+        assert_ok(sts_reqs_finish(s1, r1, &got, NULL));
         assert_int_equal(got, 60);
-        assert_true(check(small_dst, 60, 3));
+        assert_pattern(small_dst, 60, 3);
         memset(small_dst, 0, sizeof(small_dst));
         r3 = post_recv(p.recv, small_dst, sizeof(small_dst), 0);
-        assert_int_equal(pair_wait(s2, r2, &got, NULL), STRATA_OK);
+        assert_ok(sts_reqs_finish(s2, r2, &got, NULL));
         assert_int_equal(got, big);
-        assert_true(check(dst, big, 4));
-        assert_int_equal(pair_wait(s3, r3, &got, NULL), STRATA_OK);
+        assert_pattern(dst, big, 4);
+        assert_ok(sts_reqs_finish(s3, r3, &got, NULL));
         assert_int_equal(got, 60);
-        assert_true(check(small_dst, 60, 3));
-        pair_close(&p);
+        assert_pattern(small_dst, 60, 3);
+        sts_pair_close(&p);
         free(src);
         free(dst);
     }
     unsetenv("STRATA_SOCKET_BUFSIZE");
-    env_set("1", "256K");
+    tcp_env("1", "256K");
 }
 
 /* Messages too large for their buffers, staged whole or in part: truncated, stream in sync. */
@@ -393,17 +381,17 @@ static void test_truncation_of_staged(void **state)
     static const size_t sizes[5] = {500, 6000, 50, 20000, 60};
     static const strata_status_t want[5] = {STRATA_ERR_TRUNCATED, STRATA_ERR_TRUNCATED,
                                             STRATA_OK, STRATA_ERR_TRUNCATED, STRATA_OK};
-    pair_t p = {0};
+    sts_pair_t p = {0};
     uint8_t *src = malloc(20000), dst[5][100];
     stt_req_t *sreq = NULL, *r[5];
     int total = 0;
 
     assert_non_null(src);
-    pair_open(&p);
-    fill(src, 20000, 8);
+    sts_pair_must_open(ops, 0, 0, &p);
+    sts_pattern_fill(src, 20000, 8);
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(stt_isend(p.send, src, sizes[i], 2, NULL, &sreq), STRATA_OK);
-        assert_int_equal(pair_wait(sreq, NULL, NULL, NULL), STRATA_OK);
+        assert_ok(stt_isend(p.send, src, sizes[i], 2, NULL, &sreq));
+        assert_ok(sts_reqs_finish(sreq, NULL, NULL, NULL));
         total += STT_TCP_HDR_BYTES + (int)sizes[i];
     }
     wait_queued(p.recv, 0, total);
@@ -411,14 +399,14 @@ static void test_truncation_of_staged(void **state)
         r[i] = post_recv(p.recv, dst[i], sizeof(dst[i]), 2);
     for (int i = 0; i < 5; i++) {
         size_t got;
-        assert_int_equal(finish(r[i], &got), want[i]);
+        assert_status(finish(r[i], &got), want[i]);
         if (want[i] == STRATA_OK) {
             assert_int_equal(got, sizes[i]);
-            assert_true(check(dst[i], sizes[i], 8));
+            assert_pattern(dst[i], sizes[i], 8);
         }
     }
-    xfer_one(&p, 4000, 4000, 2, 12);                   /* and the comm goes on */
-    pair_close(&p);
+    sts_xfer_ok(&p, 4000, 4000, 2, 12, STS_XFER_UNREGISTERED);      /* and the comm goes on */
+    sts_pair_close(&p);
     free(src);
 }
 
@@ -438,12 +426,12 @@ static void test_garbage_after_staged(void **state)
         stt_req_t *r1 = post_recv(rp.recv, dst, sizeof(dst), 1);
         stt_req_t *r2 = posted ? post_recv(rp.recv, dst, sizeof(dst), 1) : NULL;
         /* One pass reads all of it: the message is in, the garbage is seen. */
-        assert_int_equal(stt_test(r1, &done, &got), STRATA_OK);
+        assert_ok(stt_test(r1, &done, &got));
         assert_int_equal(done, 1);
         assert_int_equal(got, 50);
-        assert_true(check(dst, 50, 13));
+        assert_pattern(dst, 50, 13);
         if (posted)
-            assert_int_equal(finish(r2, NULL), STRATA_ERR_REMOTE);
+            assert_status(sts_reqs_finish(NULL, r2, NULL, NULL), STRATA_ERR_REMOTE);
         expect_recv_fails(rp.recv);
         raw_close(&rp);
     }
@@ -457,8 +445,8 @@ static void test_garbage_after_staged(void **state)
     rp.seq++;
     raw_frame(&rp, buf, &len, 0, 1, 0);
     raw_push(&rp, buf, len, 0);
-    assert_int_equal(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got), STRATA_OK);
-    assert_true(check(dst, 10, 14));
+    assert_ok(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got));
+    assert_pattern(dst, 10, 14);
     expect_recv_fails(rp.recv);
     raw_close(&rp);
 }
@@ -481,9 +469,9 @@ static void test_eof_after_staged(void **state)
         raw_push(&rp, buf, len, 0);
         shutdown(rp.fd, SHUT_WR);
         for (int i = 0; i < 2; i++) {
-            assert_int_equal(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got), STRATA_OK);
+            assert_ok(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got));
             assert_int_equal(got, 20);
-            assert_true(check(dst, 20, 15 + (unsigned)i));
+            assert_pattern(dst, 20, 15 + (unsigned)i);
         }
         expect_recv_fails(rp.recv);
         raw_close(&rp);
@@ -510,29 +498,29 @@ static void test_poll_with_staged_bytes(void **state)
     raw_frame(&rp, buf, &len, 30, 1, 20);
     size_t cut = 2 * (STT_TCP_HDR_BYTES + 30) + 10;    /* 10 bytes of the third header */
     raw_push(&rp, buf, cut, 0);
-    assert_int_equal(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got), STRATA_OK);
-    assert_true(check(dst, 30, 18));
+    assert_ok(finish(post_recv(rp.recv, dst, sizeof(dst), 1), &got));
+    assert_pattern(dst, 30, 18);
     assert_int_equal(queued(rp.recv, 0), 0);           /* all staged */
     /* The second header waits for a receive: no socket to sleep on. */
     assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 0);
     /* Posting one completes it from the stage, with the kernel empty. */
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_int_equal(stt_test(req, &done, &got), STRATA_OK);
+    assert_ok(stt_test(req, &done, &got));
     assert_int_equal(done, 1);
     assert_int_equal(got, 30);
-    assert_true(check(dst, 30, 19));
+    assert_pattern(dst, 30, 19);
     /* 10 bytes of the third header are staged: socket 0, which owes the rest, is named. */
     req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
+    assert_ok(stt_test(req, &done, NULL));
     assert_int_equal(done, 0);
     assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 1);
     assert_int_equal(fds[0].fd, fd0);
     assert_true(fds[0].events & POLLIN);
     raw_send(rp.fd, buf + cut, len - cut);
     assert_int_equal(poll(fds, 1, 10000), 1);
-    assert_int_equal(finish(req, &got), STRATA_OK);
+    assert_ok(finish(req, &got));
     assert_int_equal(got, 30);
-    assert_true(check(dst, 30, 20));
+    assert_pattern(dst, 30, 20);
     raw_close(&rp);
 }
 
@@ -549,5 +537,5 @@ int main(void)
         cmocka_unit_test(test_eof_after_staged),
         cmocka_unit_test(test_poll_with_staged_bytes),
     };
-    return cmocka_run_group_tests(tests, tcp_pair_setup, tcp_pair_teardown);
+    return cmocka_run_group_tests(tests, tcp_group_setup, sts_conf_teardown);
 }

@@ -270,6 +270,22 @@ static void test_single_rank_and_applicability(void **state)
     assert_true(sta_algo_applies(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE));
     assert_false(sta_algo_applies(&p6, STA_COLL_ALLREDUCE, STA_ALGO_AUTO));
     assert_true(cost(&dims_4x1, STA_COLL_COUNT, STA_ALGO_RING, MB) < 0);
+
+    /* The reason a forced algorithm falls back, which the collective library logs. */
+    sta_dims_t uneq = {.nranks = 3, .nnodes = 2, .local_size = 2, .nrails = 1, .unequal = 1};
+    assert_null(sta_algo_unfit(&p6, STA_COLL_ALLREDUCE, STA_ALGO_LEADER));
+    assert_null(sta_algo_unfit(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE));
+    assert_string_equal(sta_algo_unfit(&p6, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE),
+                        "recursive allgather needs a power-of-two number of ranks");
+    assert_string_equal(sta_algo_unfit(&p6, STA_COLL_REDUCE_SCATTER, STA_ALGO_RECURSIVE),
+                        "reduce_scatter has no recursive variant");
+    assert_string_equal(sta_algo_unfit(&p6, STA_COLL_REDUCE, STA_ALGO_LEADER),
+                        "leader is an allreduce algorithm only");
+    assert_string_equal(sta_algo_unfit(&uneq, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL),
+                        "two-tier algorithms need the same number of ranks on every node");
+    assert_true(sta_algo_applies(&uneq, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL));
+    assert_false(sta_algo_selectable(&uneq, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL));
+    assert_non_null(sta_algo_unfit(&p6, STA_COLL_ALLREDUCE, STA_ALGO_AUTO));
 }
 
 static void test_invalid_inputs(void **state)

@@ -13,7 +13,6 @@
  * Versions differ in signatures, so the test reaches them through drv_*
  * helpers that switch on the version and convert sizes the way NCCL would.
  */
-#include <dirent.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,27 +25,15 @@
 #include <cmocka.h>
 
 #include "plugin/net_compat.h"
+#include "sts_util.h"
 #include "util/param.h"
 #include "util/time.h"
 
-#define DEADLINE_NS (120ull * 1000000000ull)
+#define SHIM_TIMEOUT_S 120.0   /* generous bound on one exchange (a hang fails, not blocks) */
 #define FIRST_VERSION 6
 #define LAST_VERSION 10
 
 static int fds_at_setup;
-
-static int fd_count(void)
-{
-    DIR *dir = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    assert_non_null(dir);
-    while ((e = readdir(dir)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(dir);
-    return n;
-}
 
 /* The group state names the transport the group must run on. */
 static int group_setup_tcp(void **state)
@@ -70,7 +57,7 @@ static int group_setup_loop(void **state)
 static int setup(void **state)
 {
     stp_compat_fini();
-    fds_at_setup = fd_count();
+    fds_at_setup = sts_fd_count();
     return 0;
 }
 
@@ -78,12 +65,7 @@ static int teardown(void **state)
 {
     stp_compat_fini();
     /* The plugin state is gone after the last finalize: so must its sockets be. */
-    return fd_count() == fds_at_setup ? 0 : -1;
-}
-
-static int past(uint64_t start)
-{
-    return stu_time_ns() - start > DEADLINE_NS;
+    return sts_fd_count() == fds_at_setup ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------ one version's calls */
@@ -307,7 +289,7 @@ typedef struct conn {
 /* Listens on dev 0 and drives connect and accept until both are ready. */
 static void conn_open(conn_t *c, int v, int traffic_class)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(SHIM_TIMEOUT_S);
 
     memset(c, 0, sizeof(*c));
     c->v = v;
@@ -318,7 +300,7 @@ static void conn_open(conn_t *c, int v, int traffic_class)
             assert_int_equal(drv_connect(v, 0, traffic_class, c->handle, &c->send), ncclSuccess);
         if (c->recv == NULL)
             assert_int_equal(drv_accept(v, c->listen, &c->recv), ncclSuccess);
-        assert_false(past(start));
+        assert_false(stu_deadline_passed(deadline));
     }
 }
 
@@ -339,7 +321,7 @@ static unsigned char pattern(unsigned seed, size_t i)
  */
 static void conn_wait(conn_t *c, int n, void **sreq, void *rreq, int *rsizes)
 {
-    uint64_t start = stu_time_ns();
+    uint64_t deadline = sts_deadline(SHIM_TIMEOUT_S);
     int pending = n + 1;
 
     while (pending > 0) {
@@ -364,7 +346,7 @@ static void conn_wait(conn_t *c, int n, void **sreq, void *rreq, int *rsizes)
                 pending--;
             }
         }
-        assert_false(past(start));
+        assert_false(stu_deadline_passed(deadline));
     }
 }
 
@@ -381,7 +363,7 @@ static void conn_xfer(conn_t *c, int n, const long long *sizes, long long cap, u
     long long caps[MAX_N];
     int tags[MAX_N], got[MAX_N];
     void *rreq = NULL;
-    uint64_t start;
+    uint64_t deadline;
 
     for (int i = 0; i < n; i++) {
         src[i] = malloc((size_t)sizes[i] + 1);
@@ -398,10 +380,10 @@ static void conn_xfer(conn_t *c, int n, const long long *sizes, long long cap, u
         got[i] = -1;
     }
 
-    start = stu_time_ns();
+    deadline = sts_deadline(SHIM_TIMEOUT_S);
     do {
         assert_int_equal(drv_irecv(c->v, c->recv, n, data, caps, tags, rmh, &rreq), ncclSuccess);
-        assert_false(past(start));
+        assert_false(stu_deadline_passed(deadline));
     } while (rreq == NULL);
     for (int i = 0; i < n; i++) {
         int tag = n - 1 - i;
@@ -410,7 +392,7 @@ static void conn_xfer(conn_t *c, int n, const long long *sizes, long long cap, u
         do {
             assert_int_equal(drv_isend(c->v, c->send, src[i], sizes[i], tag, smh[i], &sreq[i]),
                              ncclSuccess);
-            assert_false(past(start));
+            assert_false(stu_deadline_passed(deadline));
         } while (sreq[i] == NULL);
     }
     conn_wait(c, n, sreq, rreq, got);

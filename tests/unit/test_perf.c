@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/perf/perf_data.h"
+#include "tools/lib/tool_data.h"
 #include "bench/perf/perf_fmt.h"
 #include "bench/perf/perf_model.h"
 #include "bench/perf/perf_opts.h"
@@ -343,10 +343,10 @@ static void test_data_reference(void **state)
                 if (op == STRATA_PROD && t == STRATA_UINT8)
                     assert_int_equal(((uint8_t *)buf)[g], (uint8_t)acc);
             }
-            assert_int_equal(stb_data_check_reduced(buf, N, &ref, 0), 0);
+            assert_int_equal(stb_data_check_reduced(buf, N, &ref, 0, NULL), 0);
             /* one corrupted element is found, at any offset */
             memset(buf + 133 * esz, 0x7f, esz);
-            assert_int_equal(stb_data_check_reduced(buf, N, &ref, 0), 1);
+            assert_int_equal(stb_data_check_reduced(buf, N, &ref, 0, NULL), 1);
             free(buf);
         }
 }
@@ -359,9 +359,9 @@ static void test_data_fill_and_input(void **state)
     stb_data_fill(buf, N, STRATA_INT32, STRATA_SUM, 3, 77);
     for (size_t i = 0; i < N; i++)
         assert_int_equal(buf[i], stb_data_value(3, 77 + i, STRATA_SUM));
-    assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 3, 77), 0);
+    assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 3, 77, NULL), 0);
     /* ranks differ by 5 mod 19 in every element: all wrong */
-    assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 2, 77), N);
+    assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 2, 77, NULL), N);
     /* int avg divides the sum truncating toward zero, as the library does */
     stb_data_ref_t ref;
     stb_data_ref_build(&ref, STRATA_INT8, STRATA_AVG, 3);

@@ -54,17 +54,16 @@ static int usage(FILE *out, int status)
 }
 
 /* Polls a request to its end; STRATA_ERR_TIMEOUT past the deadline. */
-static strata_status_t self_wait(stb_plugin_t *pl, void **req, uint64_t deadline,
-                                 size_t *size_p)
+static strata_status_t self_wait(stb_plugin_t *pl, void **req, uint64_t deadline, int *size_p)
 {
     while (*req != NULL) {
         int done = 0;
-        strata_status_t s = stb_plugin_test(pl, *req, &done, size_p);
+        strata_status_t s = stb_plugin_check(stb_plugin_test(pl, *req, &done, size_p), "test");
         if (s != STRATA_OK)
             return s;
         if (done)
             *req = NULL;
-        else if (stu_time_ns() > deadline)
+        else if (stu_deadline_passed(deadline))
             return STRATA_ERR_TIMEOUT;
     }
     return STRATA_OK;
@@ -77,47 +76,46 @@ static strata_status_t self_test(stb_plugin_t *pl, int dev, double *us_p)
     void *lc = NULL, *sc = NULL, *rc = NULL, *sreq = NULL, *rreq = NULL, *smh = NULL,
          *rmh = NULL;
     uint8_t *src = malloc(SELF_TEST_BYTES), *dst = calloc(1, SELF_TEST_BYTES);
-    uint64_t deadline = stb_deadline_make(SELF_TEST_TIMEOUT_MS);
+    uint64_t deadline = stu_deadline_ms(SELF_TEST_TIMEOUT_MS);
+    size_t size = SELF_TEST_BYTES;
+    int tag = 0;
     strata_status_t s = STRATA_ERR_NO_MEMORY;
 
     if (src == NULL || dst == NULL)
         goto out;
     stb_pattern_fill(src, SELF_TEST_BYTES, 0x5eed);
-    if ((s = stb_plugin_listen(pl, dev, handle, &lc)) != STRATA_OK)
+    if ((s = stb_plugin_check(stb_plugin_listen(pl, dev, handle, &lc), "listen")) != STRATA_OK ||
+        (s = stb_plugin_check(stb_plugin_connect_accept(pl, dev, handle, lc, deadline, NULL,
+                                                        NULL, &sc, &rc),
+                              "connect/accept")) != STRATA_OK)
         goto out;
-    while (s == STRATA_OK && (sc == NULL || rc == NULL)) {
-        if (sc == NULL)
-            s = stb_plugin_connect(pl, dev, handle, &sc);
-        if (s == STRATA_OK && rc == NULL)
-            s = stb_plugin_accept(pl, lc, &rc);
-        if (s == STRATA_OK && stu_time_ns() > deadline)
-            s = STRATA_ERR_TIMEOUT;
-    }
-    if (s != STRATA_OK)
-        goto out;
-    if ((s = stb_plugin_reg(pl, sc, src, SELF_TEST_BYTES, &smh)) != STRATA_OK ||
-        (s = stb_plugin_reg(pl, rc, dst, SELF_TEST_BYTES, &rmh)) != STRATA_OK)
+    if ((s = stb_plugin_check(stb_plugin_reg_mr(pl, sc, src, size, NCCL_PTR_HOST, &smh),
+                              "regMr")) != STRATA_OK ||
+        (s = stb_plugin_check(stb_plugin_reg_mr(pl, rc, dst, size, NCCL_PTR_HOST, &rmh),
+                              "regMr")) != STRATA_OK)
         goto out;
     uint64_t t0 = stu_time_ns();
+    void *data = dst;
     while (s == STRATA_OK && rreq == NULL)
-        s = stb_plugin_irecv(pl, rc, dst, SELF_TEST_BYTES, 0, rmh, &rreq);
+        s = stb_plugin_check(stb_plugin_irecv(pl, rc, 1, &data, &size, &tag, &rmh, &rreq),
+                             "irecv");
     while (s == STRATA_OK && sreq == NULL)
-        s = stb_plugin_isend(pl, sc, src, SELF_TEST_BYTES, 0, smh, &sreq);
-    size_t sent = 0, got = 0;
+        s = stb_plugin_check(stb_plugin_isend(pl, sc, src, size, tag, smh, &sreq), "isend");
+    int sent = 0, got = 0;
     while (s == STRATA_OK && (sreq != NULL || rreq != NULL)) {
         s = self_wait(pl, &sreq, deadline, &sent);
         if (s == STRATA_OK)
             s = self_wait(pl, &rreq, deadline, &got);
     }
     *us_p = (double)(stu_time_ns() - t0) / 1e3;
-    if (s == STRATA_OK && (got != SELF_TEST_BYTES ||
+    if (s == STRATA_OK && ((size_t)got != SELF_TEST_BYTES ||
                            stb_pattern_check(dst, SELF_TEST_BYTES, 0x5eed) != 0))
         s = STRATA_ERR_INTERNAL;
 out:
     if (smh != NULL)
-        stb_plugin_dereg(pl, sc, smh);
+        stb_plugin_dereg_mr(pl, sc, smh);
     if (rmh != NULL)
-        stb_plugin_dereg(pl, rc, rmh);
+        stb_plugin_dereg_mr(pl, rc, rmh);
     if (sc != NULL)
         stb_plugin_close_send(pl, sc);
     if (rc != NULL)
@@ -139,7 +137,7 @@ static void check_plugin(stb_doc_t *doc, const doctor_opts_t *o)
                        "NCCL would fall back to its own transports)", o->plugin);
         return;
     }
-    if (stb_plugin_devices(pl, &ndev) != STRATA_OK || ndev < 1) {
+    if (stb_plugin_check(stb_plugin_devices(pl, &ndev), "devices") != STRATA_OK || ndev < 1) {
         stb_doc_report(doc, STB_DOC_FAIL, "plugin", "%s (%s) has no device", o->plugin,
                        stb_plugin_name(pl));
         stb_plugin_close(pl);
@@ -153,7 +151,7 @@ static void check_plugin(stb_doc_t *doc, const doctor_opts_t *o)
         char what[96];
         double us = 0;
         snprintf(what, sizeof(what), "plugin device %d", d);
-        if (stb_plugin_props_get(pl, d, &p) != STRATA_OK) {
+        if (stb_plugin_check(stb_plugin_props(pl, d, &p), "getProperties") != STRATA_OK) {
             stb_doc_report(doc, STB_DOC_FAIL, what, "getProperties failed");
             continue;
         }

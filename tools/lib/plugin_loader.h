@@ -1,95 +1,164 @@
 /*
- * A net plugin loaded the way NCCL loads it: dlopen(RTLD_NOW | RTLD_LOCAL),
- * dlsym("ncclNetPlugin_v11"), one init per "communicator", finalize and
- * dlclose at the end. Only the public ABI is used, so a bench measures what
- * NCCL gets.
+ * The one net-plugin loader of the tools, benchmarks and functional tests: a
+ * plugin loaded the way NCCL loads it (dlopen(RTLD_NOW | RTLD_LOCAL), dlsym
+ * of "ncclNetPlugin_v<N>") and driven through one interface whatever ABI
+ * version it exports, as NCCL adapts older versions to its newest. Only the
+ * public ABI is used, so a tool measures and a test checks what NCCL gets.
  *
- * This is the one bench file that includes the NCCL ABI headers; callers see
- * Strata types. Every wrapper returns a strata_status_t translated from the
- * plugin's ncclResult_t and logs a failure with the entry point's name. The
- * non-blocking contract is NCCL's: connect/accept return STRATA_OK with a NULL
- * comm until ready, isend/irecv with a NULL request for "try again".
+ * Versions: v6 to v11, and v12 when include/nccl/net_v12.h exists (NCCL
+ * 2.30). What differs is confined to plugin_loader.c: v11 and later take a
+ * per-communicator context in init/listen/connect and have finalize; v10
+ * takes the traffic class in connect and a profiler callback in init; v7+
+ * pass device handles to connect/accept; v6..v8 use int sizes (a size_t that
+ * does not fit is refused here, before the call, with ncclInvalidArgument).
+ * Adding a version is one row of the loader's table, its properties' copy,
+ * and, if its calls changed, a case in the calls that changed.
  *
- * One stb_plugin_t per process; its comms are used by one thread.
+ * Results are the plugin's own ncclResult_t: the functional tests check
+ * them exactly. A tool turns one into a strata_status_t, logged once with the
+ * call's name, with stb_plugin_check. This header and plugin_loader.c are
+ * the tools' only includers of the NCCL ABI (make lint); a tool includes no
+ * nccl/ header itself.
+ *
+ * The non-blocking contract is NCCL's: connect/accept return ncclSuccess
+ * with a NULL comm until ready, isend/irecv with a NULL request for "try
+ * again". Thread safety: one thread drives one stb_plugin_t and its comms;
+ * the WARN counter is process-wide.
  */
-#ifndef STB_PLUGIN_H
-#define STB_PLUGIN_H
+#ifndef STB_PLUGIN_LOADER_H
+#define STB_PLUGIN_LOADER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl/net.h"
 #include "strata/status.h"
 
-#define STB_PLUGIN_HANDLE_SIZE 128     /* NCCL_NET_HANDLE_MAXSIZE */
-#define STB_PLUGIN_MAX_REQUESTS 32     /* NCCL_NET_MAX_REQUESTS: receives in flight per comm */
-#define STB_PLUGIN_SYMBOL "ncclNetPlugin_v11"
+#define STB_PLUGIN_HANDLE_SIZE NCCL_NET_HANDLE_MAXSIZE
+#define STB_PLUGIN_MAX_REQUESTS NCCL_NET_MAX_REQUESTS  /* receives in flight per comm */
+#define STB_PLUGIN_MAX_RECVS 8      /* buffers one grouped irecv may carry (NCCL's maximum) */
+#define STB_PLUGIN_NEWEST 0         /* as a version: the newest one the library exports */
 
 typedef struct stb_plugin stb_plugin_t;
 
-/* What getProperties reported, copied into fixed storage. */
+/* getProperties of any version, copied; -1 (0 for sizes) where the version has no such field. */
 typedef struct stb_plugin_props {
     char name[64];
-    char pci_path[256];     /* "" when the plugin gave NULL */
+    char pci_path[256];         /* "" when the plugin gave NULL */
+    int has_pci_path;
     uint64_t guid;
-    int ptr_support;        /* NCCL_PTR_* bits: 1 host, 2 cuda, 4 dmabuf */
-    int reg_is_global;
-    int force_flush;
+    int ptr_support;            /* NCCL_PTR_* bits: 1 host, 2 cuda, 4 dmabuf */
     int speed_mbps;
     int port;
     float latency_us;
     int max_comms;
     int max_recvs;
-    int net_device_type;
-    int net_device_version;
-    size_t max_p2p_bytes;
+    int reg_is_global;          /* v8+ */
+    int force_flush;            /* v9+ */
+    int net_device_type;        /* v7+ */
+    int net_device_version;     /* v7+ */
+    int vprops_ndevs;           /* v9+ */
+    int vprops_dev0;
+    size_t max_p2p_bytes;       /* v9+ */
     size_t max_coll_bytes;
-    int max_multi_request_size;
+    int max_multi_request;      /* v11+ */
+    int rail_id;                /* v12 */
+    int plane_id;
 } stb_plugin_props_t;
 
 /*
- * Loads path, resolves ncclNetPlugin_v11 and calls init(&ctx, comm_id, {-1},
- * logger, profiler) with a logger that prints WARN lines on stderr (and INFO
- * with verbose).
+ * dlopen(path) (NULL: the plugin this tree built) and dlsym of
+ * ncclNetPlugin_v<version> (STB_PLUGIN_NEWEST: the newest the library
+ * exports). verbose: the logger handed to init prints INFO lines too (WARN
+ * always). STRATA_ERR_NOT_FOUND or STRATA_ERR_INVALID with the reason in err.
  */
+strata_status_t stb_plugin_load(const char *path, int version, int verbose,
+                                stb_plugin_t **plugin_p, char *err, size_t errlen);
+/* dlclose and free. The caller finalizes and closes its comms first. NULL is a no-op. */
+void stb_plugin_unload(stb_plugin_t *plugin);
+/*
+ * Frees the loader's object and leaves the library loaded: for a process
+ * about to exit with a pre-v11 plugin (no finalize), whose state must stay
+ * reachable for the leak checker.
+ */
+void stb_plugin_forget(stb_plugin_t *plugin);
+
+int stb_plugin_version(const stb_plugin_t *plugin);
+const char *stb_plugin_symbol(const stb_plugin_t *plugin);    /* "ncclNetPlugin_v11" */
+const char *stb_plugin_name(const stb_plugin_t *plugin);      /* the table's name */
+const void *stb_plugin_table(const stb_plugin_t *plugin);     /* the exported table itself */
+void *stb_plugin_ctx(const stb_plugin_t *plugin);             /* v11+: init's context */
+/* Another symbol of the loaded library (a table it exports, looked up as NCCL does), or NULL. */
+const void *stb_plugin_dlsym(const stb_plugin_t *plugin, const char *symbol);
+
+/*
+ * init for the version: v11+ init(&ctx, comm_id, {trafficClass undef},
+ * logger, profiler), v10 init(logger, profiler), older init(logger).
+ * finalize is v11+'s finalize(ctx); a no-op before (those versions have none).
+ */
+ncclResult_t stb_plugin_init(stb_plugin_t *plugin, uint64_t comm_id);
+ncclResult_t stb_plugin_finalize(stb_plugin_t *plugin);
+
+ncclResult_t stb_plugin_devices(stb_plugin_t *plugin, int *ndev);
+ncclResult_t stb_plugin_props(stb_plugin_t *plugin, int dev, stb_plugin_props_t *props);
+/* handle: STB_PLUGIN_HANDLE_SIZE bytes, to carry to the peer. */
+ncclResult_t stb_plugin_listen(stb_plugin_t *plugin, int dev, void *handle, void **listen);
+ncclResult_t stb_plugin_connect(stb_plugin_t *plugin, int dev, void *handle, void **send);
+ncclResult_t stb_plugin_accept(stb_plugin_t *plugin, void *listen, void **recv);
+ncclResult_t stb_plugin_reg_mr(stb_plugin_t *plugin, void *comm, void *data, size_t size,
+                               int type, void **mh);
+ncclResult_t stb_plugin_dereg_mr(stb_plugin_t *plugin, void *comm, void *mh);
+ncclResult_t stb_plugin_isend(stb_plugin_t *plugin, void *comm, void *data, size_t size,
+                              int tag, void *mh, void **req);
+/* n (1..STB_PLUGIN_MAX_RECVS) grouped receives. */
+ncclResult_t stb_plugin_irecv(stb_plugin_t *plugin, void *comm, int n, void **data,
+                              const size_t *sizes, const int *tags, void **mhs, void **req);
+/* sizes: one per buffer of the request, or NULL. */
+ncclResult_t stb_plugin_test(stb_plugin_t *plugin, void *req, int *done, int *sizes);
+/* iflush (the same in every version); *req NULL means nothing to wait for. */
+ncclResult_t stb_plugin_iflush(stb_plugin_t *plugin, void *comm, int n, void **data,
+                               int *sizes, void **mhs, void **req);
+ncclResult_t stb_plugin_close_send(stb_plugin_t *plugin, void *comm);
+ncclResult_t stb_plugin_close_recv(stb_plugin_t *plugin, void *comm);
+ncclResult_t stb_plugin_close_listen(stb_plugin_t *plugin, void *listen);
+
+/*
+ * Polls connect (to handle) and accept (on listen) alternately until both
+ * comms are ready: ncclSuccess, the plugin's error (whichever comm was ready
+ * is closed again), or ncclInternalError at the deadline (util/time.h) or when
+ * give_up(arg) (may be NULL) says the peer is gone.
+ */
+ncclResult_t stb_plugin_connect_accept(stb_plugin_t *plugin, int dev, void *handle,
+                                       void *listen, uint64_t deadline_ns,
+                                       int (*give_up)(void *arg), void *arg, void **send,
+                                       void **recv);
+
+/* WARN lines the plugin logged through the loader's logger since the process started. */
+int stb_plugin_warnings(void);
+
+/* "ncclRemoteError", for messages. */
+const char *stb_plugin_result_str(ncclResult_t res);
+
+/*
+ * A tool's view of a result: STRATA_OK for ncclSuccess; otherwise the failure
+ * is logged ("plugin <call> failed: ncclSystemError") and translated
+ * (ncclSystemError IO, ncclInvalidArgument and ncclInvalidUsage INVALID,
+ * ncclRemoteError REMOTE, anything else INTERNAL).
+ */
+strata_status_t stb_plugin_check(ncclResult_t res, const char *call);
+
+/* A tool's plugin: load (newest version) and init; a failure is logged. */
 strata_status_t stb_plugin_open(const char *path, uint64_t comm_id, int verbose,
                                 stb_plugin_t **plugin_p);
-/* finalize(ctx), dlclose. Comms must be closed first. NULL is a no-op. */
+/* finalize and unload. NULL is a no-op. */
 void stb_plugin_close(stb_plugin_t *plugin);
-
-/* The plugin's own name (ncclNet_v11_t.name). */
-const char *stb_plugin_name(const stb_plugin_t *plugin);
-
-strata_status_t stb_plugin_devices(stb_plugin_t *plugin, int *ndev_p);
-strata_status_t stb_plugin_props_get(stb_plugin_t *plugin, int dev, stb_plugin_props_t *props);
-
-/* handle: STB_PLUGIN_HANDLE_SIZE bytes, to carry to the peer. */
-strata_status_t stb_plugin_listen(stb_plugin_t *plugin, int dev, void *handle, void **lcomm_p);
-/* Non-blocking: *scomm_p / *rcomm_p stay NULL until the connection is ready. */
-strata_status_t stb_plugin_connect(stb_plugin_t *plugin, int dev, void *handle, void **scomm_p);
-strata_status_t stb_plugin_accept(stb_plugin_t *plugin, void *lcomm, void **rcomm_p);
-
-/* Host memory registration on a send or receive comm. */
-strata_status_t stb_plugin_reg(stb_plugin_t *plugin, void *comm, void *buf, size_t size,
-                               void **mhandle_p);
-strata_status_t stb_plugin_dereg(stb_plugin_t *plugin, void *comm, void *mhandle);
-
-/* One-buffer isend/irecv; *req_p NULL means "try again after testing". */
-strata_status_t stb_plugin_isend(stb_plugin_t *plugin, void *scomm, void *buf, size_t size,
-                                 int tag, void *mhandle, void **req_p);
-strata_status_t stb_plugin_irecv(stb_plugin_t *plugin, void *rcomm, void *buf, size_t size,
-                                 int tag, void *mhandle, void **req_p);
-/* *done_p 1 when complete; then *size_p is the size the plugin reported. */
-strata_status_t stb_plugin_test(stb_plugin_t *plugin, void *req, int *done_p, size_t *size_p);
-
-void stb_plugin_close_send(stb_plugin_t *plugin, void *scomm);
-void stb_plugin_close_recv(stb_plugin_t *plugin, void *rcomm);
-void stb_plugin_close_listen(stb_plugin_t *plugin, void *lcomm);
 
 /*
  * The tuner in the same library, as NCCL finds it when no tuner library is named: the net
  * plugin's file opened again (the same loaded image, so it shares the net's state) and
  * ncclTunerPlugin_v<version> looked up (5 or 6). Open it after stb_plugin_open (whose init
  * made the net context a Strata tuner looks for) and close it before stb_plugin_close.
+ * Failures are logged and translated as stb_plugin_check does.
  */
 typedef struct stb_tuner stb_tuner_t;
 
@@ -112,4 +181,4 @@ strata_status_t stb_tuner_coll_info(stb_tuner_t *tuner, int func, size_t nbytes,
 strata_status_t stb_tuner_chunk(stb_tuner_t *tuner, int func, size_t nbytes, int algo, int proto,
                                 int nchannels, size_t *chunk_p);
 
-#endif /* STB_PLUGIN_H */
+#endif /* STB_PLUGIN_LOADER_H */

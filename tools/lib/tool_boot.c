@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "tools/lib/tool_util.h"
+#include "util/time.h"
 
 #define BOOT_HELLO_MAGIC 0x53544248u   /* "STBH" */
 #define BOOT_SYNC_MAGIC 0x53544253u    /* "STBS" */
 #define BOOT_TOOL_LEN 32
+#define BOOT_BACKLOG 4              /* one peer, and a stray connection or two */
 
 typedef struct boot_hello {
     uint32_t magic;
@@ -35,59 +37,71 @@ void stb_boot_from_fd(stb_boot_t *boot, int fd, int timeout_ms, const char *peer
 
 strata_status_t stb_boot_listen(int port, int *lfd_p, int *port_p)
 {
-    char host[STB_SOCK_NAME_LEN];
-    int lfd, bound;
-    strata_status_t status = stb_sock_listen(NULL, port, &lfd);
+    stu_addr_t any, bound;
+    int lfd;
+    strata_status_t status = stu_addr_make(NULL, port, &any);
 
+    if (status == STRATA_OK)
+        status = stu_sock_listen(&any, BOOT_BACKLOG, &lfd, &bound);
     if (status != STRATA_OK)
         return status;
-    status = stb_sock_addr_get(lfd, 0, host, sizeof(host), &bound);
-    if (status != STRATA_OK) {
-        close(lfd);
-        return status;
-    }
     *lfd_p = lfd;
-    *port_p = bound;
+    *port_p = stu_addr_port(&bound);
     return STRATA_OK;
 }
 
 strata_status_t stb_boot_accept(stb_boot_t *boot, int lfd, int timeout_ms)
 {
-    char peer[STB_SOCK_NAME_LEN];
+    char peer[STU_ADDR_TEXT_LEN];
     int fd;
-    strata_status_t status = stb_sock_accept(lfd, timeout_ms, &fd);
+    strata_status_t status = stu_sock_accept(lfd, stu_deadline_ms(timeout_ms), &fd);
 
+    if (status == STRATA_ERR_TIMEOUT)
+        stb_log_err("no peer connected within %d ms", timeout_ms);
     if (status != STRATA_OK)
         return status;
-    stb_sock_name(fd, 1, peer, sizeof(peer));
+    stu_sock_name(fd, 1, peer, sizeof(peer));
     stb_boot_from_fd(boot, fd, timeout_ms, peer);
     return STRATA_OK;
 }
 
 strata_status_t stb_boot_connect(stb_boot_t *boot, const char *hostport, int timeout_ms)
 {
-    char host[STB_SOCK_NAME_LEN], port[16];
+    stu_addr_t addr;
     int fd;
 
-    if (stb_sock_split_hostport(hostport, host, sizeof(host), port, sizeof(port)) != STRATA_OK) {
+    if (stu_addr_parse(hostport, &addr) != STRATA_OK) {
         stb_log_err("bad peer address '%s' (want HOST:PORT or [IPV6]:PORT)", hostport);
         return STRATA_ERR_INVALID;
     }
-    strata_status_t status = stb_sock_connect(host, port, timeout_ms, &fd);
+    strata_status_t status = stu_sock_connect(&addr, stu_deadline_ms(timeout_ms), &fd);
     if (status != STRATA_OK)
         return status;
     stb_boot_from_fd(boot, fd, timeout_ms, hostport);
     return STRATA_OK;
 }
 
+/* Logs a failed exchange once, with the peer: the socket helpers leave that to the caller. */
+static strata_status_t boot_io(stb_boot_t *boot, const char *op, strata_status_t status)
+{
+    if (status != STRATA_OK)
+        stb_log_err("%s, peer %s: %s", op, boot->peer,
+                    status == STRATA_ERR_TIMEOUT ? "timed out"
+                    : status == STRATA_ERR_REMOTE ? "the peer closed the connection"
+                                                  : strata_status_str(status));
+    return status;
+}
+
 strata_status_t stb_boot_send(stb_boot_t *boot, const void *buf, size_t len)
 {
-    return stb_sock_send_all(boot->fd, buf, len, stb_deadline_make(boot->timeout_ms));
+    return boot_io(boot, "send",
+                   stu_sock_send_all(boot->fd, buf, len, stu_deadline_ms(boot->timeout_ms)));
 }
 
 strata_status_t stb_boot_recv(stb_boot_t *boot, void *buf, size_t len)
 {
-    return stb_sock_recv_all(boot->fd, buf, len, stb_deadline_make(boot->timeout_ms));
+    return boot_io(boot, "recv",
+                   stu_sock_recv_all(boot->fd, buf, len, stu_deadline_ms(boot->timeout_ms)));
 }
 
 strata_status_t stb_boot_exchange(stb_boot_t *boot, const void *mine, void *theirs, size_t len)

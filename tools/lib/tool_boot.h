@@ -15,13 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/lib/tool_sock.h"
 #include "strata/status.h"
+#include "util/sock.h"
 
 typedef struct stb_boot {
     int fd;                          /* -1 when closed */
     int timeout_ms;                  /* bound on every wait */
-    char peer[STB_SOCK_NAME_LEN];    /* for messages */
+    char peer[STU_ADDR_TEXT_LEN];    /* for messages */
 } stb_boot_t;
 
 /* Wraps a connected stream socket (one end of a socketpair); takes ownership of fd. */

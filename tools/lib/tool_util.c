@@ -73,20 +73,6 @@ void stb_size_format(size_t bytes, char *buf, size_t len)
     snprintf(buf, len, "%zu", bytes);
 }
 
-uint64_t stb_deadline_make(int timeout_ms)
-{
-    return stu_time_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
-}
-
-int stb_deadline_left_ms(uint64_t deadline_ns)
-{
-    uint64_t now = stu_time_ns();
-
-    if (now >= deadline_ns)
-        return 0;
-    return (int)((deadline_ns - now + 999999ull) / 1000000ull);
-}
-
 /* One 64-bit word of the pattern: a multiplicative hash of seed and word index. */
 static inline uint64_t pattern_word(uint64_t seed, size_t index)
 {

@@ -1,6 +1,7 @@
 /*
- * Small helpers shared by the bench tools: error messages on stderr tagged
- * with the tool and role, size parsing, deadlines.
+ * Small helpers shared by the tools and benchmarks: error messages on stderr
+ * tagged with the tool and role, size parsing, data patterns, medians.
+ * Deadlines are util/time.h's.
  *
  * Thread safety: the log tag and verbosity are set once at start-up, before
  * any other thread exists; the rest is pure.
@@ -34,11 +35,6 @@ strata_status_t stb_size_parse(const char *text, size_t *value_p);
 
 /* Formats a byte count the way the size column shows it ("64K", "4M", "1000"). */
 void stb_size_format(size_t bytes, char *buf, size_t len);
-
-/* Absolute deadline timeout_ms from now, on the monotonic clock. */
-uint64_t stb_deadline_make(int timeout_ms);
-/* Milliseconds left before the deadline, 0 when past (rounded up, for poll()). */
-int stb_deadline_left_ms(uint64_t deadline_ns);
 
 /*
  * Data patterns for integrity checks: a pseudo-random sequence determined by

@@ -238,7 +238,7 @@ static int plan_nccl_run(plan_nccl_t *p)
 
     if (stb_plugin_open(o->plugin, PLAN_NCCL_COMM_ID, 0, &plugin) != STRATA_OK)
         return 1;
-    if (stb_plugin_props_get(plugin, 0, &props) != STRATA_OK ||
+    if (stb_plugin_check(stb_plugin_props(plugin, 0, &props), "getProperties") != STRATA_OK ||
         stb_tuner_open(plugin, o->tuner_version, &p->tuner) != STRATA_OK)
         goto out_plugin;
     double nic = o->nic_gbps > 0 ? o->nic_gbps : props.speed_mbps / PLAN_NCCL_MBPS_PER_GBPS;

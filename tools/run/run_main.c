@@ -6,7 +6,7 @@
  * Binds the rendezvous socket on port 0 (no fixed port), forks the ranks with
  * the environment strata_comm_init() reads, emulates nodes (STRATA_NODE_ID,
  * and with --netns a network and mount namespace per node, see
- * tools/run/run_netns.h), relays each rank's stderr with a "[rank N] "
+ * tools/lib/tool_netns.h), relays each rank's stderr with a "[rank N] "
  * prefix, and waits. The first rank to fail makes it stop the others (SIGTERM,
  * then SIGKILL after a grace period) and exit with that rank's status (128 +
  * signal when killed); SIGINT, SIGTERM, SIGHUP and --timeout do the same.
@@ -29,7 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tools/run/run_netns.h"
+#include "tools/lib/tool_netns.h"
+#include "tools/lib/tool_proc.h"
+#include "tools/lib/tool_util.h"
 #include "tools/run/run_opts.h"
 #include "tools/run/run_proc.h"
 #include "util/sock.h"
@@ -106,7 +108,7 @@ static void run_stop(run_t *run, int exit_code)
         return;
     run->exit_code = exit_code;
     run_kill_all(run, SIGTERM);
-    run->kill_at = stu_time_ns() + (uint64_t)RUN_GRACE_MS * 1000000ull;
+    run->kill_at = stu_deadline_ms(RUN_GRACE_MS);
 }
 
 /*
@@ -122,7 +124,7 @@ static void run_reap(run_t *run)
     pid_t pid;
     char why[96];
 
-    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+    while (stb_proc_reap_any(&pid, &wstatus) == 1) {
         if (stb_netns_is_keeper(&run->ns, pid)) {
             stb_netns_keeper_gone(&run->ns, pid);
             if (run->kill_at == 0) {
@@ -144,7 +146,7 @@ static void run_reap(run_t *run)
                 (WIFSIGNALED(wstatus) && !WIFSIGNALED(run->ranks[run->cause].wstatus)))
                 run->cause = r;
             if (run->settle_at == 0)
-                run->settle_at = stu_time_ns() + (uint64_t)RUN_SETTLE_MS * 1000000ull;
+                run->settle_at = stu_deadline_ms(RUN_SETTLE_MS);
         }
     }
     int alive = 0;
@@ -154,17 +156,28 @@ static void run_reap(run_t *run)
         (alive > 0 && stu_time_ns() < run->settle_at))
         return;
     stb_rank_t *k = &run->ranks[run->cause];
-    stb_wstatus_str(k->wstatus, why, sizeof(why));
+    stb_proc_status_str(k->wstatus, why, sizeof(why));
     fprintf(stderr, "strata-run: rank %d (pid %d, node %d) %s; stopping the other ranks\n",
             run->cause, (int)k->pid, k->node, why);
     run->failed_rank = run->cause;
-    run_stop(run, WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : 128 + WTERMSIG(k->wstatus));
+    run_stop(run, stb_proc_exit_code(k->wstatus));
+}
+
+/* Kills (SIGKILL) and reaps every rank still running. */
+static void run_reap_rest(run_t *run)
+{
+    for (int r = 0; r < run->started; r++) {
+        stb_rank_t *k = &run->ranks[r];
+        if (!k->done && k->pid > 0)
+            stb_proc_kill(k->pid, &k->wstatus);
+        k->done = 1;
+    }
 }
 
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
 static void run_supervise(run_t *run)
 {
-    const uint64_t deadline = stu_time_ns() + (uint64_t)run->opts.timeout_s * 1000000000ull;
+    const uint64_t deadline = stu_deadline_ms(1000ll * run->opts.timeout_s);
     struct pollfd pfd[STB_RUN_MAX_RANKS + 1];
     uint64_t drain_until = 0;
 
@@ -181,7 +194,7 @@ static void run_supervise(run_t *run)
         uint64_t now = stu_time_ns();
         if (alive == 0) {
             if (drain_until == 0)
-                drain_until = now + (uint64_t)RUN_DRAIN_MS * 1000000ull;
+                drain_until = stu_deadline_ms(RUN_DRAIN_MS);
             if (open == 0 || now > drain_until)
                 break;
         }
@@ -207,10 +220,7 @@ static void run_supervise(run_t *run)
             run_kill_all(run, SIGKILL);
     }
     /* anything not yet ended is killed; ranks never outlive strata-run */
-    run_kill_all(run, SIGKILL);
-    for (int r = 0; r < run->started; r++)
-        if (!run->ranks[r].done && waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) > 0)
-            run->ranks[r].done = 1;
+    run_reap_rest(run);
 }
 
 /* The one cleanup: every path out of main goes through it, once. */
@@ -219,12 +229,8 @@ static void run_cleanup(run_t *run)
     if (run->cleaned)
         return;
     run->cleaned = 1;
-    run_kill_all(run, SIGKILL);
+    run_reap_rest(run);
     for (int r = 0; r < run->started; r++) {
-        if (!run->ranks[r].done && run->ranks[r].pid > 0)
-            while (waitpid(run->ranks[r].pid, &run->ranks[r].wstatus, 0) < 0 && errno == EINTR)
-                ;
-        run->ranks[r].done = 1;
         if (run->ranks[r].err_fd >= 0)
             close(run->ranks[r].err_fd);
         run->ranks[r].err_fd = -1;
@@ -238,6 +244,23 @@ static void run_cleanup(run_t *run)
     stb_shm_list_free(&run->shm_before);
     if (run->opts.verbose)
         fprintf(stderr, "strata-run: cleaned up, exit status %d\n", run->exit_code);
+}
+
+_Static_assert(STB_RUN_MAX_NODES <= STB_NETNS_MAX_NODES, "--nodes beyond the emulator's nodes");
+
+/* The nodes' namespaces and, with --inter-rate, a token bucket on every link. */
+static strata_status_t run_netns_create(run_t *run)
+{
+    char spec[128];
+    strata_status_t status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.verbose);
+
+    if (status != STRATA_OK || run->opts.inter_rate == NULL || run->opts.rate_bps == 0)
+        return status;
+    snprintf(spec, sizeof(spec), "tbf rate %s burst %zu latency 50ms", run->opts.inter_rate,
+             stb_run_tbf_burst(run->opts.rate_bps));
+    for (int k = 0; k < run->opts.nodes && status == STRATA_OK; k++)
+        status = stb_netns_shape(&run->ns, k, spec);
+    return status;
 }
 
 /* The rendezvous socket, the namespaces if asked for, and the ranks. */
@@ -257,10 +280,12 @@ static int run_start(run_t *run, char **argv)
     if (getcwd(l->cwd, sizeof(l->cwd)) == NULL)
         snprintf(l->cwd, sizeof(l->cwd), "/");
     if (run->opts.netns) {
-        status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.inter_rate,
-                                  run->opts.rate_bps, run->opts.verbose);
-        if (status == STRATA_ERR_UNSUPPORTED)
+        status = run_netns_create(run);
+        if (status == STRATA_ERR_UNSUPPORTED) {
+            fprintf(stderr, "strata-run: --netns is not available here; leave it out to "
+                    "emulate nodes with STRATA_NODE_ID only\n");
             return STB_RUN_EXIT_NO_NETNS;
+        }
         if (status != STRATA_OK)
             return 1;
         l->ns = &run->ns;
@@ -299,6 +324,7 @@ int main(int argc, char **argv)
     run.failed_rank = -1;
     run.cause = -1;
     run.launch.root_fd = -1;
+    stb_log_tag_set("strata-run");
     stb_netns_init(&run.ns);
     if (stb_run_opts_parse(argc, argv, &run.opts, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-run: %s\n%s", err, stb_run_usage());

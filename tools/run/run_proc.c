@@ -6,13 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define SHM_DIR "/dev/shm"
@@ -61,16 +58,10 @@ static int rank_env(const stb_launch_t *l, int rank, int node)
     snprintf(v, sizeof(v), "node%d", node);
     if (setenv("STRATA_NODE_ID", v, 1) != 0)
         return -1;
-    if (rank == 0) {
-        /* the listening socket survives exec for rank 0 only */
-        int flags = fcntl(l->root_fd, F_GETFD);
-        if (flags < 0 || fcntl(l->root_fd, F_SETFD, flags & ~FD_CLOEXEC) != 0)
-            return -1;
-        snprintf(v, sizeof(v), "%d", l->root_fd);
-        return setenv("STRATA_ROOT_FD", v, 1);
-    }
-    close(l->root_fd);
-    return unsetenv("STRATA_ROOT_FD");
+    if (rank != 0)   /* the listening socket survives exec for rank 0 only (stb_spawn_t.keep) */
+        return unsetenv("STRATA_ROOT_FD");
+    snprintf(v, sizeof(v), "%d", l->root_fd);
+    return setenv("STRATA_ROOT_FD", v, 1);
 }
 
 /*
@@ -93,33 +84,23 @@ static void rank_bind(const stb_run_opts_t *o, int rank)
                 rank % ncpu, strerror(errno));
 }
 
-static void rank_child(const stb_launch_t *l, int rank, int node, int err_fd, pid_t parent)
+typedef struct rank_place {
+    const stb_launch_t *l;
+    int rank, node;
+} rank_place_t;
+
+/* The rank's setup in the child (stb_spawn_t.setup): namespaces, core, environment. */
+static int rank_setup(void *arg)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    /* strata-run's handlers and mask are not the rank's */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    if (dup2(err_fd, STDERR_FILENO) < 0)
-        _exit(127);
-    close(err_fd);
-    if (l->ns != NULL && stb_netns_enter(l->ns, node, l->cwd) != STRATA_OK)
-        _exit(127);
-    rank_bind(l->opts, rank);
-    if (rank_env(l, rank, node) != 0) {
+    const rank_place_t *p = arg;
+    if (p->l->ns != NULL && stb_netns_enter(p->l->ns, p->node, p->l->cwd) != STRATA_OK)
+        return -1;
+    rank_bind(p->l->opts, p->rank);
+    if (rank_env(p->l, p->rank, p->node) != 0) {
         fprintf(stderr, "strata-run: setting the environment: %s\n", strerror(errno));
-        _exit(127);
+        return -1;
     }
-    execv(l->prog, l->argv);
-    fprintf(stderr, "strata-run: exec %s: %s\n", l->prog, strerror(errno));
-    _exit(127);
+    return 0;
 }
 
 strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r)
@@ -133,19 +114,16 @@ strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r)
         fprintf(stderr, "strata-run: pipe: %s\n", strerror(errno));
         return STRATA_ERR_IO;
     }
-    fflush(NULL);
-    pid_t parent = getpid(), pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "strata-run: fork: %s\n", strerror(errno));
-        close(p[0]);
-        close(p[1]);
-        return STRATA_ERR_IO;
-    }
-    if (pid == 0) {
-        close(p[0]);
-        rank_child(l, rank, r->node, p[1], parent);
-    }
+    rank_place_t place = {.l = l, .rank = rank, .node = r->node};
+    stb_spawn_t s = {.argv = l->argv, .path = l->prog, .setup = rank_setup, .setup_arg = &place,
+                     .stderr_fd = p[1], .keep = {l->root_fd}, .nkeep = rank == 0};
+    pid_t pid;
+    strata_status_t status = stb_proc_spawn(&s, &pid);
     close(p[1]);
+    if (status != STRATA_OK) {
+        close(p[0]);
+        return status;
+    }
     fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
     r->pid = pid;
     r->err_fd = p[0];
@@ -186,17 +164,6 @@ void stb_rank_relay(stb_rank_t *r, int rank)
         }
     }
     fflush(stderr);
-}
-
-void stb_wstatus_str(int wstatus, char *buf, size_t len)
-{
-    if (WIFEXITED(wstatus))
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(wstatus));
-    else if (WIFSIGNALED(wstatus))
-        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(wstatus),
-                 strsignal(WTERMSIG(wstatus)));
-    else
-        snprintf(buf, len, "ended with wait status %#x", wstatus);
 }
 
 void stb_shm_snapshot(stb_shm_list_t *list)

@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "tools/run/run_netns.h"
+#include "tools/lib/tool_netns.h"
+#include "tools/lib/tool_proc.h"
 #include "tools/run/run_opts.h"
 
 /* A longer stderr line is relayed in pieces of this size. */
@@ -47,7 +48,7 @@ typedef struct stb_launch {
 strata_status_t stb_prog_resolve(const char *name, char *path, size_t len);
 
 /*
- * Forks rank `rank`: death signal SIGKILL (it never outlives strata-run), its node's
+ * Forks rank `rank` (tools/lib/tool_proc.h: it never outlives strata-run) into its node's
  * namespaces with --netns, stderr into a pipe, STRATA_RANK / NRANKS / ROOT_ADDR /
  * NODE_ID (= "node<k>") set, STRATA_ROOT_FD for rank 0 only. r->pid and r->err_fd are set.
  */
@@ -55,9 +56,6 @@ strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r);
 
 /* Relays what r's stderr has ready; at EOF flushes a partial line and closes err_fd. */
 void stb_rank_relay(stb_rank_t *r, int rank);
-
-/* A description of a wait status: "exited with status 3", "was killed by signal 9 (Killed)". */
-void stb_wstatus_str(int wstatus, char *buf, size_t len);
 
 /* The names in /dev/shm that start with "strata-" (a snapshot to compare against). */
 typedef struct stb_shm_list {

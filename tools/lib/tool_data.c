@@ -1,7 +1,9 @@
-/* strata-perf's input values and reference check (see perf_data.h). */
-#include "bench/perf/perf_data.h"
+/* The result oracle: input values and reference checks (see tool_data.h). */
+#include "tools/lib/tool_data.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "algos/reduce.h"
@@ -73,6 +75,28 @@ static uint64_t data_get_bits(const void *buf, size_t i, strata_dtype_t t)
     }
 }
 
+/* Prints one wrong element (the first STB_DATA_REPORT_MAX of a check) when what is set. */
+static void data_report(const char *what, size_t *reported, const void *got, size_t i,
+                        const void *want, size_t j, strata_dtype_t t, size_t g)
+{
+    char gtext[32], wtext[32];
+
+    if (what == NULL || (*reported)++ >= STB_DATA_REPORT_MAX)
+        return;
+    if (data_is_float(t)) {
+        snprintf(gtext, sizeof(gtext), "%g", data_get_float(got, i, t));
+        snprintf(wtext, sizeof(wtext), "%g", data_get_float(want, j, t));
+    } else if (data_is_signed(t)) {
+        snprintf(gtext, sizeof(gtext), "%" PRId64, (int64_t)data_get_bits(got, i, t));
+        snprintf(wtext, sizeof(wtext), "%" PRId64, (int64_t)data_get_bits(want, j, t));
+    } else {
+        snprintf(gtext, sizeof(gtext), "%" PRIu64, data_get_bits(got, i, t));
+        snprintf(wtext, sizeof(wtext), "%" PRIu64, data_get_bits(want, j, t));
+    }
+    fprintf(stderr, "%s: %s element %zu: got %s, expected %s\n", what, strata_dtype_name(t), g,
+            gtext, wtext);
+}
+
 void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op, int rank,
                    size_t first)
 {
@@ -89,55 +113,58 @@ void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op
         memcpy((char *)buf + at, one, total - at < period ? total - at : period);
 }
 
+/* acc op= x for a floating type (avg sums; the division comes last). */
+static double data_combine_float(strata_op_t op, double acc, double x)
+{
+    switch (op) {
+    case STRATA_PROD: return acc * x;
+    case STRATA_MIN: return x < acc ? x : acc;
+    case STRATA_MAX: return x > acc ? x : acc;
+    default: return acc + x;
+    }
+}
+
+/*
+ * The same for an integer type: sums and products wrap modulo 2^64 here and
+ * modulo the type's width at the store, which is the same residue; min and
+ * max compare in the type's signedness.
+ */
+static uint64_t data_combine_int(strata_op_t op, int sgn, uint64_t acc, uint64_t x)
+{
+    switch (op) {
+    case STRATA_PROD: return acc * x;
+    case STRATA_MIN: return (sgn ? (int64_t)x < (int64_t)acc : x < acc) ? x : acc;
+    case STRATA_MAX: return (sgn ? (int64_t)x > (int64_t)acc : x > acc) ? x : acc;
+    default: return acc + x;
+    }
+}
+
 /* One reduction of op over the nranks values of element g, in the type's arithmetic. */
 static void data_reduce_one(stb_data_ref_t *ref, size_t g, void *out)
 {
     const strata_dtype_t t = ref->dtype;
     const strata_op_t op = ref->op;
+    const int is_float = data_is_float(t), sgn = data_is_signed(t);
     unsigned char in[STB_DATA_MAX_ELEM];
+    double accf = 0;
+    uint64_t acci = 0;
 
-    if (data_is_float(t)) {
-        double acc = 0;
-        for (int r = 0; r < ref->nranks; r++) {
-            int64_t v = stb_data_value(r, g, op);
-            data_put(in, 0, t, v, (double)v);
-            double x = data_get_float(in, 0, t);
-            if (r == 0)
-                acc = x;
-            else if (op == STRATA_SUM || op == STRATA_AVG)
-                acc += x;
-            else if (op == STRATA_PROD)
-                acc *= x;
-            else if (op == STRATA_MIN)
-                acc = x < acc ? x : acc;
-            else
-                acc = x > acc ? x : acc;
-        }
-        if (op == STRATA_AVG)
-            acc /= ref->nranks;
-        data_put(out, 0, t, 0, acc);
-        return;
-    }
-    /* Integers wrap modulo 2^64 here and modulo the type's width at the store, which is the
-     * same residue; min and max compare in the type's signedness. */
-    const int sgn = data_is_signed(t);
-    uint64_t acc = 0;
     for (int r = 0; r < ref->nranks; r++) {
         int64_t v = stb_data_value(r, g, op);
-        data_put(in, 0, t, v, 0);
-        uint64_t x = data_get_bits(in, 0, t);
-        if (r == 0)
-            acc = x;
-        else if (op == STRATA_SUM || op == STRATA_AVG)
-            acc += x;
-        else if (op == STRATA_PROD)
-            acc *= x;
-        else if (op == STRATA_MIN)
-            acc = (sgn ? (int64_t)x < (int64_t)acc : x < acc) ? x : acc;
-        else
-            acc = (sgn ? (int64_t)x > (int64_t)acc : x > acc) ? x : acc;
+        data_put(in, 0, t, v, (double)v);          /* the value as the type stores it */
+        if (is_float) {
+            double x = data_get_float(in, 0, t);
+            accf = r == 0 ? x : data_combine_float(op, accf, x);
+        } else {
+            uint64_t x = data_get_bits(in, 0, t);
+            acci = r == 0 ? x : data_combine_int(op, sgn, acci, x);
+        }
     }
-    data_put(out, 0, t, (int64_t)acc, 0);
+    if (is_float) {
+        data_put(out, 0, t, 0, op == STRATA_AVG ? accf / ref->nranks : accf);
+        return;
+    }
+    data_put(out, 0, t, (int64_t)acci, 0);
     if (op == STRATA_AVG) {
         /* the library divides the wrapped sum, in the type, truncating toward zero */
         uint64_t w = data_get_bits(out, 0, t);
@@ -167,44 +194,55 @@ static double data_tolerance(strata_dtype_t t)
 }
 
 size_t stb_data_check_reduced(const void *got, size_t count, const stb_data_ref_t *ref,
-                              size_t first)
+                              size_t first, const char *what)
 {
     const strata_dtype_t t = ref->dtype;
     const size_t esz = strata_dtype_size(t);
-    const char *p = got;
-    size_t wrong = 0, j = first % STB_DATA_PERIOD;
+    const double tol = ref->op == STRATA_AVG && data_is_float(t) ? data_tolerance(t) : 0;
+    size_t wrong = 0, reported = 0, j = first % STB_DATA_PERIOD;
 
-    if (data_is_float(t)) {
-        const double tol = ref->op == STRATA_AVG ? data_tolerance(t) : 0;
-        for (size_t i = 0; i < count; i++) {
-            double e = data_get_float(ref->table, j, t), v = data_get_float(p, i, t);
+    for (size_t i = 0; i < count; i++) {
+        int bad;
+        if (data_is_float(t)) {
+            double e = data_get_float(ref->table, j, t), v = data_get_float(got, i, t);
             /* equal values (infinities included) pass; NaN never does */
-            if (!(v == e || fabs(v - e) <= tol * (fabs(e) + 1)))
-                wrong++;
-            if (++j == STB_DATA_PERIOD)
-                j = 0;
+            bad = !(v == e || fabs(v - e) <= tol * (fabs(e) + 1));
+        } else {
+            bad = memcmp((const char *)got + i * esz, ref->table + j * esz, esz) != 0;
         }
-        return wrong;
-    }
-    for (size_t i = 0; i < count; i++, p += esz) {
-        wrong += memcmp(p, ref->table + j * esz, esz) != 0;
+        if (bad) {
+            data_report(what, &reported, got, i, ref->table, j, t, first + i);
+            wrong++;
+        }
         if (++j == STB_DATA_PERIOD)
             j = 0;
     }
     return wrong;
 }
 
+size_t stb_data_check(const void *got, size_t count, strata_dtype_t dtype, strata_op_t op,
+                      int nranks, size_t first, const char *what)
+{
+    stb_data_ref_t ref;
+
+    stb_data_ref_build(&ref, dtype, op, nranks);
+    return stb_data_check_reduced(got, count, &ref, first, what);
+}
+
 size_t stb_data_check_input(const void *got, size_t count, strata_dtype_t dtype, int rank,
-                            size_t first)
+                            size_t first, const char *what)
 {
     const size_t esz = strata_dtype_size(dtype);
     unsigned char one[STB_DATA_PERIOD * STB_DATA_MAX_ELEM];
     const char *p = got;
-    size_t wrong = 0, j = 0;
+    size_t wrong = 0, reported = 0, j = 0;
 
     stb_data_fill(one, STB_DATA_PERIOD, dtype, STRATA_SUM, rank, first);
     for (size_t i = 0; i < count; i++, p += esz) {
-        wrong += memcmp(p, one + j * esz, esz) != 0;
+        if (memcmp(p, one + j * esz, esz) != 0) {
+            data_report(what, &reported, got, i, one, j, dtype, first + i);
+            wrong++;
+        }
         if (++j == STB_DATA_PERIOD)
             j = 0;
     }

@@ -1,6 +1,9 @@
 /*
- * strata-perf's data and its check (-c). Rank r's input element g (g counts
- * from the start of the rank's whole input) is a small integer:
+ * The one result oracle: the input data of strata-perf (-c) and of the
+ * collective tests, and the check of every result against the reference, so
+ * strata-perf's #wrong and the tests judge a result alike. Rank r's input
+ * element g (g counts from the start of the rank's whole input) is a small
+ * integer:
  *
  *   prod:          v(r, g) = 2 if (g + 3r) mod 7 == 0, else 1
  *   anything else: v(r, g) = ((g + 5r) mod 19) - 9          (-9 .. 9)
@@ -16,8 +19,8 @@
  *
  * Pure functions over caller buffers; thread-safe.
  */
-#ifndef STB_PERF_DATA_H
-#define STB_PERF_DATA_H
+#ifndef STB_DATA_H
+#define STB_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +29,7 @@
 
 #define STB_DATA_PERIOD 133      /* lcm(7, 19): the period of v(r, g) in g */
 #define STB_DATA_MAX_ELEM 8      /* bytes of the largest element type */
+#define STB_DATA_REPORT_MAX 3    /* wrong elements a check prints (with `what`) */
 
 /* The reference reduction: element g's expected value is at table[(g % PERIOD) * esz]. */
 typedef struct stb_data_ref {
@@ -45,12 +49,20 @@ void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op
 /* Builds the reference of op over ranks 0 .. nranks-1. */
 void stb_data_ref_build(stb_data_ref_t *ref, strata_dtype_t dtype, strata_op_t op, int nranks);
 
-/* How many of got[0 .. count) differ from the reduction's elements first .. first+count-1. */
+/*
+ * How many of got[0 .. count) differ from the reduction's elements first ..
+ * first+count-1. what (may be NULL): a name for the first few wrong elements,
+ * printed on stderr with their position, value and the expected one.
+ */
 size_t stb_data_check_reduced(const void *got, size_t count, const stb_data_ref_t *ref,
-                              size_t first);
+                              size_t first, const char *what);
+
+/* The same against a reference built here: for a caller that checks one buffer per reference. */
+size_t stb_data_check(const void *got, size_t count, strata_dtype_t dtype, strata_op_t op,
+                      int nranks, size_t first, const char *what);
 
 /* How many of got[0 .. count) differ from rank's input elements first .. (op sum's values). */
 size_t stb_data_check_input(const void *got, size_t count, strata_dtype_t dtype, int rank,
-                            size_t first);
+                            size_t first, const char *what);
 
-#endif /* STB_PERF_DATA_H */
+#endif /* STB_DATA_H */
