@@ -1,7 +1,7 @@
 /*
  * Reference values and checks for the collective tests. Rank r's input
  * element i is a small integer f(r, i), so every sum, product, min and max of
- * up to 64 ranks is exact in every type (fp16 and bf16 included) and the
+ * up to 64 ranks is exact in every type (fp16, bf16 and, with owned elements, fp8) and the
  * expected result is computed in int64 and then wrapped or converted to the
  * type exactly as the library must. Only avg of floating point types is
  * inexact (a division): it is checked within half an ulp of the type.
@@ -17,8 +17,22 @@
 #include "algos/reduce.h"
 #include "strata/strata.h"
 
-static inline int64_t cc_value(int rank, size_t i, strata_op_t op)
+static inline int cc_is_fp8(strata_dtype_t t)
 {
+    return t == STRATA_FP8_E4M3 || t == STRATA_FP8_E5M2;
+}
+
+/* fp8 holds too few fraction bits for sums of many ranks: element i has one owner, rank
+ * i mod 7, with a value in -7 .. 7 (prod: 1 or 2); every other rank holds the identity, so
+ * every partial result is exact in any order. */
+static inline int64_t cc_value(int rank, size_t i, strata_op_t op, strata_dtype_t t)
+{
+    if (cc_is_fp8(t)) {
+        int owner = rank == (int)(i % 7);
+        if (op == STRATA_PROD)
+            return owner && i % 3 == 0 ? 2 : 1;
+        return owner ? (int64_t)((i * 17) % 15) - 7 : 0;
+    }
     if (op == STRATA_PROD)
         return 1 + (int64_t)((i * 7 + (size_t)rank * 3) % 5 == 0);   /* 1 or 2 */
     return (int64_t)(((size_t)rank * 31 + i * 17) % 23) - 11;      /* -11 .. 11 */
@@ -26,7 +40,8 @@ static inline int64_t cc_value(int rank, size_t i, strata_op_t op)
 
 static inline int cc_is_float(strata_dtype_t t)
 {
-    return t == STRATA_FP16 || t == STRATA_BF16 || t == STRATA_FP32 || t == STRATA_FP64;
+    return t == STRATA_FP16 || t == STRATA_BF16 || t == STRATA_FP32 || t == STRATA_FP64 ||
+           cc_is_fp8(t);
 }
 
 static inline int cc_is_unsigned(strata_dtype_t t)
@@ -48,6 +63,8 @@ static inline void cc_put(void *buf, size_t i, strata_dtype_t t, double v)
     case STRATA_BF16: ((uint16_t *)buf)[i] = sta_bf16_encode((float)v); break;
     case STRATA_FP32: ((float *)buf)[i] = (float)v; break;
     case STRATA_FP64: ((double *)buf)[i] = v; break;
+    case STRATA_FP8_E4M3: ((uint8_t *)buf)[i] = sta_fp8_e4m3_encode((float)v); break;
+    case STRATA_FP8_E5M2: ((uint8_t *)buf)[i] = sta_fp8_e5m2_encode((float)v); break;
     default: break;
     }
 }
@@ -65,6 +82,8 @@ static inline double cc_get(const void *buf, size_t i, strata_dtype_t t)
     case STRATA_BF16: return sta_bf16_decode(((const uint16_t *)buf)[i]);
     case STRATA_FP32: return ((const float *)buf)[i];
     case STRATA_FP64: return ((const double *)buf)[i];
+    case STRATA_FP8_E4M3: return sta_fp8_e4m3_decode(((const uint8_t *)buf)[i]);
+    case STRATA_FP8_E5M2: return sta_fp8_e5m2_decode(((const uint8_t *)buf)[i]);
     default: return 0;
     }
 }
@@ -74,7 +93,7 @@ static inline void cc_fill(void *buf, size_t count, strata_dtype_t t, strata_op_
                            size_t first)
 {
     for (size_t i = 0; i < count; i++)
-        cc_put(buf, i, t, (double)cc_value(rank, first + i, op));
+        cc_put(buf, i, t, (double)cc_value(rank, first + i, op, t));
 }
 
 /* Element i of an integer buffer, sign- or zero-extended per the type, as 64 raw bits. */
@@ -107,7 +126,7 @@ static inline void cc_expect(int P, size_t i, strata_dtype_t t, strata_op_t op, 
     if (cc_is_float(t)) {
         double acc = 0;
         for (int r = 0; r < P; r++) {
-            cc_put(in, 0, t, (double)cc_value(r, i, op));
+            cc_put(in, 0, t, (double)cc_value(r, i, op, t));
             double x = cc_get(in, 0, t);
             if (r == 0)
                 acc = x;
@@ -127,7 +146,7 @@ static inline void cc_expect(int P, size_t i, strata_dtype_t t, strata_op_t op, 
     int uns = cc_is_unsigned(t);
     uint64_t acc = 0;
     for (int r = 0; r < P; r++) {
-        cc_put(in, 0, t, (double)cc_value(r, i, op));
+        cc_put(in, 0, t, (double)cc_value(r, i, op, t));
         uint64_t x = cc_load_bits(in, 0, t);
         if (r == 0)
             acc = x;
@@ -151,7 +170,8 @@ static inline void cc_expect(int P, size_t i, strata_dtype_t t, strata_op_t op, 
 /* Tolerance for avg of floats: about half an ulp of the type, relative. */
 static inline double cc_tol(strata_dtype_t t, double expect)
 {
-    double rel = t == STRATA_FP16 ? 1e-3 : t == STRATA_BF16 ? 8e-3 : t == STRATA_FP32 ? 1e-6 : 1e-12;
+    double rel = cc_is_fp8(t) ? 0.13 : t == STRATA_FP16 ? 1e-3 : t == STRATA_BF16 ? 8e-3 :
+                 t == STRATA_FP32 ? 1e-6 : 1e-12;
     return fabs(expect) * rel + rel;
 }
 
@@ -189,7 +209,7 @@ static inline size_t cc_check_input(const void *got, size_t count, strata_dtype_
     size_t esz = strata_dtype_size(t), wrong = 0;
     unsigned char e[8];
     for (size_t i = 0; i < count; i++) {
-        cc_put(e, 0, t, (double)cc_value(rank, first + i, STRATA_SUM));
+        cc_put(e, 0, t, (double)cc_value(rank, first + i, STRATA_SUM, t));
         if (memcmp(e, (const char *)got + i * esz, esz) != 0) {
             if (wrong < 3)
                 fprintf(stderr, "%s: %s element %zu: got %g, expected %g (rank %d's input)\n",
