@@ -26,6 +26,7 @@ srcs_in = $(foreach d,$(1),$(wildcard $(d)/*.c))
 objs_of = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 XPORT_OBJ := $(call objs_of,$(call srcs_in,util $(XPORT_DIRS)))
 COLL_OBJ := $(call objs_of,$(call srcs_in,algos coll))
+ALGOS_OBJ := $(call objs_of,$(call srcs_in,algos))
 PLUGIN_OBJ := $(call objs_of,$(call srcs_in,plugin))
 LIB_OBJ := $(XPORT_OBJ) $(COLL_OBJ)
 
@@ -64,6 +65,9 @@ PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
 # The plugin's objects as an archive, for the unit tests of its shims.
 PLUGIN_LIB := $(BUILD)/lib/libstrata_plugin.a
+# algos/ as an archive: the plugin's CollNet links only the members it uses (schedules,
+# reductions, cost model and selection), never coll/.
+ALGOS_LIB := $(BUILD)/lib/libstrata_algos.a
 # tools/lib and the tools' and benchmarks' own files, so unit tests can link the pure parts.
 TOOL_LIB := $(BUILD)/lib/libstrata_tools.a
 PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
@@ -100,11 +104,17 @@ $(PLUGIN_LIB): $(PLUGIN_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The plugin links the transports and the NCCL edge only: no algos/, no coll/.
-$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) plugin/exports.map
+$(ALGOS_LIB): $(ALGOS_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The plugin links the transports, the NCCL edge and, for the CollNet, what it uses of
+# algos/ (an archive); never coll/.
+$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) $(ALGOS_LIB) plugin/exports.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(XPORT_OBJ) $(LDFLAGS_BASE) \
+	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(XPORT_OBJ) $(ALGOS_LIB) $(LDFLAGS_BASE) \
 		-Wl,--version-script=plugin/exports.map \
 		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
 

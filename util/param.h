@@ -55,6 +55,9 @@ typedef enum stu_param_id {
     STU_PARAM_IB_AR_THRESHOLD,
     STU_PARAM_IB_MR_KEEP,
     STU_PARAM_IB_FLUSH,
+    STU_PARAM_COLLNET,
+    STU_PARAM_COLLNET_ALGO,
+    STU_PARAM_COLLNET_CHUNK,
     STU_PARAM_COUNT
 } stu_param_id_t;
 
