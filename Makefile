@@ -145,10 +145,10 @@ $(BUILD)/obj/tests/support/%.o: tests/support/%.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-# With UCX, the NCCL-plugin functional tests and one collective test run a second time
-# over the ucx transport (named only, so the first pass never uses it); ~30 s.
+# With UCX, the NCCL-plugin functional tests, one collective test and the CollNet's run a
+# second time over the ucx transport (named only, so the first pass never uses it); ~90 s.
 UCX_AGAIN := $(filter $(BUILD)/tests/functional/test_plugin_% \
-	$(BUILD)/tests/functional/test_coll_allreduce,$(TESTS))
+	$(BUILD)/tests/functional/test_coll_allreduce $(BUILD)/tests/functional/test_collnet,$(TESTS))
 test: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
 ifeq ($(HAVE_UCX),1)

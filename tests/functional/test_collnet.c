@@ -93,6 +93,13 @@ static void cn_run(const cn_job_t *job)
     int failed = 0;
 
     assert_true(N >= 1 && N <= CN_MAX);
+    const char *xport = getenv("STRATA_TRANSPORT");
+    if (job->netns && xport != NULL && strcmp(xport, "tcp") != 0 && strcmp(xport, "auto") != 0) {
+        /* UCX picks its own data devices and finds none across these namespaces; the ib
+         * transport has no device there. Namespaces are the tcp transport's cases. */
+        print_message("namespaces run the tcp transport; STRATA_TRANSPORT=%s: skipped\n", xport);
+        skip();
+    }
     if (job->netns) {
         if (sts_netns_create(N < 2 ? 2 : N, STS_NETNS_AUTO, &net) != STRATA_OK)
             skip();
@@ -435,5 +442,7 @@ int main(void)
         cmocka_unit_test_teardown(test_netns_windows_4_shaped, cn_teardown),
         cmocka_unit_test_teardown(test_netns_kill_3, cn_teardown),
     };
+    if (getenv("STS_FILTER") != NULL)       /* one case: STS_FILTER=test_kill_4 */
+        cmocka_set_test_filter(getenv("STS_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

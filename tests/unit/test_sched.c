@@ -294,7 +294,7 @@ static void test_peers_symmetric(void **state)
 static void test_bad_args(void **state)
 {
     sta_sched_t s;
-    size_t off[2] = {0, 4}, len[2] = {4, 4}, gap[2] = {0, 8};
+    size_t off[3] = {0, 4, 8}, len[3] = {4, 4, 4}, gap[2] = {0, 8};
     assert_int_equal(sta_sched_allreduce(&s, STA_SCHED_RING_ALLREDUCE, 0, 0, 8, 4),
                      STRATA_ERR_INVALID);
     assert_int_equal(sta_sched_allreduce(&s, STA_SCHED_RING_ALLREDUCE, 2, 2, 8, 4),
