@@ -5,8 +5,9 @@
 #   1. the ib transport's own tests, rxe0 <-> rxe1 (link-local GIDs), then on
 #      one device (rxe0 <-> rxe0, IPv4 GIDs)
 #   2. the transport conformance suite (every registered transport, ib first)
-#   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0, and the
-#      collective library's tests (allreduce matrix, the other collectives)
+#   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0, the
+#      collective library's tests (allreduce matrix, the other collectives) and
+#      the CollNet's (test_collnet)
 #   3b. the same ib, conformance and plugin tests from the ASan+UBSan build,
 #      and strata-doctor on both devices
 #   4. perftest's ib_write_bw / ib_write_lat next to helper_ib_perf (the same
@@ -78,6 +79,17 @@ coll=$(bins "$TESTS"/functional/test_coll_allreduce "$TESTS"/functional/test_col
 if [ -n "$coll" ]; then
     group "collective library, STRATA_TRANSPORT=ib on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 tests/run.sh $coll
+fi
+# The CollNet (ncclCollNetPlugin_v11/_v12) over ib: 2 to 8 member processes on rxe0,
+# every type and operator several calls deep, allgather and reduce-scatter windows,
+# NCCL's depth, a member killed and one stalled, create/destroy cycles, NCCL's service
+# and progress threads (the namespace cases are the tcp transport's and skip). One
+# binary of 20 cases: a longer bound under emulation.
+cn=$(bins "$TESTS"/functional/test_collnet)
+if [ -n "$cn" ]; then
+    group "CollNet, STRATA_TRANSPORT=ib on rxe0" \
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_CYCLES=20 STRATA_TEST_TIMEOUT=1800 \
+        tests/run.sh $cn
 fi
 
 # The ib transport's tests, the conformance suite and the plugin tests again from

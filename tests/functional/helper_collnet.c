@@ -381,8 +381,9 @@ static int victim(void)
 }
 
 /*
- * kill: the victim starts a large allreduce (the call moves it a little) and dies; stall: the
- * victim stops calling the plugin and never starts its part. Every other member must see
+ * kill: the test SIGKILLs the victim while the others are inside a large allreduce; stall:
+ * the victim stays alive but never calls the plugin again. Either way the victim never
+ * starts its part, so the others' collective cannot complete: every other member must see
  * test() fail (not hang), and the plugin's warning must name a member.
  */
 static int scenario_fault(member_t *m, int die)
@@ -395,21 +396,17 @@ static int scenario_fault(member_t *m, int die)
         stb_collnet_reg(m->cn, m->ccomm, s, count * esz, &smh) != STRATA_OK ||
         stb_collnet_reg(m->cn, m->ccomm, r, count * esz, &rmh) != STRATA_OK)
         return fail(m, "setup of the fault scenario");
-    if (m->rank == victim() && !die) {
-        /* alive, but never calls the plugin again: its peers wait for its data */
-        sts_ctl_result(m->fd, 0, "victim stops progressing");
-        sleep(600);                            /* the test kills it */
+    if (m->rank == victim()) {
+        /* never takes part: its peers' collective waits for it. kill: the test SIGKILLs it
+         * while they wait; stall: it stays alive and silent until they time out */
+        sts_ctl_result(m->fd, 0, die ? "victim waits to be killed" : "victim stops progressing");
+        sleep(600);
         _exit(0);
     }
     while (req == NULL)
         if (stb_collnet_iallreduce(m->cn, m->ccomm, s, r, count, STRATA_FP32, STRATA_SUM, smh,
                                    rmh, &req) != STRATA_OK)
             return fail(m, "iallreduce");
-    if (m->rank == victim()) {
-        /* the call above moved the collective a little: die in the middle of it */
-        sts_ctl_result(m->fd, 0, "victim exits mid-collective");
-        _exit(0);
-    }
     uint64_t t0 = sts_now_ns();
     int done = 0;
     strata_status_t status = STRATA_OK;

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -147,8 +149,19 @@ static void cn_run(const cn_job_t *job)
                                               STB_PLUGIN_HANDLE_SIZE), 0);
             }
     }
-    for (int r = 0; r < N; r++) {
+    int kill_victim = job->victim >= 0 && strcmp(job->scenario, "kill") == 0;
+    for (int i = 0; i < N; i++) {
+        /* the victim first: a kill happens once the others are inside the collective */
+        int r = job->victim >= 0 ? (job->victim + i) % N : i;
         char msg[1024];
+        if (i == 1 && kill_victim) {
+            struct timespec ts = {0, 300 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            if (job->netns)
+                kill(pids[job->victim], SIGKILL);
+            else
+                kill(peers[job->victim].pid, SIGKILL);
+        }
         int32_t st = sts_ctl_wait_result(fds[r], msg, sizeof(msg), deadline);
         print_message("member %d: %d %s\n", r, (int)st, msg);
         if (st != 0)
