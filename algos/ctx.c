@@ -16,7 +16,7 @@
 /*
  * Backoff phases. Busy polling costs 4-7 µs per hop between two cores, waking
  * a sleeper ~35-40 µs, and two spinners on one core a 4 ms scheduler tick
- * (MACHINE-NOTES.md): spin only while a message is likely close, and barely
+ * (docs/machines.md): spin only while a message is likely close, and barely
  * at all when ranks outnumber cores.
  */
 #define BACKOFF_SPIN_NS 50000ull           /* 50 µs: about 10 busy-polled hops */

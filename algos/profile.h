@@ -13,9 +13,11 @@
  *
  * Profile file format: one `key = value` per line; `#` starts a comment (whole
  * line or after the value); blank lines are ignored; keys are shm.alpha_us,
- * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps; values are decimal
- * numbers (α >= 0, β and γ > 0). An unknown key, a malformed or out-of-range
- * value, a line without '=', or a key given twice is an error naming the line.
+ * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, whose values are decimal
+ * numbers (α >= 0, β and γ > 0), and shm.kind = shm|switch|pcie (what the shm
+ * tier is, sta_intra_t; the file is its only source besides the default, shm).
+ * An unknown key, a malformed or out-of-range value, a line without '=', or a
+ * key given twice is an error naming the line.
  *
  * Thread safety: these functions touch only their arguments (and the parameter
  * table, which is thread-safe); call them from one thread per model.
@@ -61,6 +63,15 @@ void sta_model_default(sta_model_t *model);
  * path:line and the cause); on error *model is untouched.
  */
 strata_status_t sta_profile_read(const char *path, sta_model_t *model);
+
+/*
+ * Writes *model as a profile file that sta_profile_read() reads back to the same values: the
+ * comment's lines (NULL: none) each as a "# " line, then every key with its value and, after
+ * a '#', the source it had. Blocking file I/O; replaces the file. STRATA_ERR_INVALID for a
+ * model that fails sta_model_check(), STRATA_ERR_IO (logged) if it cannot be written.
+ */
+strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
+                                  const char *comment);
 
 /*
  * Applies every STRATA_* model variable that is set and not empty, with source "env".

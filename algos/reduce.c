@@ -3,7 +3,7 @@
  * is one table lookup [dtype][op] and one indirect call; the kernels hold no per-element branch
  * on the type. The average's final division goes through the family's table the same way.
  *
- * Families in order of preference, each with a probe (STYLE.md: ordered const table):
+ * Families in order of preference, each with a probe (docs/style.md: an ordered const table):
  * avx512 (F+BW+VL+DQ), avx2 (+F16C), scalar (always). sta_reduce_force_isa overrides.
  */
 #include <assert.h>

@@ -4,9 +4,9 @@
 Runs PyTorch's NCCL backend on GPU tensors: allreduce, allgather, reduce-scatter and
 broadcast across sizes, every result compared with the value computed on the host, then
 times each point the way nccl-tests does (algbw = bytes / time, busbw with nccl-tests'
-factors). With --types it also runs allreduce for every dtype PyTorch maps to an NCCL type
-with sum, prod, max and min, on counts that do not fill NCCL's chunks (so a CollNet sees
-padded tails). Rank 0 writes one JSON object per measured point to --json.
+factors; the time is the slowest rank's). With --types it also runs allreduce for every
+dtype PyTorch maps to an NCCL type with sum, prod, max and min, on counts that do not fill
+NCCL's chunks (so a CollNet sees padded tails). Rank 0 writes one JSON object per measured point to --json.
 
 The two ranks rendezvous through a FileStore (no port to pick). Exit status 0 when every
 result was right, 1 when any was wrong, 2 on a setup error.
@@ -134,6 +134,10 @@ def main():
             op()
         torch.cuda.synchronize()
         us = (time.perf_counter() - t0) * 1e6 / args.iters
+        # The slowest rank's time, as the job sees it (a broadcast root finishes early).
+        t = torch.tensor([us], device=dev, dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        us = float(t.item())
         total = count * es * (world if coll in ("all_gather", "reduce_scatter") else 1)
         algbw = total / us / 1e3
         factor = {"all_reduce": 2.0 * (world - 1) / world, "all_gather": (world - 1) / world,

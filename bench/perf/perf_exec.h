@@ -5,7 +5,7 @@
  * make the same calls with the same arguments.
  *
  * Buffers are allocated once, for the largest size, and touched at once, so
- * no timed call pays for page faults (MACHINE-NOTES: fresh buffers cost ~45 %
+ * no timed call pays for page faults (docs/machines.md: fresh buffers cost ~45 %
  * at 64 MiB). Layout, as nccl-tests':
  *   out of place: send -> recv
  *   in place: allreduce, broadcast, reduce: recv -> recv;

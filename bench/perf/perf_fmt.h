@@ -1,6 +1,6 @@
 /*
- * strata-perf's output, laid out as nccl-tests lays out its own
- * (shared/reference/anchors-nccl-plugins.md, section 4) so the two diff line
+ * strata-perf's output, laid out as nccl-tests (v2.19) lays out its own
+ * (its src/common.cu and src/util.cu print the same table) so the two diff line
  * by line: the same header lines, the same columns and widths, the same
  * footer. Strata's additions go to the right of a row (the algorithm and the
  * model's prediction) or on lines of their own that start with "#".

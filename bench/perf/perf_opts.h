@@ -4,8 +4,7 @@
  * No I/O except the messages written into a caller's buffer; no global state,
  * so every function may be called from any thread and from unit tests.
  *
- * Terms follow nccl-tests (shared/reference/anchors-nccl-plugins.md, section
- * 4): P is the number of ranks; "size" is the number printed in the first
+ * Terms follow nccl-tests (its README's "Performance" section): P is the number of ranks; "size" is the number printed in the first
  * column, max(send bytes, receive bytes); "count" is the per-rank parameter
  * count (the count passed to the collective).
  */
@@ -24,7 +23,7 @@
 #define STB_PERF_DEFAULT_ITERS 20
 #define STB_PERF_DEFAULT_WARMUP 1
 /* Rounds of the --model sweep; each algorithm's time is the median over rounds, which is
- * what MACHINE-NOTES asks for on a shared, noisy machine. */
+ * what docs/machines.md asks for on a shared, noisy machine. */
 #define STB_PERF_DEFAULT_ROUNDS 3
 /* Most sizes one sweep may have: 8 B .. 2^62 B doubling is 60. */
 #define STB_PERF_MAX_SIZES 4096

@@ -6,7 +6,7 @@
  *                 [--nt-sweep | --avg]
  *
  * Every (size, nsrc, family) cell is measured once per repetition, the families interleaved in
- * time (the machines are shared and noisy, MACHINE-NOTES.md), and the table prints the median
+ * time (the machines are shared and noisy, docs/machines.md), and the table prints the median
  * of the repetitions with the lowest and highest. Buffers are allocated and written once before
  * timing, so page faults stay out of the numbers. --nt-sweep instead compares cache-allocating
  * with non-temporal stores over a range of sizes (how STA_REDUCE_NT_MIN_BYTES was chosen);

@@ -5,8 +5,7 @@
 #
 #   scripts/softroce/run-in-softroce.sh [--] COMMAND [ARGS...]
 #
-# Adapted from the tested recipe in shared/softroce (same guest, same
-# behaviour), trimmed to what Strata needs: the veth setup (rxe0 on veth0
+# The guest is built for Strata's needs only: the veth setup (rxe0 on veth0
 # 192.0.2.1, rxe1 on veth1 192.0.2.2) or none. How it works:
 #   * the kernel package linux-image-amd64 depends on, and busybox-static, are
 #     downloaded with apt-get (not installed), extracted and pruned into

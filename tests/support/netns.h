@@ -35,7 +35,7 @@
  *
  * Shaping: sts_netns_shape installs a root qdisc on both ends of a node's
  * link (both directions), e.g. "tbf rate 1gbit burst 32kb latency 50ms"
- * (netem is not in the CI kernel; see shared/MACHINE-NOTES.md for which qdiscs
+ * (netem is not in the CI kernel; see docs/machines.md for which qdiscs
  * are exact).
  *
  * Threads: an sts_netns_t is used by one thread. Creation briefly moves the

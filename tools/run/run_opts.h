@@ -51,7 +51,7 @@ strata_status_t stb_run_rate_parse(const char *text, uint64_t *bps_p);
 
 /*
  * tbf's bucket for a rate: one millisecond of traffic, and never less than one 64 KiB GSO
- * segment (MACHINE-NOTES: 512 kb is exact at 10 Gbit/s where 32 kb reaches only half).
+ * segment (docs/machines.md: 512 kb is exact at 10 Gbit/s where 32 kb reaches only half).
  */
 size_t stb_run_tbf_burst(uint64_t bps);
 

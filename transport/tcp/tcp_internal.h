@@ -33,7 +33,7 @@
 
 /*
  * Added by NCCL to its network latency term. Kernel TCP with polling costs
- * 4-7 us one way on these machines (MACHINE-NOTES.md, busy-polled ping-pong).
+ * 4-7 us one way on these machines (docs/machines.md, busy-polled ping-pong).
  */
 #define STT_TCP_LATENCY_US 5.0f
 #define STT_TCP_MAX_COMMS 65536
@@ -57,7 +57,7 @@
 #define STT_TCP_STAGE_BYTES 8192u
 /*
  * Rest of a payload below which socket 0 reads into the stage and copies out
- * (a 4 KiB copy takes ~0.3 us at the 12-13 GB/s of MACHINE-NOTES, about one
+ * (a 4 KiB copy takes ~0.3 us at the 12-13 GB/s of docs/machines.md, about one
  * EAGAIN recv, while it saves one recv per message); from this size on it reads
  * straight into the user buffer, with the stage behind it in the same readv.
  */

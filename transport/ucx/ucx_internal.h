@@ -35,7 +35,7 @@
 
 /* ------------------------------------------------------------------ constants */
 
-/* Props. Latency: UCX 1.13 point-to-point over TCP, 4.7 us (MACHINE-NOTES.md). */
+/* Props. Latency: UCX 1.13 point-to-point over TCP, 4.7 us (docs/machines.md). */
 #define STT_UCX_LATENCY_US 4.7f
 #define STT_UCX_MAX_COMMS 65536
 /*
