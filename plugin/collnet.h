@@ -79,6 +79,7 @@ typedef struct stp_cn_record {
     uint32_t rank;           /* the rank NCCL gave this member (data layout of AG/RS) */
     uint32_t nranks;
     double model[STA_FIELD_COUNT];   /* member 0's cost model is everyone's */
+    int32_t intra;           /* the model's sta_intra_t */
     int32_t forced;          /* member 0's STRATA_COLLNET_ALGO (sta_algo_t) */
     uint32_t chunk;          /* member 0's STRATA_COLLNET_CHUNK */
 } stp_cn_record_t;

@@ -296,7 +296,7 @@ static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint6
     stp_cn_record_local(&r);
     sta_model_t m = {.shm = {r.model[STA_FIELD_SHM_ALPHA], r.model[STA_FIELD_SHM_BETA]},
                      .net = {r.model[STA_FIELD_NET_ALPHA], r.model[STA_FIELD_NET_BETA]},
-                     .gamma_gbps = r.model[STA_FIELD_GAMMA]};
+                     .gamma_gbps = r.model[STA_FIELD_GAMMA], .intra = (sta_intra_t)r.intra};
     r.ok = sta_model_check(&m) == STRATA_OK;
     r.group = c->group;
     r.rank = (uint32_t)rank;

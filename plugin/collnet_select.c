@@ -51,6 +51,7 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
     r->model[STA_FIELD_NET_ALPHA] = model.net.alpha_us;
     r->model[STA_FIELD_NET_BETA] = model.net.beta_gbps;
     r->model[STA_FIELD_GAMMA] = model.gamma_gbps;
+    r->intra = (int32_t)model.intra;
     r->forced = forced;
     r->chunk = (uint32_t)chunk;
     return STRATA_OK;
@@ -91,6 +92,7 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
     model.net.alpha_us = r0->model[STA_FIELD_NET_ALPHA];
     model.net.beta_gbps = r0->model[STA_FIELD_NET_BETA];
     model.gamma_gbps = r0->model[STA_FIELD_GAMMA];
+    model.intra = (sta_intra_t)r0->intra;
     sta_dims_one_per_node(c->nranks, &dims);
     status = sta_select_build(&model, &dims, (sta_algo_t)r0->forced, &c->table);
     if (status != STRATA_OK)

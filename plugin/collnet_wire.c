@@ -10,7 +10,7 @@
  *           20 to u32 | 24 nranks u32 | 28 zero u32
  *   record  0 magic u32 "STCA" | 4 version u16 | 6 ok u16 | 8 group u64 | 16 rank u32 |
  *           20 nranks u32 | 24 model: 5 x f64 bits (shm alpha, shm beta, net alpha, net beta,
- *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72..95 zero
+ *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76..95 zero
  */
 #include <string.h>
 
@@ -119,6 +119,7 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
         stu_le_put64(p + 24 + 8 * f, double_bits(r->model[f]));
     stu_le_put32(p + 64, (uint32_t)r->forced);
     stu_le_put32(p + 68, r->chunk);
+    stu_le_put32(p + 72, (uint32_t)r->intra);
 }
 
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
@@ -135,6 +136,7 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
         r->model[f] = bits_double(stu_le_get64(p + 24 + 8 * f));
     r->forced = (int32_t)stu_le_get32(p + 64);
     r->chunk = stu_le_get32(p + 68);
+    r->intra = (int32_t)stu_le_get32(p + 72);
     return STRATA_OK;
 }
 
