@@ -74,10 +74,15 @@ static void select_log_coll(const stp_cn_comm_t *c, sta_coll_t coll)
         first = r->upper + 1;
     }
     size_t mib = (size_t)1 << 20;
-    STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: %s %s (model at 1 MiB: ring %.1f us,"
-             " recursive %.1f us)", sta_coll_name(coll), line,
-             sta_cost_us(&c->table.model, &c->table.dims, coll, STA_ALGO_RING, mib),
-             sta_cost_us(&c->table.model, &c->table.dims, coll, STA_ALGO_RECURSIVE, mib));
+    char at1m[96] = "";
+    for (int a = STA_ALGO_RING, n = 0; a <= STA_ALGO_RECURSIVE; a++) {
+        double us = sta_cost_us(&c->table.model, &c->table.dims, coll, (sta_algo_t)a, mib);
+        if (us >= 0)
+            n += snprintf(at1m + n, sizeof(at1m) - (size_t)n, "%s%s %.1f us", n ? ", " : "",
+                          sta_algo_name((sta_algo_t)a), us);
+    }
+    STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: %s %s (model at 1 MiB: %s)",
+             sta_coll_name(coll), line, at1m);
 }
 
 strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
