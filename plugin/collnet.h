@@ -142,6 +142,7 @@ typedef enum stp_cn_req_state {
     STP_CN_REQ_QUEUED,       /* waiting for an executor slot */
     STP_CN_REQ_RUNNING,
     STP_CN_REQ_DONE,
+    STP_CN_REQ_FLUSH,        /* an iflush of GPU memory waiting on the transport */
 } stp_cn_req_state_t;
 
 /* Which of a run's buffers a region names (sta_sched_buf_t), and the staging area. */
@@ -163,11 +164,26 @@ typedef struct stp_cn_req {
     uint8_t *src, *dst;      /* NCCL's buffers */
     stp_cn_mr_t *src_mr, *dst_mr;
     size_t bytes_per_rank, window_off;  /* AG/RS */
+    stt_req_t *flush;        /* STP_CN_REQ_FLUSH: the transport's flush */
 } stp_cn_req_t;
+
+/*
+ * A run's phases. GPU memory (a registration of type NCCL_PTR_CUDA, where the transport takes
+ * it: ib with peer memory) is staged through host buffers over the self link, a connection
+ * of the transport to this member itself: IN copies the GPU input to host memory, RUN runs
+ * the schedule on host memory (the CPU reduces), OUT copies the result back. Host memory goes
+ * straight to RUN and skips OUT. Written for verbs; untested here (no GPU on these machines).
+ */
+enum { STP_CN_PH_IN = 0, STP_CN_PH_RUN, STP_CN_PH_OUT, STP_CN_PH_DONE };
 
 /* One collective on the executor. */
 typedef struct stp_cn_run {
     stp_cn_req_t *req;       /* NULL: the slot is free */
+    int phase;               /* STP_CN_PH_* */
+    int stage_posted;        /* IN / OUT: self-link transfers posted (the send, then the
+                                receive) */
+    int stage_done;          /* ... and completed; the phase ends at 2 and 2 */
+    size_t src_len, dst_len; /* bytes of NCCL's buffers this run reads and writes */
     sta_sched_t sched;
     int npieces, nunits, left;
     int send_unit, recv_unit;   /* cursors: the next unit (step * npieces + piece) to post */
@@ -179,6 +195,9 @@ typedef struct stp_cn_run {
     uint8_t *work, *stage;   /* owned scratch, kept across collectives (grow only) */
     size_t work_size, stage_size;
     stp_cn_mr_t *work_mr, *stage_mr;
+    uint8_t *bounce[2];      /* host copies of GPU input [0] and output [1] (grow only) */
+    size_t bounce_size[2];
+    stp_cn_mr_t *bounce_mr[2];
     int stage_src;           /* 1: REDUCE_SRC receives are staged (SRC and DST overlap) */
     uint64_t last_ns;        /* last progress, for the timeout */
 } stp_cn_run_t;
@@ -189,7 +208,7 @@ enum { STP_CN_R_IDLE = 0, STP_CN_R_POSTED, STP_CN_R_ARRIVED, STP_CN_R_DONE };
 /* A transport request in flight. */
 typedef struct stp_cn_flight {
     stt_req_t *req;
-    int run, unit, is_send, peer;
+    int run, unit, is_send, peer;   /* unit -1: a self-link staging transfer */
     size_t len;              /* bytes expected */
 } stp_cn_flight_t;
 
@@ -204,8 +223,11 @@ typedef struct stp_cn_comm {
     int *rank_of;            /* [nranks] NCCL rank of each position */
     int *pos_of;             /* [nranks] position of each NCCL rank */
     int identity;            /* rank_of is the identity */
-    int nlinks;
-    stp_cn_link_t *links;    /* sorted by position */
+    int nlinks;              /* links to peers, sorted by position */
+    int nconn;               /* nlinks, plus the self link (GPU staging) when the device
+                                takes GPU memory: links[nlinks] connects to this member */
+    stp_cn_link_t *links;
+    int stage_all;           /* STRATA_COLLNET_STAGE: host buffers staged like GPU memory */
     int *link_of;            /* [nranks] index in links, or -1 */
     sta_select_t table;
     size_t chunk;            /* piece size of the ring steps */

@@ -9,7 +9,8 @@
  *      ring neighbours, recursive-doubling partners), each both ways: connect to the peer's
  *      transport handle, accept from our own listen comm; the first message on every
  *      connection is a hello naming the group, its sender and its addressee, so accepted
- *      connections are told apart and strays refused.
+ *      connections are told apart and strays refused. A device that takes GPU memory also
+ *      gets a self link (a connection to this member's own listen comm) for staging.
  *   3. agreement: a ring allgather of one record per member (did it build its links, its
  *      NCCL rank, its cost model and knobs) on the executor itself. Every member that gets
  *      through it holds the same records and decides the same: all built, one group, NCCL's
@@ -52,8 +53,8 @@ typedef struct cn_accepted {
 typedef struct cn_build {
     stp_cn_comm_t *c;
     stp_cn_listen_t *listen;
-    cn_pending_t *pend;                 /* [nlinks] */
-    cn_accepted_t *acc;                 /* [nlinks] */
+    cn_pending_t *pend;                 /* [nconn] */
+    cn_accepted_t *acc;                 /* [nconn] */
     int naccepted, nidentified;
     uint64_t deadline;
 } cn_build_t;
@@ -109,12 +110,17 @@ static strata_status_t cn_handles(stp_cn_comm_t *c, void *handles[], uint64_t my
     return status;
 }
 
-/* Step 2a: the peer set and the arrays that hang off the comm. */
+/* Step 2a: the peer set (and the self link when the device takes GPU memory), and the arrays
+ * that hang off the comm. */
 static strata_status_t cn_links_alloc(stp_cn_comm_t *c)
 {
     int peers[STA_SCHED_MAX_PEERS];
+    const stt_props_t *props = stp_state_props(c->dev);
     c->nlinks = sta_sched_peers(c->nranks, c->pos, peers, STA_SCHED_MAX_PEERS);
-    c->links = calloc((size_t)STU_MAX(c->nlinks, 1), sizeof(*c->links));
+    c->stage_all = stu_param_int(STU_PARAM_COLLNET_STAGE) != 0;
+    c->nconn = c->nlinks +
+               (c->stage_all || (props != NULL && (props->ptr_support & STT_PTR_CUDA)) ? 1 : 0);
+    c->links = calloc((size_t)STU_MAX(c->nconn, 1), sizeof(*c->links));
     c->link_of = calloc((size_t)c->nranks, sizeof(int));
     c->rank_of = calloc((size_t)c->nranks, sizeof(int));
     c->pos_of = calloc((size_t)c->nranks, sizeof(int));
@@ -128,6 +134,8 @@ static strata_status_t cn_links_alloc(stp_cn_comm_t *c)
         c->links[l].pos = peers[l];
         c->link_of[peers[l]] = l;
     }
+    if (c->nconn > c->nlinks)
+        c->links[c->nlinks].pos = c->pos;     /* the self link; link_of[pos] stays -1 */
     return STRATA_OK;
 }
 
@@ -137,7 +145,7 @@ static strata_status_t cn_pass_connect(cn_build_t *b, int *moved)
     stp_cn_comm_t *c = b->c;
     stt_conn_cfg_t cfg = {.traffic_class = STT_TRAFFIC_CLASS_UNDEF};
 
-    for (int l = 0; l < c->nlinks; l++) {
+    for (int l = 0; l < c->nconn; l++) {
         cn_pending_t *p = &b->pend[l];
         if (c->links[l].send == NULL) {
             strata_status_t status = c->ops->connect(c->dev, p->xhandle, &cfg,
@@ -187,7 +195,7 @@ static strata_status_t cn_identify(cn_build_t *b, cn_accepted_t *a)
         return cn_fail(c, STRATA_ERR_REMOTE, "a connection that is not from this group's"
                        " member (hello: group %016" PRIx64 " from %u to %u of %u)", h.group,
                        h.from, h.to, h.nranks);
-    int l = c->link_of[h.from];
+    int l = h.from == (uint32_t)c->pos && c->nconn > c->nlinks ? c->nlinks : c->link_of[h.from];
     if (l < 0 || c->links[l].recv != NULL)
         return cn_fail(c, STRATA_ERR_REMOTE, "member %u connected %s", h.from,
                        l < 0 ? "without being a peer" : "twice");
@@ -202,7 +210,7 @@ static strata_status_t cn_pass_accept(cn_build_t *b, int *moved)
 {
     stp_cn_comm_t *c = b->c;
 
-    while (b->naccepted < c->nlinks) {
+    while (b->naccepted < c->nconn) {
         stt_comm_t *recv = NULL;
         strata_status_t status = stt_accept(b->listen->listen, &recv);
         if (status != STRATA_OK)
@@ -246,7 +254,7 @@ static strata_status_t cn_pass_accept(cn_build_t *b, int *moved)
 
 static int cn_links_done(const cn_build_t *b)
 {
-    for (int l = 0; l < b->c->nlinks; l++)
+    for (int l = 0; l < b->c->nconn; l++)
         if (!b->pend[l].hello_sent || b->c->links[l].recv == NULL)
             return 0;
     return 1;
@@ -260,7 +268,7 @@ static strata_status_t cn_links_build(cn_build_t *b,
     uint64_t nap = CN_NAP_MIN_NS;
     strata_status_t status = STRATA_OK;
 
-    for (int l = 0; l < c->nlinks; l++)
+    for (int l = 0; l < c->nconn; l++)
         memcpy(b->pend[l].xhandle, xhandles[c->links[l].pos], STP_CN_HANDLE_XPORT_BYTES);
     while (!cn_links_done(b)) {
         int moved = 0;
@@ -272,7 +280,7 @@ static strata_status_t cn_links_build(cn_build_t *b,
             continue;
         }
         if (stu_time_ns() > b->deadline) {
-            for (int l = 0; l < c->nlinks; l++)
+            for (int l = 0; l < c->nconn; l++)
                 if (!b->pend[l].hello_sent || c->links[l].recv == NULL)
                     return cn_fail(c, STRATA_ERR_TIMEOUT, "member %d: %s within STRATA_TIMEOUT",
                                    c->links[l].pos, c->links[l].recv == NULL
@@ -373,7 +381,7 @@ void stp_cn_comm_free(stp_cn_comm_t *c)
             mr->refs = 1;
             stp_cn_mr_put(c, mr);
         }
-        for (int l = 0; l < c->nlinks; l++) {
+        for (int l = 0; l < c->nconn; l++) {
             if (c->links[l].send != NULL)
                 stt_close_send(c->links[l].send);
             if (c->links[l].recv != NULL)
@@ -401,8 +409,8 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
 
     if ((status = cn_links_alloc(c)) != STRATA_OK || (status = stp_cn_exec_init(c)) != STRATA_OK)
         return status;
-    b.pend = calloc((size_t)STU_MAX(c->nlinks, 1), sizeof(*b.pend));
-    b.acc = calloc((size_t)STU_MAX(c->nlinks, 1), sizeof(*b.acc));
+    b.pend = calloc((size_t)STU_MAX(c->nconn, 1), sizeof(*b.pend));
+    b.acc = calloc((size_t)STU_MAX(c->nconn, 1), sizeof(*b.acc));
     recs = calloc((size_t)c->nranks, STP_CN_RECORD_BYTES);
     if (b.pend == NULL || b.acc == NULL || recs == NULL) {
         status = STRATA_ERR_NO_MEMORY;

@@ -62,6 +62,11 @@ void stp_cn_exec_fini(stp_cn_comm_t *c)
             stp_cn_mr_put(c, r->work_mr);
         if (r->stage_mr != NULL)
             stp_cn_mr_put(c, r->stage_mr);
+        for (int b = 0; b < 2; b++) {
+            if (r->bounce_mr[b] != NULL)
+                stp_cn_mr_put(c, r->bounce_mr[b]);
+            free(r->bounce[b]);
+        }
         free(r->work);
         free(r->stage);
         free(r->sdone);
@@ -162,6 +167,44 @@ static int ranges_overlap(const uint8_t *a, size_t alen, const uint8_t *b, size_
     return alen > 0 && blen > 0 && a < b + blen && b < a + alen;
 }
 
+/* The schedule's SRC bytes copied into DST before its first step (allgather's own block). */
+static void run_pre_copy(stp_cn_run_t *r)
+{
+    if (r->sched.pre_copy.len > 0) {
+        uint8_t *to = r->buf[r->sched.pre_copy.buf] + r->sched.pre_copy.off;
+        const uint8_t *from = r->buf[STA_SCHED_SRC] + r->sched.pre_copy_src_off;
+        if (to != from)
+            memmove(to, from, r->sched.pre_copy.len);
+    }
+}
+
+/*
+ * GPU buffers: the schedule runs on host copies (bounce[0] for the input, bounce[1] for the
+ * output), which the IN and OUT phases fill and drain over the self link. Host buffers run in
+ * place, unless STRATA_COLLNET_STAGE=1 stages them too (the tests' way to run this path
+ * without a GPU; with GPU memory itself it is untested here).
+ */
+static strata_status_t run_bounce(stp_cn_comm_t *c, stp_cn_run_t *r, const stp_cn_req_t *q)
+{
+    const stp_cn_mr_t *mrs[2] = {q->src_mr, q->dst_mr};
+    const size_t lens[2] = {r->src_len, r->dst_len};
+    const int bufs[2] = {STA_SCHED_SRC, STA_SCHED_DST};
+
+    for (int i = 0; i < 2; i++) {
+        if ((mrs[i]->type == NCCL_PTR_HOST && !c->stage_all) || lens[i] == 0)
+            continue;
+        strata_status_t status = scratch_grow(c, &r->bounce[i], &r->bounce_size[i],
+                                              &r->bounce_mr[i], lens[i]);
+        if (status != STRATA_OK)
+            return status;
+        r->buf[bufs[i]] = r->bounce[i];
+        r->mr[bufs[i]] = r->bounce_mr[i];
+    }
+    r->stage_src = ranges_overlap(r->buf[STA_SCHED_SRC], r->src_len, r->buf[STA_SCHED_DST],
+                                  r->dst_len);
+    return STRATA_OK;
+}
+
 static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t *q)
 {
     const size_t esize = strata_dtype_size(q->dtype);
@@ -187,11 +230,15 @@ static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t
     r->send_unit = r->recv_unit = 0;
     memset(r->sdone, 0, (size_t)r->nunits);
     memset(r->rstate, STP_CN_R_IDLE, (size_t)r->nunits);
+    r->src_len = src_len;
+    r->dst_len = dst_len;
     r->buf[STA_SCHED_SRC] = q->src;
     r->buf[STA_SCHED_DST] = q->dst;
     r->mr[STA_SCHED_SRC] = q->src_mr;
     r->mr[STA_SCHED_DST] = q->dst_mr;
     r->stage_src = ranges_overlap(q->src, src_len, q->dst, dst_len);
+    if ((status = run_bounce(c, r, q)) != STRATA_OK)
+        return status;
     if (q->coll == STA_COLL_REDUCE_SCATTER) {
         status = scratch_grow(c, &r->work, &r->work_size, &r->work_mr, r->sched.bytes);
         if (status != STRATA_OK)
@@ -206,12 +253,10 @@ static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t
     r->mr[STA_SCHED_WORK] = r->work_mr;
     r->buf[STP_CN_BUF_STAGE] = r->stage;
     r->mr[STP_CN_BUF_STAGE] = r->stage_mr;
-    if (r->sched.pre_copy.len > 0) {
-        uint8_t *to = r->buf[r->sched.pre_copy.buf] + r->sched.pre_copy.off;
-        const uint8_t *from = q->src + r->sched.pre_copy_src_off;
-        if (to != from)
-            memmove(to, from, r->sched.pre_copy.len);
-    }
+    r->stage_posted = r->stage_done = 0;
+    r->phase = r->buf[STA_SCHED_SRC] != q->src ? STP_CN_PH_IN : STP_CN_PH_RUN;
+    if (r->phase == STP_CN_PH_RUN)
+        run_pre_copy(r);
     r->last_ns = stu_time_ns();
     q->state = STP_CN_REQ_RUNNING;
     return STRATA_OK;
@@ -318,6 +363,8 @@ static int post_sends(stp_cn_comm_t *c, int i, int *changed)
     stp_cn_run_t *r = run_at(c, i);
     const int slot = (c->run_head + i) % STP_CN_ACTIVE;
 
+    if (r->phase == STP_CN_PH_IN)
+        return 0;                   /* its input is still on the way in: later runs wait too */
     while (r->send_unit < r->nunits) {
         const int u = r->send_unit, s = u / r->npieces, pc = u % r->npieces;
         sta_sched_step_t st;
@@ -354,6 +401,8 @@ static int post_recvs(stp_cn_comm_t *c, int i, int *changed)
     stp_cn_run_t *r = run_at(c, i);
     const int slot = (c->run_head + i) % STP_CN_ACTIVE;
 
+    if (r->phase == STP_CN_PH_IN)
+        return 0;
     while (r->recv_unit < r->nunits) {
         const int u = r->recv_unit, s = u / r->npieces, pc = u % r->npieces;
         sta_sched_step_t st;
@@ -413,6 +462,10 @@ static void flights_test(stp_cn_comm_t *c, int *changed)
         c->flights[i] = c->flights[--c->nflights];     /* the request is released */
         r->last_ns = stu_time_ns();
         *changed = 1;
+        if (f.unit < 0) {
+            r->stage_done++;                           /* a self-link staging transfer */
+            continue;
+        }
         if (f.is_send) {
             r->sdone[f.unit] = 1;
             unit_settle(r, f.unit);
@@ -430,13 +483,88 @@ static void flights_test(stp_cn_comm_t *c, int *changed)
     }
 }
 
+/*
+ * Posts a run's two self-link transfers, GPU to host (IN) or host to GPU (OUT): the send, then
+ * the receive, so that runs' transfers pair up in order on the self link. 1 when both are
+ * posted, 0 when the transport had no slot (try again).
+ */
+static int stage_post(stp_cn_comm_t *c, int i, int out)
+{
+    stp_cn_run_t *r = run_at(c, i);
+    const int slot = (c->run_head + i) % STP_CN_ACTIVE, self = c->nlinks;
+    stp_cn_req_t *q = r->req;
+    uint8_t *from = out ? r->buf[STA_SCHED_DST] : q->src;
+    uint8_t *to = out ? q->dst : r->buf[STA_SCHED_SRC];
+    stp_cn_mr_t *from_mr = out ? r->mr[STA_SCHED_DST] : q->src_mr;
+    stp_cn_mr_t *to_mr = out ? q->dst_mr : r->mr[STA_SCHED_SRC];
+    size_t len = out ? r->dst_len : r->src_len;
+    int tag = 0;
+
+    if (c->nflights + 2 > STP_CN_MAX_INFLIGHT)
+        return 0;
+    if (r->stage_posted == 0) {                    /* nothing posted yet: the send */
+        stt_req_t *req = NULL;
+        strata_status_t status = stt_isend(c->links[self].send, from, len, 0,
+                                           from_mr->mh[2 * self], &req);
+        if (status != STRATA_OK || req == NULL) {
+            if (status != STRATA_OK)
+                exec_fail(c, status, c->pos, "staging GPU memory through", q->seq, 0);
+            return 0;
+        }
+        flight_add(c, req, slot, -1, 1, c->pos, len);
+        r->stage_posted = 1;
+    }
+    if (r->stage_posted == 1) {
+        stt_req_t *req = NULL;
+        void *mh = to_mr->mh[2 * self + 1];
+        strata_status_t status = stt_irecv(c->links[self].recv, 1, (void **)&to, &len, &tag,
+                                           &mh, &req);
+        if (status != STRATA_OK || req == NULL) {
+            if (status != STRATA_OK)
+                exec_fail(c, status, c->pos, "staging GPU memory through", q->seq, 0);
+            return 0;
+        }
+        flight_add(c, req, slot, -1, 0, c->pos, len);
+        r->stage_posted = 2;
+    }
+    return 1;
+}
+
+/* Moves runs between phases; posts staging transfers in run order. */
+static void runs_stage(stp_cn_comm_t *c, int *changed)
+{
+    int posting = 1;
+
+    for (int i = 0; i < c->nrunning; i++) {
+        stp_cn_run_t *r = run_at(c, i);
+        if (r->phase == STP_CN_PH_RUN && r->left == 0 && r->send_unit == r->nunits &&
+            r->recv_unit == r->nunits) {
+            r->phase = r->buf[STA_SCHED_DST] != r->req->dst ? STP_CN_PH_OUT : STP_CN_PH_DONE;
+            r->stage_posted = r->stage_done = 0;
+            *changed = 1;
+        }
+        if (r->phase != STP_CN_PH_IN && r->phase != STP_CN_PH_OUT)
+            continue;
+        if (r->stage_posted < 2 && posting) {
+            posting = stage_post(c, i, r->phase == STP_CN_PH_OUT);
+            *changed |= posting;
+        }
+        if (r->stage_done == 2) {
+            r->stage_posted = r->stage_done = 0;
+            if (r->phase == STP_CN_PH_IN)
+                run_pre_copy(r);
+            r->phase = r->phase == STP_CN_PH_IN ? STP_CN_PH_RUN : STP_CN_PH_DONE;
+            *changed = 1;
+        }
+    }
+}
+
 /* Marks finished runs' requests done and frees their slots, oldest first. */
 static void runs_finish(stp_cn_comm_t *c, int *changed)
 {
     for (int i = 0; i < c->nrunning; i++) {
         stp_cn_run_t *r = run_at(c, i);
-        if (r->req->state == STP_CN_REQ_RUNNING && r->left == 0 &&
-            r->send_unit == r->nunits && r->recv_unit == r->nunits) {
+        if (r->req->state == STP_CN_REQ_RUNNING && r->phase == STP_CN_PH_DONE) {
             r->req->state = STP_CN_REQ_DONE;
             *changed = 1;
         }
@@ -488,6 +616,7 @@ strata_status_t stp_cn_exec_progress(stp_cn_comm_t *c)
         for (int i = 0; i < c->nrunning && c->failed == STRATA_OK; i++)
             if (!post_recvs(c, i, &changed))
                 break;
+        runs_stage(c, &changed);
         runs_finish(c, &changed);
     }
     if (c->failed == STRATA_OK)

@@ -1,7 +1,7 @@
 /*
  * CollNet registrations: one per (address, size, type) and collComm, reference counted, each
- * holding the transport's handle on every link's send and receive comm (the executor sends
- * and receives NCCL's buffers on any of them). NCCL registers its staging region once per
+ * holding the transport's handle on every link's send and receive comm, the self link's
+ * included (the executor sends and receives NCCL's buffers on any of them). NCCL registers its staging region once per
  * channel and direction, 2 x nChannels times on the same collComm (src/transport/coll_net.cc
  * of v2.28.9-1): the later calls only take a reference.
  */
@@ -13,7 +13,7 @@
 
 static void mr_free(stp_cn_comm_t *c, stp_cn_mr_t *mr)
 {
-    for (int l = 0; l < c->nlinks; l++) {
+    for (int l = 0; l < c->nconn; l++) {
         if (mr->mh[2 * l] != NULL)
             stt_dereg_mr(c->links[l].send, mr->mh[2 * l]);
         if (mr->mh[2 * l + 1] != NULL)
@@ -27,7 +27,7 @@ static void mr_free(stp_cn_comm_t *c, stp_cn_mr_t *mr)
 static strata_status_t mr_create(stp_cn_comm_t *c, void *data, size_t size, int type,
                                  uint64_t offset, int dmabuf_fd, stp_cn_mr_t **mr_p)
 {
-    stp_cn_mr_t *mr = calloc(1, sizeof(*mr) + 2 * (size_t)c->nlinks * sizeof(void *));
+    stp_cn_mr_t *mr = calloc(1, sizeof(*mr) + 2 * (size_t)c->nconn * sizeof(void *));
     strata_status_t status = STRATA_OK;
 
     if (mr == NULL)
@@ -38,7 +38,7 @@ static strata_status_t mr_create(stp_cn_comm_t *c, void *data, size_t size, int 
     mr->size = size;
     mr->type = type;
     mr->refs = 1;
-    for (int l = 0; l < c->nlinks && status == STRATA_OK; l++) {
+    for (int l = 0; l < c->nconn && status == STRATA_OK; l++) {
         stt_comm_t *comms[2] = {c->links[l].send, c->links[l].recv};
         for (int d = 0; d < 2 && status == STRATA_OK; d++) {
             if (dmabuf_fd >= 0)
@@ -174,10 +174,9 @@ strata_status_t stp_cn_mr_check(const stp_cn_comm_t *c, void *mhandle, const voi
                  " %p", what, size, data, mr->size, (void *)mr->addr);
         return STRATA_ERR_INVALID;
     }
-    if (mr->type != NCCL_PTR_HOST && size > 0) {
-        STU_WARN("collnet: %s: memory of type %d (GPU); this CollNet reduces on the CPU and"
-                 " takes host memory only (ptrSupport of the tcp and ucx devices)", what,
-                 mr->type);
+    if (mr->type != NCCL_PTR_HOST && size > 0 && c->nconn == c->nlinks) {
+        STU_WARN("collnet: %s: memory of type %d (GPU) on a device without GPU memory support;"
+                 " this CollNet reduces on the CPU", what, mr->type);
         return STRATA_ERR_UNSUPPORTED;
     }
     return STRATA_OK;

@@ -229,6 +229,25 @@ ncclResult_t stp_cn_iflush(void *coll_comm, void *data, int size, void *mhandle,
     *request = NULL;       /* NULL is "done": host memory the CPU wrote needs no flush */
     if (stp_cn_mr_check(c, mhandle, data, (size_t)size, "iflush") != STRATA_OK)
         return stp_status_to_nccl(STRATA_ERR_INVALID);
+    const stp_cn_mr_t *mr = mhandle;
+    if (mr->type == NCCL_PTR_HOST || size == 0)
+        return ncclSuccess;
+    /* GPU memory the self link wrote (collnet_exec.c's OUT phase): the transport's flush
+     * (ib: a loopback RDMA read) on that link. Untested here: no GPU. */
+    stp_cn_req_t *q = stp_cn_req_alloc(c);
+    if (q == NULL) {       /* a NULL flush request means "done": no back-pressure here */
+        STU_WARN("collnet: iflush: all %d requests are in use", STP_CN_MAX_REQUESTS);
+        return stp_status_to_nccl(STRATA_ERR_NO_RESOURCE);
+    }
+    stt_comm_t *self = c->links[c->nlinks].recv;
+    void *mh = mr->mh[2 * c->nlinks + 1];
+    strata_status_t status = self->ops->iflush(self, 1, &data, &size, &mh, &q->flush);
+    if (status != STRATA_OK || q->flush == NULL) {
+        q->state = STP_CN_REQ_FREE;
+        return stp_status_to_nccl(status);
+    }
+    q->state = STP_CN_REQ_FLUSH;
+    *request = q;
     return ncclSuccess;
 }
 
@@ -240,6 +259,14 @@ ncclResult_t stp_cn_test(void *request, int *done, int *size)
               q->state != STP_CN_REQ_FREE && comm_ok(q->comm), "test: %s",
               done == NULL ? "NULL done" : "not a live Strata CollNet request");
     *done = 0;
+    if (q->state == STP_CN_REQ_FLUSH) {
+        strata_status_t status = stt_test(q->flush, done, NULL);
+        if (status != STRATA_OK || *done)
+            q->state = STP_CN_REQ_FREE;
+        if (*done && size != NULL)
+            *size = 0;
+        return stp_status_to_nccl(status);
+    }
     strata_status_t status = stp_cn_exec_progress(q->comm);
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);

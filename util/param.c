@@ -127,6 +127,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_COLLNET_CHUNK] = {"STRATA_COLLNET_CHUNK", STU_PARAM_TYPE_INT, "128K",
         "bytes per pipelined piece of a CollNet ring step (see docs/collnet-protocol.md);"
         " member 0's value is used by all"},
+    [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
+        "1: the CollNet stages host buffers through its self link as it stages GPU memory"
+        " (slower; for tests of that path on machines without GPUs)"},
 };
 
 typedef struct param_value {

@@ -58,6 +58,7 @@ typedef enum stu_param_id {
     STU_PARAM_COLLNET,
     STU_PARAM_COLLNET_ALGO,
     STU_PARAM_COLLNET_CHUNK,
+    STU_PARAM_COLLNET_STAGE,
     STU_PARAM_COUNT
 } stu_param_id_t;
 

@@ -5,7 +5,8 @@
  * handle order and NCCL rank differ), connect on each member, the staging region registered
  * per channel and direction, every type x operator with padded counts several calls deep,
  * allgather and reduce-scatter windows, NCCL's depth and back-pressure, a member killed or
- * stalled mid-collective, 100 create/destroy cycles, NCCL's service and progress threads;
+ * stalled mid-collective, 100 create/destroy cycles, NCCL's service and progress threads,
+ * the GPU-memory staging path run on host buffers (STRATA_COLLNET_STAGE=1);
  * on loopback and across network namespaces. In this process: the devices mirror the net's,
  * reduceSupport, STRATA_COLLNET=0, bad handles, a group of one.
  */
@@ -223,6 +224,19 @@ static void test_types_4_ring(void **state)
 {
     cn_run(&(cn_job_t){.scenario = "types", .nranks = 4, .version = 11, .victim = -1,
                        .env = {"STRATA_COLLNET_ALGO=ring", "STRATA_COLLNET_CHUNK=16K"}});
+}
+
+/* The GPU path without a GPU: host buffers staged through the self link (IN, RUN, OUT). */
+static void test_types_3_staged(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "types", .nranks = 3, .version = 11, .victim = -1,
+                       .env = {"STRATA_COLLNET_STAGE=1", "STRATA_COLLNET_CHUNK=8K"}});
+}
+
+static void test_windows_4_staged(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "windows", .nranks = 4, .version = 12, .victim = -1,
+                       .env = {"STRATA_COLLNET_STAGE=1"}});
 }
 
 /* Windows with NCCL ranks in another order than the handles. */
@@ -444,6 +458,8 @@ int main(void)
         cmocka_unit_test_teardown(test_types_3_v12_pieces, cn_teardown),
         cmocka_unit_test_teardown(test_types_5_recursive, cn_teardown),
         cmocka_unit_test_teardown(test_types_4_ring, cn_teardown),
+        cmocka_unit_test_teardown(test_types_3_staged, cn_teardown),
+        cmocka_unit_test_teardown(test_windows_4_staged, cn_teardown),
         cmocka_unit_test_teardown(test_windows_8_permuted, cn_teardown),
         cmocka_unit_test_teardown(test_windows_4_recursive, cn_teardown),
         cmocka_unit_test_teardown(test_depth_3, cn_teardown),
