@@ -6,6 +6,7 @@
 #include "plugin/collnet_props.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "algos/rail.h"
@@ -93,20 +94,11 @@ ncclResult_t stp_cn_props_v12(int dev, ncclNetProperties_v12_t *props)
 
     if (res != ncclSuccess)
         return res;
+    /* v12 has v11's layout up to vProps (include/nccl/net_v12.h checks the offsets) */
+    _Static_assert(offsetof(ncclNetProperties_v12_t, vProps) ==
+                   offsetof(ncclNetProperties_v11_t, vProps), "v11 and v12 agree up to vProps");
     memset(props, 0, sizeof(*props));
-    props->name = v11.name;
-    props->pciPath = v11.pciPath;
-    props->guid = v11.guid;
-    props->ptrSupport = v11.ptrSupport;
-    props->regIsGlobal = v11.regIsGlobal;
-    props->forceFlush = v11.forceFlush;
-    props->speed = v11.speed;
-    props->port = v11.port;
-    props->latency = v11.latency;
-    props->maxComms = v11.maxComms;
-    props->maxRecvs = v11.maxRecvs;
-    props->netDeviceType = v11.netDeviceType;
-    props->netDeviceVersion = v11.netDeviceVersion;
+    memcpy(props, &v11, offsetof(ncclNetProperties_v11_t, vProps));
     props->vProps.ndevs = v11.vProps.ndevs;
     for (int i = 0; i < v11.vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC; i++)
         props->vProps.devs[i] = v11.vProps.devs[i];
