@@ -8,6 +8,7 @@
  * include/nccl/net_v11.h how NCCL drives each call.
  *
  * Files: collnet_tables.c (ncclCollNetPlugin_v11 and _v12: init, devices, finalize),
+ * collnet_compat.c (_v10 and _v9, adapters on the net adapters' context),
  * collnet_props.c (the devices mirror the net's; v12 rail and plane), collnet_wire.c
  * (handle, hello and agreement record bytes), collnet_listen.c, collnet_connect.c (the group
  * and its agreement), collnet_mr.c (registrations), collnet_exec.c (the executor),

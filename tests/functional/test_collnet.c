@@ -8,9 +8,10 @@
  * stalled mid-collective, 100 create/destroy cycles, NCCL's service and progress threads,
  * the GPU-memory staging path run on host buffers (STRATA_COLLNET_STAGE=1);
  * on loopback and across network namespaces. In this process: the devices mirror the net's,
- * reduceSupport, STRATA_COLLNET=0, bad handles, a group of one.
+ * reduceSupport, STRATA_COLLNET=0, bad handles, a group of one, the v10 and v9 tables.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 
 #include "netns.h"
+#include "nccl/net.h"
 #include "sts_proc.h"
 #include "sts_util.h"
 #include "tools/lib/plugin_loader.h"
@@ -445,6 +447,58 @@ static void test_single_member(void **state)
     cn_local_close(&l);
 }
 
+/*
+ * ncclCollNetPlugin_v10 and _v9 (NCCL 2.23 to 2.27): no context, no finalize. Looked up in the
+ * library the way those NCCL releases do; a group of one: listen, connect, an allreduce and
+ * an allgather window, close.
+ */
+static void cn_compat_case(void *dl, const char *sym)
+{
+    const ncclCollNet_v10_t *cn = dlsym(dl, sym);   /* v9's table has v10's layout */
+    uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *handles[1] = {handle}, *lcomm = NULL, *ccomm = NULL, *mh = NULL, *req = NULL;
+    ncclNetProperties_v10_t props;
+    float buf[64];
+    int ndev = 0, done = 0;
+
+    assert_non_null(cn);
+    assert_int_equal(cn->init(NULL), ncclSuccess);
+    assert_int_equal(cn->devices(&ndev), ncclSuccess);
+    assert_true(ndev >= 1);
+    assert_int_equal(cn->getProperties(0, &props), ncclSuccess);
+    assert_true(props.maxCollBytes > 0 && props.name != NULL);
+    assert_int_equal(cn->listen(0, handle, &lcomm), ncclSuccess);
+    assert_int_equal(cn->connect(handles, 1, 0, lcomm, &ccomm), ncclSuccess);
+    assert_int_equal(cn->closeListen(lcomm), ncclSuccess);
+    for (int i = 0; i < 32; i++)
+        buf[i] = (float)(i * 3);
+    assert_int_equal(cn->regMr(ccomm, buf, sizeof(buf), NCCL_PTR_HOST, &mh), ncclSuccess);
+    assert_int_equal(cn->iallreduce(ccomm, buf, buf + 32, 32, ncclFloat32, ncclSum, mh, mh, &req),
+                     ncclSuccess);
+    while (!done)
+        assert_int_equal(cn->test(req, &done, NULL), ncclSuccess);
+    for (int i = 0; i < 32; i++)
+        assert_true(buf[32 + i] == (float)(i * 3));
+    ncclNetSGE_v10_t part = {.mhandle = mh, .address = buf + 32, .size = 64};
+    req = NULL;
+    done = 0;
+    assert_int_equal(cn->iallgather(ccomm, buf, 1, &part, 128, 0, 64, mh, &req), ncclSuccess);
+    while (!done)
+        assert_int_equal(cn->test(req, &done, NULL), ncclSuccess);
+    assert_memory_equal(buf + 32, buf, 64);
+    assert_int_equal(cn->deregMr(ccomm, mh), ncclSuccess);
+    assert_int_equal(cn->closeColl(ccomm), ncclSuccess);
+}
+
+static void test_compat_v10_v9(void **state)
+{
+    void *dl = dlopen(STRATA_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    cn_compat_case(dl, "ncclCollNetPlugin_v10");
+    cn_compat_case(dl, "ncclCollNetPlugin_v9");
+    dlclose(dl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_single_member),
+        cmocka_unit_test(test_compat_v10_v9),
         cmocka_unit_test_teardown(test_types_2_v11, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_v12_pieces, cn_teardown),
         cmocka_unit_test_teardown(test_types_5_recursive, cn_teardown),
