@@ -14,8 +14,9 @@
  *   send(s, c)  after receive(s-1, c) is done (the data it forwards or has reduced)
  *   recv(s, c)  after send(s-1, c) and receive(s-1, c) are done: nothing still reads the
  *               region it may overwrite, and the staging area of piece c is free again
- *   reduce      when the bytes are in; REDUCE_OUT also waits for send(s, c) when that send
- *               reads the region it writes (recursive doubling sends and reduces DST)
+ *   reduce      when the bytes are in, and send(s, c) is done if it reads the memory the
+ *               reduction writes (recursive doubling sends and reduces DST; in place, SRC
+ *               is DST)
  * Every dependency points to a smaller unit, so each member makes progress as long as its
  * peers do: no deadlock, whatever the order in which transport requests complete.
  *
@@ -237,6 +238,15 @@ static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t
     r->mr[STA_SCHED_SRC] = q->src_mr;
     r->mr[STA_SCHED_DST] = q->dst_mr;
     r->stage_src = ranges_overlap(q->src, src_len, q->dst, dst_len);
+    if (r->stage_src && q->coll != STA_COLL_ALLGATHER &&
+        q->dst != q->src + (q->coll == STA_COLL_ALLREDUCE ? 0 : r->blk_off[c->pos])) {
+        /* in place is the output being exactly the input's block (NCCL's registered path);
+         * any other overlap would reduce a region into itself shifted */
+        STU_WARN("collnet: %s: the output (%p, %zu bytes) overlaps the input (%p, %zu bytes)"
+                 " other than in place", sta_coll_name(q->coll), (void *)q->dst, dst_len,
+                 (void *)q->src, src_len);
+        return STRATA_ERR_INVALID;
+    }
     if ((status = run_bounce(c, r, q)) != STRATA_OK)
         return status;
     if (q->coll == STA_COLL_REDUCE_SCATTER) {
@@ -324,10 +334,15 @@ static int unit_reduce(stp_cn_run_t *r, int u)
     const stp_cn_req_t *q = r->req;
     uint8_t *staged = r->buf[STP_CN_BUF_STAGE] + st.recv.off + poff;
 
-    if (st.recv_kind == STA_SCHED_RECV_REDUCE_OUT) {
-        /* recursive doubling sends the region it reduces into: the send must be out first */
-        if (st.send_peer >= 0 && st.send.buf == st.recv.buf && !r->sdone[u])
+    if (st.send_peer >= 0 && !r->sdone[u]) {
+        /* the step's own send may read what this writes (recursive doubling sends the region
+         * it reduces into; in place, SRC is DST): it must be out first */
+        size_t slen;
+        const uint8_t *sent = piece_ptr(r, &st.send, pc, &slen, NULL);
+        if (ranges_overlap(sent, slen, out, len))
             return 0;
+    }
+    if (st.recv_kind == STA_SCHED_RECV_REDUCE_OUT) {
         sta_reduce(out, out, staged, n, q->dtype, q->op);
     } else if (st.recv_kind == STA_SCHED_RECV_REDUCE_SRC) {
         const uint8_t *mine = r->buf[STA_SCHED_SRC] + st.src_off + poff;

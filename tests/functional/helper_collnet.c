@@ -198,11 +198,12 @@ static int scenario_types(member_t *m)
     return 0;
 }
 
-/* A large allreduce from buffers registered once, as NCCL's registered path passes them. */
-static int scenario_large(member_t *m, strata_dtype_t t, size_t count)
+/* A large allreduce from buffers registered once, as NCCL's registered path passes them;
+ * in_place: one buffer for both (the registered path's in-place allreduce). */
+static int scenario_large(member_t *m, strata_dtype_t t, size_t count, int in_place)
 {
     size_t esz = strata_dtype_size(t);
-    uint8_t *s = malloc(count * esz), *r = malloc(count * esz);
+    uint8_t *s = malloc(count * esz), *r = in_place ? s : malloc(count * esz);
     void *smh = NULL, *rmh = NULL, *req = NULL;
     int rc = -1;
 
@@ -231,7 +232,8 @@ out:
     if (rmh != NULL)
         stb_collnet_dereg(m->cn, m->ccomm, rmh);
     free(s);
-    free(r);
+    if (!in_place)
+        free(r);
     return rc == 0 ? 0 : fail(m, "large allreduce failed");
 }
 
@@ -283,9 +285,10 @@ static int windows_allgather(member_t *m, size_t bpr, size_t win)
     return rc;
 }
 
-/* Reduce-scatter windows: each member's share of each window checked against the reference. */
+/* Reduce-scatter windows: each member's share of each window checked against the reference.
+ * in_place: the output is the member's own block of the input (NCCL's registered path). */
 static int windows_reduce_scatter(member_t *m, strata_dtype_t t, strata_op_t op, size_t bpr,
-                                  size_t win)
+                                  size_t win, int in_place)
 {
     size_t esz = strata_dtype_size(t), total = bpr * (size_t)m->nranks;
     uint8_t *in = malloc(total), *out = malloc(bpr);
@@ -300,15 +303,18 @@ static int windows_reduce_scatter(member_t *m, strata_dtype_t t, strata_op_t op,
         size_t len = STU_MIN(win, total - wo), lo = (size_t)m->rank * bpr;
         size_t a = STU_MIN(STU_MAX(lo, wo), wo + len), b = STU_MIN(STU_MAX(lo + bpr, wo), wo + len);
         void *req = NULL;
-        memset(out, 0x5a, bpr);
+        uint8_t *dst = in_place ? in + a : out;
+        if (!in_place)
+            memset(out, 0x5a, bpr);
         while (req == NULL && rc == 0)
-            if (stb_collnet_ireducescatter(m->cn, m->ccomm, in + wo, in_mh, out, out_mh, bpr, wo,
-                                           len, t, op, &req) != STRATA_OK)
+            if (stb_collnet_ireducescatter(m->cn, m->ccomm, in + wo, in_mh, dst,
+                                           in_place ? in_mh : out_mh, bpr, wo, len, t, op,
+                                           &req) != STRATA_OK)
                 rc = fail(m, "ireducescatter window %zu+%zu", wo, len);
         if (rc == 0)
             rc = wait_req(m, req, 0, 0, "reduce-scatter window");
         if (rc == 0 && b > a &&
-            cc_check(out, (b - a) / esz, t, op, m->nranks, a / esz, "reduce-scatter") != 0)
+            cc_check(dst, (b - a) / esz, t, op, m->nranks, a / esz, "reduce-scatter") != 0)
             rc = fail(m, "reduce-scatter %s/%s window %zu+%zu: wrong result",
                       strata_dtype_name(t), strata_op_name(op), wo, len);
     }
@@ -326,10 +332,12 @@ static int scenario_windows(member_t *m)
     if (windows_allgather(m, 3000, 1024) != 0 || windows_allgather(m, 100000, 64 * 1024) != 0 ||
         windows_allgather(m, 7, 5) != 0)
         return -1;
-    if (windows_reduce_scatter(m, STRATA_FP32, STRATA_SUM, 4096, 1536) != 0 ||
-        windows_reduce_scatter(m, STRATA_INT32, STRATA_MAX, 40000, 65536) != 0 ||
-        windows_reduce_scatter(m, STRATA_BF16, STRATA_SUM, 2048, 6144) != 0 ||
-        windows_reduce_scatter(m, STRATA_FP8_E4M3, STRATA_SUM, 999, 512) != 0)
+    if (windows_reduce_scatter(m, STRATA_FP32, STRATA_SUM, 4096, 1536, 0) != 0 ||
+        windows_reduce_scatter(m, STRATA_INT32, STRATA_MAX, 40000, 65536, 0) != 0 ||
+        windows_reduce_scatter(m, STRATA_BF16, STRATA_SUM, 2048, 6144, 0) != 0 ||
+        windows_reduce_scatter(m, STRATA_FP8_E4M3, STRATA_SUM, 999, 512, 0) != 0 ||
+        windows_reduce_scatter(m, STRATA_FP32, STRATA_SUM, 4096, 1536, 1) != 0 ||
+        windows_reduce_scatter(m, STRATA_INT64, STRATA_SUM, 80000, 1 << 20, 1) != 0)
         return -1;
     return 0;
 }
@@ -531,8 +539,9 @@ static int member_run(member_t *m)
             return -1;
         int rc = 0;
         if (strcmp(m->scenario, "types") == 0)
-            rc = scenario_types(m) || scenario_large(m, STRATA_FP32, (size_t)3 << 20) ||
-                 scenario_large(m, STRATA_BF16, 777777);
+            rc = scenario_types(m) || scenario_large(m, STRATA_FP32, (size_t)3 << 20, 0) ||
+                 scenario_large(m, STRATA_BF16, 777777, 0) ||
+                 scenario_large(m, STRATA_INT32, 100003, 1);
         else if (strcmp(m->scenario, "windows") == 0)
             rc = scenario_windows(m);
         else if (strcmp(m->scenario, "depth") == 0)
