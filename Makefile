@@ -105,7 +105,7 @@ PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
-.PHONY: all lib tools tests test check lint clean install demo bench test-install test-config FORCE
+.PHONY: all lib tools tests test check lint clean install demo bench test-install test-config test-tsan FORCE
 .SECONDARY:   # keep every intermediate object (tools, tests/support) test-rdma
 # The last line of `make` and `make lib`: what this build has.
 say_summary = @echo "$(BUILD_SUMMARY); tests $(if $(filter 1,$(HAVE_CMOCKA)),can be built,\
@@ -228,6 +228,8 @@ $(BUILD)/obj/tests/support/%.o: tests/support/%.c $(CONFIG_H)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
+# With UCX, the NCCL-plugin functional tests, one collective test and the CollNet's run a
+# second time over the ucx transport (named only, so the first pass never uses it); ~90 s.
 # A user's program: the public header (include/ only, not the tree's internal headers) and
 # libstrata.so, nothing else; the test also reads the exports of both shared objects.
 PUBLIC_CFLAGS := -std=gnu11 -pthread -Wall -Wextra -Wshadow -Wno-unused-parameter $(filter -O% -g% -Werror,$(CFLAGS)) \
@@ -243,7 +245,7 @@ $(BUILD)/tests/functional/test_libstrata: tests/functional/test_libstrata.c $(LI
 # With UCX, the NCCL-plugin functional tests and one collective test run a second time
 # over the ucx transport (named only, so the first pass never uses it); ~30 s.
 UCX_AGAIN := $(filter $(BUILD)/tests/functional/test_plugin_% \
-	$(BUILD)/tests/functional/test_coll_allreduce,$(TESTS))
+	$(BUILD)/tests/functional/test_coll_allreduce $(BUILD)/tests/functional/test_collnet,$(TESTS))
 test: all tests
 	@BUILD=$(BUILD) tests/run.sh $(TESTS)
 ifeq ($(HAVE_UCX),1)
@@ -281,6 +283,16 @@ SOFTROCE_TIMEOUT ?= 2400
 test-rdma: all tests
 	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
 		scripts/softroce/run-in-softroce.sh scripts/softroce/guest-test-rdma.sh $(BUILD)
+
+# ThreadSanitizer over the tests whose callers use several threads at once: the CollNet
+# driven from NCCL's service and progress threads (test_collnet). Built without UCX: its
+# memory hooks (libucm's madvise) crash under TSan when a thread exits.
+TSAN_BUILD := build/tsan
+test-tsan:
+	$(MAKE) TSAN=1 HAVE_UCX=0 BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/lib/libnccl-net-strata.so \
+		$(TSAN_BUILD)/tests/functional/test_collnet $(TSAN_BUILD)/tests/functional/helper_collnet
+	STS_TIMEOUT_SCALE=6 STS_CYCLES=20 TSAN_OPTIONS=halt_on_error=1 STRATA_TEST_TIMEOUT=1800 \
+		BUILD=$(TSAN_BUILD) tests/run.sh $(TSAN_BUILD)/tests/functional/test_collnet
 
 # Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
 lint:

@@ -197,6 +197,12 @@ strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p)
     return STRATA_ERR_INVALID;
 }
 
+void sta_dims_one_per_node(int nnodes, sta_dims_t *dims)
+{
+    *dims = (sta_dims_t){.nranks = nnodes, .nnodes = nnodes, .local_size = 1, .nrails = 1,
+                         .unequal = 0, .contiguous = 1};
+}
+
 strata_status_t sta_dims_check(const sta_dims_t *dims)
 {
     if (dims == NULL || dims->nranks < 1 || dims->nnodes < 1 || dims->local_size < 1)

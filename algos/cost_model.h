@@ -143,6 +143,13 @@ strata_status_t sta_intra_parse(const char *text, sta_intra_t *intra_p);
  */
 strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p);
 
+/*
+ * The dims of a group of one rank per node, nnodes >= 1 of them (P = N, L = 1, one rail,
+ * contiguous): the inter-node stage of NCCL's CollNet, which the plugin's CollNet runs
+ * (plugin/collnet_select.c) and the tuner costs, so both use the same formulas.
+ */
+void sta_dims_one_per_node(int nnodes, sta_dims_t *dims);
+
 /* OK when P, N, L, nrails are consistent (see sta_dims_t); STRATA_ERR_INVALID otherwise. */
 strata_status_t sta_dims_check(const sta_dims_t *dims);
 

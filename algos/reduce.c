@@ -24,7 +24,7 @@ static const sta_reduce_family_t *const reduce_families[] = {
 static const uint8_t reduce_esize[STRATA_DTYPE_COUNT] = {
     [STRATA_INT8] = 1, [STRATA_UINT8] = 1, [STRATA_INT32] = 4, [STRATA_UINT32] = 4,
     [STRATA_INT64] = 8, [STRATA_UINT64] = 8, [STRATA_FP16] = 2, [STRATA_BF16] = 2,
-    [STRATA_FP32] = 4, [STRATA_FP64] = 8,
+    [STRATA_FP32] = 4, [STRATA_FP64] = 8, [STRATA_FP8_E4M3] = 1, [STRATA_FP8_E5M2] = 1,
 };
 
 /* NULL until the first reduction (or sta_reduce_force_isa) publishes a family. */

@@ -10,6 +10,9 @@
  *   - fp16/bf16: every input is widened to fp32 exactly, the nsrc inputs are combined in fp32
  *     in source order, and the result is rounded once to nearest even. NaN stays NaN and comes
  *     out quiet; overflow gives Inf; subnormals are kept (no flush to zero).
+ *   - fp8 (E4M3, E5M2): as fp16/bf16, except that a result beyond the largest finite value
+ *     saturates to it (CUDA's default fp8 conversion; E5M2 Inf inputs too), see
+ *     sta_fp8_*_encode.
  *   - STRATA_AVG reduces as STRATA_SUM; sta_reduce_avg_finish divides at the end.
  * The results assume the thread's MXCSR is at its default (no FTZ/DAZ): fp32/fp64 arithmetic
  * and the fp16 conversions follow it, the bf16 conversions do not.
@@ -83,5 +86,16 @@ float sta_fp16_decode(uint16_t h);
 uint16_t sta_fp16_encode(float f);
 float sta_bf16_decode(uint16_t h);
 uint16_t sta_bf16_encode(float f);
+
+/*
+ * Conversions between fp32 and the two fp8 formats (algos/reduce_fp8.c has the formats).
+ * decode is exact (a NaN comes back quiet). encode rounds to nearest even, saturates anything
+ * beyond the largest finite value (Inf included) to that value with its sign, keeps
+ * subnormals and the sign of zero, and maps NaN to NaN. Pure functions.
+ */
+float sta_fp8_e4m3_decode(uint8_t b);
+uint8_t sta_fp8_e4m3_encode(float f);
+float sta_fp8_e5m2_decode(uint8_t b);
+uint8_t sta_fp8_e5m2_encode(float f);
 
 #endif /* STA_REDUCE_H */

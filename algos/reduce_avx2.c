@@ -470,6 +470,167 @@ FIN_KERNEL(f_bf16, 2, div_bf16, sta_reduce_scalar_fin_bf16)
 FIN_KERNEL(f_f32, 4, div_f32, sta_reduce_scalar_fin_f32)
 FIN_KERNEL(f_f64, 8, div_f64, sta_reduce_scalar_fin_f64)
 
+/* ---------------------------------------------------------------- fp8 */
+
+/*
+ * fp8 kernels, shared with the avx512 family (AVX-512 has no fp8 instruction on these CPUs):
+ * 8 elements per vector, each decoded to an fp32 lane, combined as fp16/bf16 are, encoded
+ * with algos/reduce_fp8.c's rules and packed back. The tail goes to the portable kernel.
+ */
+#define FP8_VEC 8          /* elements per vector: 8 bytes widened to 8 fp32 lanes */
+
+typedef __m256 (*fp8_dec_t)(__m256i);
+typedef __m256i (*fp8_enc_t)(__m256);
+
+AVX2_INLINE __m256i v_u32(uint32_t x)
+{
+    return _mm256_set1_epi32((int)x);
+}
+
+/* The finite decode of code t (sign dropped, 0..0x7f per lane): normals rebiased, subnormals
+ * (below code 2^shift_w, the first normal) as t x 2^-k, exactly. */
+AVX2_INLINE __m256i fp8_dec_finite(__m256i t, int shift, uint32_t rebias, uint32_t first_norm,
+                                   float sub_scale)
+{
+    __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(t, shift), v_u32(rebias << 23));
+    __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(1.0f / sub_scale));
+    return _mm256_blendv_epi8(normal, _mm256_castps_si256(sub),
+                              _mm256_cmpgt_epi32(v_u32(first_norm), t));
+}
+
+/* As sta_fp8_e4m3_decode, on the low byte of each 32-bit lane. */
+AVX2_INLINE __m256 dec_e4m3(__m256i b)
+{
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, v_u32(STA_FP8_SIGN)), 24);
+    __m256i t = _mm256_and_si256(b, v_u32(0x7f));
+    __m256i r = fp8_dec_finite(t, STA_E4M3_SHIFT, STA_E4M3_REBIAS, 8, STA_E4M3_SUB_SCALE);
+    r = _mm256_blendv_epi8(r, v_u32(STA_F32_INF | STA_F32_QUIET),
+                           _mm256_cmpeq_epi32(t, v_u32(STA_E4M3_NAN)));
+    return _mm256_castsi256_ps(_mm256_or_si256(r, sign));
+}
+
+/* As sta_fp8_e5m2_decode: codes from STA_E5M2_INF up are Inf and (quiet) NaN. */
+AVX2_INLINE __m256 dec_e5m2(__m256i b)
+{
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, v_u32(STA_FP8_SIGN)), 24);
+    __m256i t = _mm256_and_si256(b, v_u32(0x7f));
+    __m256i r = fp8_dec_finite(t, STA_E5M2_SHIFT, STA_E5M2_REBIAS, 4, STA_E5M2_SUB_SCALE);
+    __m256i frac = _mm256_slli_epi32(_mm256_and_si256(t, v_u32(3)), STA_E5M2_SHIFT);
+    __m256i quiet = _mm256_and_si256(_mm256_cmpgt_epi32(t, v_u32(STA_E5M2_INF)),
+                                     v_u32(STA_F32_QUIET));
+    __m256i special = _mm256_or_si256(_mm256_or_si256(v_u32(STA_F32_INF), frac), quiet);
+    r = _mm256_blendv_epi8(r, special, _mm256_cmpgt_epi32(t, v_u32(STA_E5M2_INF - 1)));
+    return _mm256_castsi256_ps(_mm256_or_si256(r, sign));
+}
+
+/*
+ * As reduce_fp8.c's fp8_magnitude: normals by adding the rounding bias to the rebiased bits
+ * and shifting, subnormals by converting |x| x 2^k with round-to-nearest-even, then the
+ * saturation. a holds |x|'s bits (not NaN: the caller blends NaN lanes), so signed compares
+ * order them.
+ */
+AVX2_INLINE __m256i fp8_enc_magnitude(__m256i a, int shift, uint32_t rebias, uint32_t min_norm,
+                                      float sub_scale, uint32_t max)
+{
+    __m256i q = _mm256_sub_epi32(a, v_u32(rebias << 23));
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(q, shift), v_u32(1));
+    __m256i bias = _mm256_add_epi32(v_u32((1u << (shift - 1)) - 1), lsb);
+    __m256i normal = _mm256_srli_epi32(_mm256_add_epi32(q, bias), shift);
+    __m256 absf = _mm256_castsi256_ps(a);
+    __m256i sub = _mm256_cvtps_epi32(_mm256_mul_ps(absf, _mm256_set1_ps(sub_scale)));
+    __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(v_u32(min_norm), a));
+    return _mm256_min_epi32(r, v_u32(max));
+}
+
+AVX2_INLINE __m256i enc_e4m3(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i a = _mm256_and_si256(u, v_u32(STA_F32_ABS));
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), v_u32(STA_FP8_SIGN));
+    __m256i r = fp8_enc_magnitude(a, STA_E4M3_SHIFT, STA_E4M3_REBIAS, STA_E4M3_MIN_NORM,
+                                  STA_E4M3_SUB_SCALE, STA_E4M3_MAX);
+    r = _mm256_blendv_epi8(r, v_u32(STA_E4M3_NAN), _mm256_cmpgt_epi32(a, v_u32(STA_F32_INF)));
+    return _mm256_or_si256(r, sign);
+}
+
+AVX2_INLINE __m256i enc_e5m2(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i a = _mm256_and_si256(u, v_u32(STA_F32_ABS));
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), v_u32(STA_FP8_SIGN));
+    __m256i r = fp8_enc_magnitude(a, STA_E5M2_SHIFT, STA_E5M2_REBIAS, STA_E5M2_MIN_NORM,
+                                  STA_E5M2_SUB_SCALE, STA_E5M2_MAX);
+    __m256i nan = _mm256_or_si256(v_u32(STA_E5M2_QNAN),
+                                  _mm256_and_si256(_mm256_srli_epi32(u, STA_E5M2_SHIFT),
+                                                   v_u32(1)));
+    r = _mm256_blendv_epi8(r, nan, _mm256_cmpgt_epi32(a, v_u32(STA_F32_INF)));
+    return _mm256_or_si256(r, sign);
+}
+
+AVX2_INLINE __m256i load8(const void *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i_u *)p));
+}
+
+/* The low byte of each lane (each < 256), packed into 8 bytes at p. */
+AVX2_INLINE void store8(void *p, __m256i r)
+{
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64((__m128i_u *)p, _mm_packus_epi16(w, w));
+}
+
+AVX2_INLINE void fp8_run(void *dst, const void *const *srcs, int nsrc, size_t i,
+                             size_t end, fp8_dec_t dec, fp8_enc_t enc, fop_t op,
+                             sta_reduce_kern_t scalar)
+{
+    for (; end - i >= FP8_VEC; i += FP8_VEC) {
+        __m256 a = dec(load8((const char *)srcs[0] + i));
+        for (int k = 1; k < nsrc; k++)
+            a = op(a, dec(load8((const char *)srcs[k] + i)));
+        store8((char *)dst + i, enc(a));
+    }
+    if (i < end)
+        scalar(dst, srcs, nsrc, i, end, 0);
+}
+
+AVX2_INLINE void fp8_fin_run(void *buf, size_t i, size_t end, int n, fp8_dec_t dec,
+                                 fp8_enc_t enc, sta_reduce_fin_t scalar)
+{
+    __m256 d = _mm256_set1_ps((float)n);
+    for (; end - i >= FP8_VEC; i += FP8_VEC) {
+        char *p = (char *)buf + i;
+        store8(p, enc(_mm256_div_ps(dec(load8(p)), d)));
+    }
+    if (i < end)
+        scalar(buf, i, end, n);
+}
+
+#define FP8_AVX2_KERNEL(name, dec, enc, op, scalar)                                           \
+    AVX2_ATTR void name(void *dst, const void *const *srcs, int nsrc, size_t begin,       \
+                            size_t end, unsigned flags)                                       \
+    {                                                                                         \
+        fp8_run(dst, srcs, nsrc, begin, end, dec, enc, op, scalar);                           \
+    }
+
+#define FP8_AVX2_FINISH(name, dec, enc, scalar)                                               \
+    AVX2_ATTR void name(void *buf, size_t begin, size_t end, int nranks)                  \
+    {                                                                                         \
+        fp8_fin_run(buf, begin, end, nranks, dec, enc, scalar);                               \
+    }
+
+FP8_AVX2_KERNEL(sta_reduce_avx2_e4m3_sum, dec_e4m3, enc_e4m3, fadd32, sta_reduce_scalar_e4m3_sum)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e4m3_prod, dec_e4m3, enc_e4m3, fmul32,
+                sta_reduce_scalar_e4m3_prod)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e4m3_min, dec_e4m3, enc_e4m3, fmin32, sta_reduce_scalar_e4m3_min)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e4m3_max, dec_e4m3, enc_e4m3, fmax32, sta_reduce_scalar_e4m3_max)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e5m2_sum, dec_e5m2, enc_e5m2, fadd32, sta_reduce_scalar_e5m2_sum)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e5m2_prod, dec_e5m2, enc_e5m2, fmul32,
+                sta_reduce_scalar_e5m2_prod)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e5m2_min, dec_e5m2, enc_e5m2, fmin32, sta_reduce_scalar_e5m2_min)
+FP8_AVX2_KERNEL(sta_reduce_avx2_e5m2_max, dec_e5m2, enc_e5m2, fmax32, sta_reduce_scalar_e5m2_max)
+FP8_AVX2_FINISH(sta_reduce_avx2_fin_e4m3, dec_e4m3, enc_e4m3, sta_reduce_scalar_fin_e4m3)
+FP8_AVX2_FINISH(sta_reduce_avx2_fin_e5m2, dec_e5m2, enc_e5m2, sta_reduce_scalar_fin_e5m2)
+
 /* __builtin_cpu_supports also checks with XGETBV that the OS saves the YMM state. */
 static int avx2_supported(void)
 {
@@ -490,6 +651,7 @@ const sta_reduce_family_t sta_reduce_family_avx2 = {
         [STRATA_BF16] = STA_REDUCE_ROW(k_bf16_sum, k_bf16_prod, k_bf16_min, k_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(k_f32_sum, k_f32_prod, k_f32_min, k_f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(k_f64_sum, k_f64_prod, k_f64_min, k_f64_max),
+        STA_REDUCE_FP8_ROWS(avx2),
     },
     .finish = {
         [STRATA_INT8] = f_i8, [STRATA_UINT8] = f_u8, [STRATA_INT32] = f_i32,
@@ -497,6 +659,8 @@ const sta_reduce_family_t sta_reduce_family_avx2 = {
         [STRATA_INT64] = sta_reduce_scalar_fin_i64, [STRATA_UINT64] = sta_reduce_scalar_fin_u64,
         [STRATA_FP16] = f_fp16, [STRATA_BF16] = f_bf16, [STRATA_FP32] = f_f32,
         [STRATA_FP64] = f_f64,
+        [STRATA_FP8_E4M3] = sta_reduce_avx2_fin_e4m3,
+        [STRATA_FP8_E5M2] = sta_reduce_avx2_fin_e5m2,
     },
 };
 

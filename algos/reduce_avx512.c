@@ -490,12 +490,15 @@ const sta_reduce_family_t sta_reduce_family_avx512 = {
         [STRATA_BF16] = STA_REDUCE_ROW(k_bf16_sum, k_bf16_prod, k_bf16_min, k_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(k_f32_sum, k_f32_prod, k_f32_min, k_f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(k_f64_sum, k_f64_prod, k_f64_min, k_f64_max),
+        STA_REDUCE_FP8_ROWS(avx2),
     },
     .finish = {
         [STRATA_INT8] = f_i8, [STRATA_UINT8] = f_u8, [STRATA_INT32] = f_i32,
         [STRATA_UINT32] = f_u32, [STRATA_INT64] = sta_reduce_scalar_fin_i64,
         [STRATA_UINT64] = sta_reduce_scalar_fin_u64, [STRATA_FP16] = f_fp16,
         [STRATA_BF16] = f_bf16, [STRATA_FP32] = f_f32, [STRATA_FP64] = f_f64,
+        [STRATA_FP8_E4M3] = sta_reduce_avx2_fin_e4m3,
+        [STRATA_FP8_E5M2] = sta_reduce_avx2_fin_e5m2,
     },
 };
 

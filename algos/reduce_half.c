@@ -16,11 +16,6 @@
 #include "algos/reduce_kern.h"
 #include "util/compiler.h"
 
-/* IEEE-754 binary32 fields. */
-#define F32_SIGN     0x80000000u
-#define F32_ABS      0x7fffffffu
-#define F32_INF      0x7f800000u
-#define F32_QUIET    0x00400000u      /* top fraction bit: set = quiet NaN */
 /* IEEE-754 binary16 fields. */
 #define F16_SIGN     0x8000u
 #define F16_INF      0x7c00u
@@ -35,20 +30,6 @@
 /* |x| below which the fp16 result is subnormal or zero: 2^-14, the smallest fp16 normal. */
 #define F16_MIN_NORM 0x38800000u
 
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-static inline float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 float sta_fp16_decode(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & F16_SIGN) << 16;
@@ -56,31 +37,25 @@ float sta_fp16_decode(uint16_t h)
     uint32_t frac = h & F16_FRAC;
 
     if (exp == 0x1f)                      /* Inf, or NaN made quiet */
-        return f32_from_bits(sign | F32_INF | (frac << F16_SHIFT) | (frac ? F32_QUIET : 0));
+        return sta_f32_from_bits(sign | STA_F32_INF | (frac << F16_SHIFT) |
+                                 (frac ? STA_F32_QUIET : 0));
     if (exp != 0)
-        return f32_from_bits(sign | ((exp + F16_REBIAS) << 23) | (frac << F16_SHIFT));
+        return sta_f32_from_bits(sign | ((exp + F16_REBIAS) << 23) | (frac << F16_SHIFT));
     if (frac == 0)
-        return f32_from_bits(sign);
+        return sta_f32_from_bits(sign);
     /* Subnormal frac x 2^-24: normalise so the leading 1 sits at bit 10 (the hidden bit). */
     int shift = __builtin_clz(frac) - 21;
     uint32_t exp32 = F16_REBIAS + 1 - (uint32_t)shift;
-    return f32_from_bits(sign | (exp32 << 23) | (((frac << shift) & F16_FRAC) << F16_SHIFT));
-}
-
-/* q rounded to nearest even, given the dropped bits rem out of a unit of `one`. */
-static inline uint32_t round_even(uint32_t q, uint32_t rem, uint32_t one)
-{
-    uint32_t half = one >> 1;
-    return q + (rem > half || (rem == half && (q & 1)));
+    return sta_f32_from_bits(sign | (exp32 << 23) | (((frac << shift) & F16_FRAC) << F16_SHIFT));
 }
 
 uint16_t sta_fp16_encode(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = sta_f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & F16_SIGN);
-    uint32_t a = u & F32_ABS;
+    uint32_t a = u & STA_F32_ABS;
 
-    if (a > F32_INF)                      /* NaN: keep the top payload bits, force quiet */
+    if (a > STA_F32_INF)                      /* NaN: keep the top payload bits, force quiet */
         return sign | F16_INF | F16_QUIET | (uint16_t)((a >> F16_SHIFT) & F16_FRAC);
     if (a >= F16_OVF_ABS)
         return sign | F16_INF;
@@ -88,7 +63,7 @@ uint16_t sta_fp16_encode(float f)
         /* Rebias and drop 13 fraction bits; a carry out of the fraction bumps the exponent,
          * which is the right answer (and cannot reach Inf below F16_OVF_ABS). */
         uint32_t q = (a - (F16_REBIAS << 23)) >> F16_SHIFT;
-        return sign | (uint16_t)round_even(q, a & 0x1fff, 0x2000);
+        return sign | (uint16_t)sta_round_even(q, a & 0x1fff, 0x2000);
     }
     /* Subnormal result: frac16 = |x| / 2^-24 = m x 2^(e - 126) for x = m x 2^(e - 150), with m
      * the 24-bit significand. e <= 112 here, so the shift is at least 14. */
@@ -98,22 +73,22 @@ uint16_t sta_fp16_encode(float f)
     uint32_t m = (a & 0x7fffff) | 0x800000;
     uint32_t shift = 126 - e;
     uint32_t one = 1u << shift;
-    return sign | (uint16_t)round_even(m >> shift, m & (one - 1), one);
+    return sign | (uint16_t)sta_round_even(m >> shift, m & (one - 1), one);
 }
 
 float sta_bf16_decode(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
-    if ((u & F32_ABS) > F32_INF)
-        u |= F32_QUIET;
-    return f32_from_bits(u);
+    if ((u & STA_F32_ABS) > STA_F32_INF)
+        u |= STA_F32_QUIET;
+    return sta_f32_from_bits(u);
 }
 
 uint16_t sta_bf16_encode(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = sta_f32_bits(f);
 
-    if ((u & F32_ABS) > F32_INF)
+    if ((u & STA_F32_ABS) > STA_F32_INF)
         return (uint16_t)(u >> 16) | STA_BF16_QUIET;
     /* One addition rounds to nearest even; FLT_MAX rounds up to Inf as it should. */
     u += STA_BF16_ROUND_BIAS + ((u >> 16) & 1);

@@ -33,6 +33,54 @@
 #define STA_BF16_ROUND_BIAS 0x7fffu
 #define STA_BF16_QUIET      0x0040u
 
+/* IEEE-754 binary32 fields, for the conversions of the narrow float types (fp16, bf16, fp8). */
+#define STA_F32_SIGN  0x80000000u
+#define STA_F32_ABS   0x7fffffffu
+#define STA_F32_INF   0x7f800000u
+#define STA_F32_QUIET 0x00400000u     /* top fraction bit: set = quiet NaN */
+
+static inline uint32_t sta_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static inline float sta_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* q rounded to nearest even, given the dropped bits rem out of a unit of `one`. */
+static inline uint32_t sta_round_even(uint32_t q, uint32_t rem, uint32_t one)
+{
+    uint32_t half = one >> 1;
+    return q + (rem > half || (rem == half && (q & 1)));
+}
+
+/*
+ * fp8 formats, per format: the exponent bias difference to fp32 (127 - bias), the fraction
+ * bits dropped from fp32 (23 - fraction width), the fp32 bits of the smallest normal, the
+ * largest finite encoding, and 2^(bias + fraction width - 1) = 1 / (the smallest subnormal):
+ * a subnormal's fraction is |x| times that (algos/reduce_fp8.c has the formats).
+ */
+#define STA_E4M3_REBIAS   120u
+#define STA_E4M3_SHIFT    20
+#define STA_E4M3_MIN_NORM 0x3c800000u      /* 2^-6 */
+#define STA_E4M3_MAX      0x7eu            /* 448 */
+#define STA_E4M3_NAN      0x7fu
+#define STA_E4M3_SUB_SCALE 512.0f          /* 2^9 */
+#define STA_E5M2_REBIAS   112u
+#define STA_E5M2_SHIFT    21
+#define STA_E5M2_MIN_NORM 0x38800000u      /* 2^-14 */
+#define STA_E5M2_MAX      0x7bu            /* 57344 */
+#define STA_E5M2_INF      0x7cu
+#define STA_E5M2_QNAN     0x7eu
+#define STA_E5M2_SUB_SCALE 65536.0f        /* 2^16 */
+#define STA_FP8_SIGN      0x80u
+
 /* Kernel flag: write dst with non-temporal stores and fence before returning. Set by the
  * dispatcher only when dst is element-aligned; a family may ignore it. */
 #define STA_REDUCE_F_NT 1u
@@ -75,6 +123,37 @@ void sta_reduce_scalar_bf16_sum(void *, const void *const *, int, size_t, size_t
 void sta_reduce_scalar_bf16_prod(void *, const void *const *, int, size_t, size_t, unsigned);
 void sta_reduce_scalar_bf16_min(void *, const void *const *, int, size_t, size_t, unsigned);
 void sta_reduce_scalar_bf16_max(void *, const void *const *, int, size_t, size_t, unsigned);
+
+/* fp8 kernels (reduce_fp8.c): portable ones, and AVX2 ones that the avx2 and avx512 families
+ * share (8 elements per vector; AVX-512 brings no fp8 instruction these CPUs have). */
+void sta_reduce_scalar_e4m3_sum(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e4m3_prod(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e4m3_min(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e4m3_max(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e5m2_sum(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e5m2_prod(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e5m2_min(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_e5m2_max(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e4m3_sum(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e4m3_prod(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e4m3_min(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e4m3_max(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e5m2_sum(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e5m2_prod(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e5m2_min(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_avx2_e5m2_max(void *, const void *const *, int, size_t, size_t, unsigned);
+void sta_reduce_scalar_fin_e4m3(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_scalar_fin_e5m2(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_avx2_fin_e4m3(void *buf, size_t begin, size_t end, int nranks);
+void sta_reduce_avx2_fin_e5m2(void *buf, size_t begin, size_t end, int nranks);
+
+/* The rows of the fp8 types in a family table (fam: scalar or avx2). */
+#define STA_REDUCE_FP8_ROW(fam, t)                                                            \
+    STA_REDUCE_ROW(sta_reduce_##fam##_##t##_sum, sta_reduce_##fam##_##t##_prod,               \
+                   sta_reduce_##fam##_##t##_min, sta_reduce_##fam##_##t##_max)
+#define STA_REDUCE_FP8_ROWS(fam)                                                              \
+    [STRATA_FP8_E4M3] = STA_REDUCE_FP8_ROW(fam, e4m3),                                        \
+    [STRATA_FP8_E5M2] = STA_REDUCE_FP8_ROW(fam, e5m2)
 
 /* The portable average steps (reduce_scalar.c, reduce_half.c); vector families use them for
  * the types they do not vectorise and for their tails. */

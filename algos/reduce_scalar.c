@@ -124,6 +124,7 @@ const sta_reduce_family_t sta_reduce_family_scalar = {
                                        sta_reduce_scalar_bf16_min, sta_reduce_scalar_bf16_max),
         [STRATA_FP32] = STA_REDUCE_ROW(f32_sum, f32_prod, f32_min, f32_max),
         [STRATA_FP64] = STA_REDUCE_ROW(f64_sum, f64_prod, f64_min, f64_max),
+        STA_REDUCE_FP8_ROWS(scalar),
     },
     .finish = {
         [STRATA_INT8] = sta_reduce_scalar_fin_i8,
@@ -136,5 +137,7 @@ const sta_reduce_family_t sta_reduce_family_scalar = {
         [STRATA_BF16] = sta_reduce_scalar_fin_bf16,
         [STRATA_FP32] = sta_reduce_scalar_fin_f32,
         [STRATA_FP64] = sta_reduce_scalar_fin_f64,
+        [STRATA_FP8_E4M3] = sta_reduce_scalar_fin_e4m3,
+        [STRATA_FP8_E5M2] = sta_reduce_scalar_fin_e5m2,
     },
 };

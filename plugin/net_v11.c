@@ -2,11 +2,14 @@
  * ncclNetPlugin_v11: NCCL's entry points, checked and forwarded to the
  * selected transport. Every entry point translates its status once, through
  * stp_status_to_nccl. Older ABI versions are thin shims over this table
- * (net_v10.c ... net_v6.c).
+ * (net_v10.c ... net_v6.c). ncclNetPlugin_v12 (NCCL 2.30) is this table with
+ * v12's properties: v11's plus the rail and the plane (collnet_props.c, shared
+ * with the CollNet, whose devices are these).
  */
 #include <limits.h>
 #include <string.h>
 
+#include "plugin/collnet_props.h"
 #include "plugin/plugin.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -262,4 +265,36 @@ STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
     .makeVDevice = NULL,      /* NULL tells NCCL 2.28 not to fuse NICs */
     .finalize = net_finalize,
     .setNetAttr = NULL,       /* optional; NCCL checks for NULL */
+};
+
+static ncclResult_t net_get_properties_v12(int dev, ncclNetProperties_v12_t *props)
+{
+    NET_CHECK_ARG(props != NULL, "props is NULL");
+    return stp_cn_props_v12(dev, props);
+}
+
+/* v12's other types are v11's (include/nccl/net_v12.h), so the entry points are shared. */
+STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
+    .name = STP_PLUGIN_NAME,
+    .init = net_init,
+    .devices = net_devices,
+    .getProperties = net_get_properties_v12,
+    .listen = net_listen,
+    .connect = net_connect,
+    .accept = net_accept,
+    .regMr = net_reg_mr,
+    .regMrDmaBuf = net_reg_mr_dmabuf,
+    .deregMr = net_dereg_mr,
+    .isend = net_isend,
+    .irecv = net_irecv,
+    .iflush = net_iflush,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,
+    .finalize = net_finalize,
+    .setNetAttr = NULL,
 };

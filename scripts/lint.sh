@@ -18,11 +18,11 @@ includes() {
     grep -rlE "#include *[<\"]($re)" "$@" 2>/dev/null
 }
 
-# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* and nccl_model.* stand where
-# NCCL stands (the first dlopens the plugin and calls it as NCCL does, the second computes
-# NCCL's own cost table for the tuner to be called with).
+# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.*, plugin_collnet.* and
+# nccl_model.* stand where NCCL stands (the first two dlopen the plugin and call it as NCCL
+# does, the third computes NCCL's own cost table for the tuner to be called with).
 for f in $(includes 'nccl/' util transport algos coll tools bench include/strata |
-           grep -vE '^tools/lib/(plugin_loader|nccl_model)\.[ch]$'); do
+           grep -vE '^tools/lib/(plugin_loader|plugin_collnet|nccl_model)\.[ch]$'); do
     report "$f includes an NCCL ABI header (only plugin/ may)"
 done
 # util is the bottom layer.

@@ -90,7 +90,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " and beta; the same value on every rank (docs/algorithms.md, 'The NCCL tuner')"},
     [STU_PARAM_IB_HCA] = {"STRATA_IB_HCA", STU_PARAM_TYPE_STR, "",
         "verbs devices and ports for the ib transport, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1'"
-        " prefixes, '^' excludes, '=' exact names; empty: every ACTIVE IB or RoCE port"},
+        " prefixes, '^' excludes, '=' exact names, 'hca:port:rail:plane' also sets the v12"
+        " railId and planeId; empty: every ACTIVE IB or RoCE port"},
     [STU_PARAM_IB_GID_INDEX] = {"STRATA_IB_GID_INDEX", STU_PARAM_TYPE_INT, "-1",
         "RoCE GID index; -1 chooses automatically (RoCE v2, STRATA_IB_ADDR_FAMILY,"
         " STRATA_IB_ADDR_RANGE, then non-link-local; see docs/ib-protocol.md)"},
@@ -124,6 +125,18 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "iflush after receives: 1: a 1-byte loopback RDMA read of the last buffer, host memory"
         " too; 0: complete at once (NCCL_GDR_FLUSH_DISABLE=1); -1: read when the device takes"
         " GPU memory"},
+    [STU_PARAM_COLLNET] = {"STRATA_COLLNET", STU_PARAM_TYPE_INT, "1",
+        "1: the plugin offers NCCL a CollNet (used with NCCL_COLLNET_ENABLE=1) with the net's"
+        " devices; 0: it reports 0 CollNet devices (set it the same on every rank)"},
+    [STU_PARAM_COLLNET_ALGO] = {"STRATA_COLLNET_ALGO", STU_PARAM_TYPE_STR, "auto",
+        "the CollNet's inter-node algorithm: auto (the cost model picks per size, over nodes"
+        " of one rank), ring or recursive; member 0's value is used by all"},
+    [STU_PARAM_COLLNET_CHUNK] = {"STRATA_COLLNET_CHUNK", STU_PARAM_TYPE_INT, "128K",
+        "bytes per pipelined piece of a CollNet ring step (see docs/collnet-protocol.md);"
+        " member 0's value is used by all"},
+    [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
+        "1: the CollNet stages host buffers through its self link as it stages GPU memory"
+        " (slower; for tests of that path on machines without GPUs)"},
 };
 
 typedef struct param_value {

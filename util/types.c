@@ -10,6 +10,7 @@ static const struct {
     [STRATA_INT64] = {8, "int64"},   [STRATA_UINT64] = {8, "uint64"},
     [STRATA_FP16] = {2, "half"},     [STRATA_BF16] = {2, "bfloat16"},
     [STRATA_FP32] = {4, "float"},    [STRATA_FP64] = {8, "double"},
+    [STRATA_FP8_E4M3] = {1, "f8e4m3"}, [STRATA_FP8_E5M2] = {1, "f8e5m2"},
 };
 
 static const char *const op_names[STRATA_OP_COUNT] = {

@@ -59,7 +59,7 @@ static const struct {
     {"int8", STRATA_INT8}, {"uint8", STRATA_UINT8}, {"int32", STRATA_INT32},
     {"uint32", STRATA_UINT32}, {"int64", STRATA_INT64}, {"uint64", STRATA_UINT64},
     {"half", STRATA_FP16}, {"float", STRATA_FP32}, {"double", STRATA_FP64},
-    {"bfloat16", STRATA_BF16},
+    {"bfloat16", STRATA_BF16}, {"f8e4m3", STRATA_FP8_E4M3}, {"f8e5m2", STRATA_FP8_E5M2},
     /* nccl-tests' aliases for the same types */
     {"char", STRATA_INT8}, {"int", STRATA_INT32}, {"fp16", STRATA_FP16},
     {"float16", STRATA_FP16}, {"fp32", STRATA_FP32}, {"float32", STRATA_FP32},

@@ -1,10 +1,12 @@
 /*
- * The NCCL net plugin ABI, every version Strata exports (v6 to v11), and
+ * The NCCL net plugin ABI, every version Strata exports (v6 to v12), and
  * unversioned names for the current one.
  *
  * NCCL 2.28.9 looks up ncclNetPlugin_v11, then _v10 ... _v6, in the loaded
- * library and uses the first it finds; older NCCL releases stop at the newest
- * version they know. The same goes for ncclCollNetPlugin_vN.
+ * library and uses the first it finds; NCCL 2.30 starts at _v12; older NCCL
+ * releases stop at the newest version they know. The same goes for
+ * ncclCollNetPlugin_vN. The unversioned names below are v11's: the version the
+ * plugin implements natively (v12 adds two properties, plugin/net_v12.c).
  */
 #ifndef STRATA_NCCL_NET_H
 #define STRATA_NCCL_NET_H
@@ -17,6 +19,7 @@
 #include "nccl/net_v9.h"
 #include "nccl/net_v10.h"
 #include "nccl/net_v11.h"
+#include "nccl/net_v12.h"
 
 typedef ncclNet_v11_t ncclNet_t;
 typedef ncclCollNet_v11_t ncclCollNet_t;

@@ -270,7 +270,13 @@ STP_ABI_CHECK_OFFSET(ncclNet_v11_t, makeVDevice, 152);
 STP_ABI_CHECK_OFFSET(ncclNet_v11_t, finalize, 160);
 STP_ABI_CHECK_OFFSET(ncclNet_v11_t, setNetAttr, 168);
 STP_ABI_CHECK_SIZE(ncclCollNet_v11_t, 152);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, connect, 40);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, reduceSupport, 48);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, iallreduce, 80);
 STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, iallgather, 88);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, iflush, 104);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, test, 112);
+STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, closeColl, 120);
 STP_ABI_CHECK_OFFSET(ncclCollNet_v11_t, finalize, 144);
 
 #endif /* STRATA_NCCL_NET_V11_H */

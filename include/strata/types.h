@@ -24,6 +24,9 @@ typedef enum strata_dtype {
     STRATA_BF16,      /* bfloat16; reductions accumulate in fp32 */
     STRATA_FP32,
     STRATA_FP64,
+    STRATA_FP8_E4M3,  /* OCP fp8 E4M3 (no Inf, max 448); reductions accumulate in fp32 and
+                         saturate to the largest finite value, as CUDA's default conversion */
+    STRATA_FP8_E5M2,  /* OCP fp8 E5M2 (IEEE-like, max 57344); likewise */
     STRATA_DTYPE_COUNT
 } strata_dtype_t;
 
@@ -40,7 +43,7 @@ typedef enum strata_op {
 STRATA_API size_t strata_dtype_size(strata_dtype_t dtype);
 
 /* nccl-tests' names: "int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
- * "bfloat16", "float", "double"; "?" for an out-of-range type. */
+ * "bfloat16", "float", "double", "f8e4m3", "f8e5m2"; "?" for an out-of-range type. */
 STRATA_API const char *strata_dtype_name(strata_dtype_t dtype);
 
 /* "sum", "prod", "min", "max", "avg"; "?" out of range. */

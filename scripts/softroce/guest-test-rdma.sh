@@ -5,8 +5,9 @@
 #   1. the ib transport's own tests, rxe0 <-> rxe1 (link-local GIDs), then on
 #      one device (rxe0 <-> rxe0, IPv4 GIDs)
 #   2. the transport conformance suite (every registered transport, ib first)
-#   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0, and the
-#      collective library's tests (allreduce matrix, the other collectives)
+#   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0, the
+#      collective library's tests (allreduce matrix, the other collectives) and
+#      the CollNet's (test_collnet)
 #   3b. the same ib, conformance and plugin tests from the ASan+UBSan build,
 #      and strata-doctor on both devices
 #   4. perftest's ib_write_bw / ib_write_lat next to helper_ib_perf (the same
@@ -73,11 +74,24 @@ fi
 # The collective library over ib: the allreduce matrix (every type, op, algorithm,
 # in and out of place, 1 to 8 ranks on 1 to 4 emulated nodes) and the other
 # collectives. Waiting ranks nap instead of spinning, so 8 ranks share the 2
-# emulated vCPUs (about 3 minutes for both).
+# emulated vCPUs (about 3 minutes for both on a quiet host; the twelve types
+# outlasted 300 s per binary on a busy one: 900).
 coll=$(bins "$TESTS"/functional/test_coll_allreduce "$TESTS"/functional/test_coll_others)
 if [ -n "$coll" ]; then
     group "collective library, STRATA_TRANSPORT=ib on rxe0" \
-        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 tests/run.sh $coll
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STRATA_TEST_TIMEOUT=900 tests/run.sh $coll
+fi
+# The CollNet (ncclCollNetPlugin_v11/_v12) over ib: 2 to 8 member processes on rxe0,
+# every type and operator several calls deep, allgather and reduce-scatter windows,
+# NCCL's depth, a member killed and one stalled, create/destroy cycles, NCCL's service
+# and progress threads (the namespace cases are the tcp transport's and skip). One
+# binary of 23 cases (about 10 minutes under emulation on a busy host): longer bounds
+# for the binary and for each member (STS_TIMEOUT_SCALE).
+cn=$(bins "$TESTS"/functional/test_collnet)
+if [ -n "$cn" ]; then
+    group "CollNet, STRATA_TRANSPORT=ib on rxe0" \
+        env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_CYCLES=20 STS_TIMEOUT_SCALE=4 \
+        STRATA_TEST_TIMEOUT=2400 tests/run.sh $cn
 fi
 
 # The ib transport's tests, the conformance suite and the plugin tests again from

@@ -327,9 +327,9 @@ static void test_data_reference(void **state)
             /* the expected values are exact small integers: rebuild them as a buffer */
             unsigned char *buf = calloc(N, esz);
             for (size_t g = 0; g < N; g++) {
-                int64_t acc = stb_data_value(0, g, (strata_op_t)op);
+                int64_t acc = stb_data_value(0, g, (strata_op_t)op, (strata_dtype_t)t);
                 for (int r = 1; r < P; r++) {
-                    int64_t v = stb_data_value(r, g, (strata_op_t)op);
+                    int64_t v = stb_data_value(r, g, (strata_op_t)op, (strata_dtype_t)t);
                     if (op == STRATA_SUM || op == STRATA_AVG) acc += v;
                     else if (op == STRATA_PROD) acc *= v;
                     else if (op == STRATA_MIN) acc = v < acc ? v : acc;
@@ -358,7 +358,7 @@ static void test_data_fill_and_input(void **state)
     int32_t buf[N];
     stb_data_fill(buf, N, STRATA_INT32, STRATA_SUM, 3, 77);
     for (size_t i = 0; i < N; i++)
-        assert_int_equal(buf[i], stb_data_value(3, 77 + i, STRATA_SUM));
+        assert_int_equal(buf[i], stb_data_value(3, 77 + i, STRATA_SUM, STRATA_INT32));
     assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 3, 77, NULL), 0);
     /* ranks differ by 5 mod 19 in every element: all wrong */
     assert_int_equal(stb_data_check_input(buf, N, STRATA_INT32, 2, 77, NULL), N);
@@ -367,8 +367,9 @@ static void test_data_fill_and_input(void **state)
     stb_data_ref_build(&ref, STRATA_INT8, STRATA_AVG, 3);
     int8_t e;
     memcpy(&e, ref.table + 0, 1);
-    int64_t sum = stb_data_value(0, 0, STRATA_AVG) + stb_data_value(1, 0, STRATA_AVG) +
-                  stb_data_value(2, 0, STRATA_AVG);
+    int64_t sum = stb_data_value(0, 0, STRATA_AVG, STRATA_INT8) +
+                  stb_data_value(1, 0, STRATA_AVG, STRATA_INT8) +
+                  stb_data_value(2, 0, STRATA_AVG, STRATA_INT8);
     assert_int_equal(e, (int8_t)(sum / 3));
 }
 

@@ -61,9 +61,15 @@ static int is_signed_int(strata_dtype_t dt)
     return dt == STRATA_INT8 || dt == STRATA_INT32 || dt == STRATA_INT64;
 }
 
+static int is_fp8(strata_dtype_t dt)
+{
+    return dt == STRATA_FP8_E4M3 || dt == STRATA_FP8_E5M2;
+}
+
 static int is_float(strata_dtype_t dt)
 {
-    return dt == STRATA_FP16 || dt == STRATA_BF16 || dt == STRATA_FP32 || dt == STRATA_FP64;
+    return dt == STRATA_FP16 || dt == STRATA_BF16 || dt == STRATA_FP32 || dt == STRATA_FP64 ||
+           is_fp8(dt);
 }
 
 static float f32_of(uint64_t b)
@@ -95,9 +101,13 @@ static uint64_t bits_f64(double d)
     return u;
 }
 
-/* The value of an element as a float (for the 16/32-bit float types). */
+/* The value of an element as a float (for the 8/16/32-bit float types). */
 static float ref_decode(strata_dtype_t dt, uint64_t b)
 {
+    if (dt == STRATA_FP8_E4M3)
+        return sta_fp8_e4m3_decode((uint8_t)b);
+    if (dt == STRATA_FP8_E5M2)
+        return sta_fp8_e5m2_decode((uint8_t)b);
     if (dt == STRATA_FP16)
         return sta_fp16_decode((uint16_t)b);
     if (dt == STRATA_BF16)
@@ -107,6 +117,10 @@ static float ref_decode(strata_dtype_t dt, uint64_t b)
 
 static uint64_t ref_encode(strata_dtype_t dt, float f)
 {
+    if (dt == STRATA_FP8_E4M3)
+        return sta_fp8_e4m3_encode(f);
+    if (dt == STRATA_FP8_E5M2)
+        return sta_fp8_e5m2_encode(f);
     if (dt == STRATA_FP16)
         return sta_fp16_encode(f);
     if (dt == STRATA_BF16)
@@ -180,7 +194,7 @@ static double ref_op_f64(strata_op_t op, double a, double b)
     }
 }
 
-/* The reference: element by element, sources in order; 16/32-bit floats fold in fp32 (each
+/* The reference: element by element, sources in order; 8/16/32-bit floats fold in fp32 (each
  * step rounded to float), fp64 in double. */
 static void ref_reduce(void *dst, void *const *srcs, int nsrc, size_t count, strata_dtype_t dt,
                        strata_op_t op)
@@ -209,6 +223,8 @@ static void ref_reduce(void *dst, void *const *srcs, int nsrc, size_t count, str
 static int is_nan_bits(strata_dtype_t dt, uint64_t b)
 {
     switch (dt) {
+    case STRATA_FP8_E4M3: return (b & 0x7f) == 0x7f;
+    case STRATA_FP8_E5M2: return (b & 0x7f) > 0x7c;
     case STRATA_FP16: return (b & 0x7fff) > 0x7c00;
     case STRATA_BF16: return (b & 0x7fff) > 0x7f80;
     case STRATA_FP32: return (b & 0x7fffffff) > 0x7f800000;
@@ -226,6 +242,8 @@ static int elem_ok(strata_dtype_t dt, uint64_t got, uint64_t want)
             return (got & 0x0200) != 0;
         if (dt == STRATA_BF16)
             return (got & 0x0040) != 0;
+        if (dt == STRATA_FP8_E5M2)
+            return (got & 0x02) != 0;
         return 1;
     }
     return got == want;
@@ -260,6 +278,13 @@ static uint64_t gen_elem(strata_dtype_t dt, uint64_t *rng)
             return r & 0x800fffffffffffffull;
         return bits_f64((double)((int64_t)(r % 2001) - 1000) / 8.0);
     }
+    case STRATA_FP8_E4M3:
+    case STRATA_FP8_E5M2:
+        if (pick < 4)
+            return (pick & 1 ? 0x80 : 0) | (pick & 2 ? 0x01 : 0);       /* +-0, +-min sub */
+        if (pick < 20)
+            return r & 0xff;                                /* any pattern, NaN included */
+        return ref_encode(dt, (float)((int64_t)(r % 33) - 16) / 4.0f);
     case STRATA_FP16:
     case STRATA_BF16:
         if (pick < 4)

@@ -105,12 +105,30 @@ static void test_name_filter(void **state)
     assert_false(stu_name_filter_match(&f, "mlx5_0", 2));
     assert_true(stu_name_filter_match(&f, "mlx5_1", 2));
     assert_true(stu_name_filter_match(&f, "mlx5_0", -1));   /* the device as a whole */
+    /* NCCL 2.30's hca:port:rail:plane */
+    assert_int_equal(stu_name_filter_parse("mlx5_0:1:3:1,mlx5_1:1:7,mlx5_2", &f), STRATA_OK);
+    assert_true(stu_name_filter_match(&f, "mlx5_0", 1));
+    assert_int_equal(stu_name_filter_find(&f, "mlx5_0", 1), 0);
+    assert_int_equal(f.entries[0].rail, 3);
+    assert_int_equal(f.entries[0].plane, 1);
+    assert_int_equal(stu_name_filter_find(&f, "mlx5_1", 1), 1);
+    assert_int_equal(f.entries[1].rail, 7);
+    assert_int_equal(f.entries[1].plane, -1);
+    assert_int_equal(f.entries[2].rail, -1);
+    assert_int_equal(stu_name_filter_find(&f, "mlx5_0", 2), -1);
+    assert_int_equal(stu_name_filter_find(&f, "eth0", -1), -1);
+    assert_int_equal(stu_name_filter_parse("^mlx5_0:1:3:1", &f), STRATA_OK);
+    assert_int_equal(stu_name_filter_find(&f, "mlx5_0", 1), -1);    /* excludes name none */
+    assert_int_equal(stu_name_filter_parse("mlx5_0:1,mlx5_1", &f), STRATA_OK);
     /* bad specs leave the filter unchanged */
     stu_name_filter_t before = f;
     assert_int_equal(stu_name_filter_parse("eth,,ib", &f), STRATA_ERR_INVALID);
     assert_int_equal(stu_name_filter_parse("mlx5_0:x", &f), STRATA_ERR_INVALID);
     assert_int_equal(stu_name_filter_parse("mlx5_0:", &f), STRATA_ERR_INVALID);
     assert_int_equal(stu_name_filter_parse("mlx5_0:999", &f), STRATA_ERR_INVALID);
+    assert_int_equal(stu_name_filter_parse("mlx5_0:1:2:3:4", &f), STRATA_ERR_INVALID);
+    assert_int_equal(stu_name_filter_parse("mlx5_0:1::3", &f), STRATA_ERR_INVALID);
+    assert_int_equal(stu_name_filter_parse("mlx5_0:1:40000", &f), STRATA_ERR_INVALID);
     char longname[100];
     memset(longname, 'a', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,8 @@ static const int plugin_versions[] = {
 
 static int plugin_verbose;
 static int plugin_warnings;
+static pthread_mutex_t plugin_warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char plugin_warn_last[1024];
 
 /* NCCL's logger: NCCL_DEBUG=WARN semantics (counted), INFO too when verbose. */
 static void plugin_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
@@ -175,6 +178,11 @@ static void plugin_logger(ncclDebugLogLevel level, unsigned long flags, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (level == NCCL_LOG_WARN) {
+        pthread_mutex_lock(&plugin_warn_lock);
+        snprintf(plugin_warn_last, sizeof(plugin_warn_last), "%s", msg);
+        pthread_mutex_unlock(&plugin_warn_lock);
+    }
     stb_log_err("NCCL %s (plugin) %s:%d %s", level == NCCL_LOG_WARN ? "WARN" : "INFO",
                 file != NULL ? file : "?", line, msg);
 }
@@ -191,6 +199,39 @@ static ncclResult_t plugin_profiler(void **eHandle, int type, void *phandle, int
 int stb_plugin_warnings(void)
 {
     return plugin_warnings;
+}
+
+ncclDebugLogger_t stb_plugin_logger(void)
+{
+    return plugin_logger;
+}
+
+void stb_plugin_props_v11(stb_plugin_props_t *out, const ncclNetProperties_v11_t *p)
+{
+    memset(out, 0, sizeof(*out));
+    PROPS_COMMON(out, *p);
+    PROPS_V9(out, *p);
+    out->max_multi_request = p->maxMultiRequestSize;
+    out->rail_id = out->plane_id = NCCL_NET_ID_UNDEF;
+}
+
+#if PLUGIN_HAVE_V12
+void stb_plugin_props_v12(stb_plugin_props_t *out, const ncclNetProperties_v12_t *p)
+{
+    memset(out, 0, sizeof(*out));
+    PROPS_COMMON(out, *p);
+    PROPS_V9(out, *p);
+    out->max_multi_request = p->maxMultiRequestSize;
+    out->rail_id = p->railId;
+    out->plane_id = p->planeId;
+}
+#endif
+
+void stb_plugin_last_warning(char *buf, size_t len)
+{
+    pthread_mutex_lock(&plugin_warn_lock);
+    snprintf(buf, len, "%s", plugin_warn_last);
+    pthread_mutex_unlock(&plugin_warn_lock);
 }
 
 const char *stb_plugin_result_str(ncclResult_t res)
@@ -275,6 +316,11 @@ int stb_plugin_version(const stb_plugin_t *pl)
 const char *stb_plugin_symbol(const stb_plugin_t *pl)
 {
     return pl->symbol;
+}
+
+const char *stb_plugin_path(const stb_plugin_t *pl)
+{
+    return pl->path;
 }
 
 const char *stb_plugin_name(const stb_plugin_t *pl)

@@ -181,4 +181,15 @@ strata_status_t stb_tuner_coll_info(stb_tuner_t *tuner, int func, size_t nbytes,
 strata_status_t stb_tuner_chunk(stb_tuner_t *tuner, int func, size_t nbytes, int algo, int proto,
                                 int nchannels, size_t *chunk_p);
 
+/* The logger the loader hands the plugin's tables (NCCL's signature), for sibling tables. */
+ncclDebugLogger_t stb_plugin_logger(void);
+/* A version's properties as the loader reports them (rail and plane undefined before v12). */
+void stb_plugin_props_v11(stb_plugin_props_t *out, const ncclNetProperties_v11_t *p);
+void stb_plugin_props_v12(stb_plugin_props_t *out, const ncclNetProperties_v12_t *p);
+/* The path the plugin was loaded from. */
+const char *stb_plugin_path(const stb_plugin_t *plugin);
+
+/* The last WARN line the plugin logged through the loader's logger ("" if none); thread-safe. */
+void stb_plugin_last_warning(char *buf, size_t len);
+
 #endif /* STB_PLUGIN_LOADER_H */

@@ -13,8 +13,24 @@
 #define DATA_SUM_PERIOD 19
 #define DATA_SUM_OFFSET 9
 
-int64_t stb_data_value(int rank, size_t g, strata_op_t op)
+/* fp8: the element's owner, and the owner's values (period 7 x 19 too). */
+#define DATA_FP8_OWNERS 7
+#define DATA_FP8_SPAN 15
+#define DATA_FP8_OFFSET 7
+
+static int data_is_fp8(strata_dtype_t t)
 {
+    return t == STRATA_FP8_E4M3 || t == STRATA_FP8_E5M2;
+}
+
+int64_t stb_data_value(int rank, size_t g, strata_op_t op, strata_dtype_t dtype)
+{
+    if (data_is_fp8(dtype)) {
+        int owner = rank == (int)(g % DATA_FP8_OWNERS);
+        if (op == STRATA_PROD)
+            return owner && (g % DATA_SUM_PERIOD) % 2 == 0 ? 2 : 1;
+        return owner ? (int64_t)((g % DATA_SUM_PERIOD) * 5 % DATA_FP8_SPAN) - DATA_FP8_OFFSET : 0;
+    }
     if (op == STRATA_PROD)
         return (g + 3 * (size_t)rank) % DATA_PROD_PERIOD == 0 ? 2 : 1;
     return (int64_t)((g + 5 * (size_t)rank) % DATA_SUM_PERIOD) - DATA_SUM_OFFSET;
@@ -22,7 +38,8 @@ int64_t stb_data_value(int rank, size_t g, strata_op_t op)
 
 static int data_is_float(strata_dtype_t t)
 {
-    return t == STRATA_FP16 || t == STRATA_BF16 || t == STRATA_FP32 || t == STRATA_FP64;
+    return t == STRATA_FP16 || t == STRATA_BF16 || t == STRATA_FP32 || t == STRATA_FP64 ||
+           data_is_fp8(t);
 }
 
 static int data_is_signed(strata_dtype_t t)
@@ -42,6 +59,8 @@ static void data_put(void *buf, size_t i, strata_dtype_t t, int64_t iv, double f
     case STRATA_BF16: { uint16_t v = sta_bf16_encode((float)fv); memcpy(p, &v, 2); break; }
     case STRATA_FP32: { float v = (float)fv; memcpy(p, &v, 4); break; }
     case STRATA_FP64: memcpy(p, &fv, 8); break;
+    case STRATA_FP8_E4M3: { uint8_t v = sta_fp8_e4m3_encode((float)fv); memcpy(p, &v, 1); break; }
+    case STRATA_FP8_E5M2: { uint8_t v = sta_fp8_e5m2_encode((float)fv); memcpy(p, &v, 1); break; }
     default: break;
     }
 }
@@ -51,9 +70,12 @@ static double data_get_float(const void *buf, size_t i, strata_dtype_t t)
 {
     const char *p = (const char *)buf + i * strata_dtype_size(t);
     uint16_t h;
+    uint8_t b;
     float f;
     double d;
     switch (t) {
+    case STRATA_FP8_E4M3: memcpy(&b, p, 1); return sta_fp8_e4m3_decode(b);
+    case STRATA_FP8_E5M2: memcpy(&b, p, 1); return sta_fp8_e5m2_decode(b);
     case STRATA_FP16: memcpy(&h, p, 2); return sta_fp16_decode(h);
     case STRATA_BF16: memcpy(&h, p, 2); return sta_bf16_decode(h);
     case STRATA_FP32: memcpy(&f, p, 4); return f;
@@ -105,7 +127,7 @@ void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op
 
     /* One period of the rank's values, then whole periods by copying. */
     for (size_t j = 0; j < STB_DATA_PERIOD; j++) {
-        int64_t v = stb_data_value(rank, first + j, op);
+        int64_t v = stb_data_value(rank, first + j, op, dtype);
         data_put(one, j, dtype, v, (double)v);
     }
     size_t period = STB_DATA_PERIOD * esz, total = count * esz;
@@ -150,7 +172,7 @@ static void data_reduce_one(stb_data_ref_t *ref, size_t g, void *out)
     uint64_t acci = 0;
 
     for (int r = 0; r < ref->nranks; r++) {
-        int64_t v = stb_data_value(r, g, op);
+        int64_t v = stb_data_value(r, g, op, t);
         data_put(in, 0, t, v, (double)v);          /* the value as the type stores it */
         if (is_float) {
             double x = data_get_float(in, 0, t);
@@ -187,6 +209,7 @@ void stb_data_ref_build(stb_data_ref_t *ref, strata_dtype_t dtype, strata_op_t o
 static double data_tolerance(strata_dtype_t t)
 {
     switch (t) {
+    case STRATA_FP8_E4M3: case STRATA_FP8_E5M2: return 0.13;   /* half an E5M2 ulp: 2^-3 */
     case STRATA_FP16: case STRATA_BF16: return 1e-2;
     case STRATA_FP32: return 1e-5;
     default: return 1e-12;

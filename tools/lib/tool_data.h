@@ -8,13 +8,18 @@
  *   prod:          v(r, g) = 2 if (g + 3r) mod 7 == 0, else 1
  *   anything else: v(r, g) = ((g + 5r) mod 19) - 9          (-9 .. 9)
  *
- * so every sum, product, min and max over up to 200 ranks is exact in every
- * type, fp16 and bf16 included (integers wrap modulo 2^bits in the type, as
+ * fp8 has too few fraction bits for those sums, so its elements are "owned": element g
+ * of the fp8 types is v8(r, g) = ((g mod 19) * 5 mod 15) - 7 (-7 .. 7) on rank g mod 7 and
+ * 0 elsewhere (prod: 2 on the owner when g mod 19 is even, else 1), so at most one rank
+ * contributes anything but the identity and every partial result is exact in any order.
+ *
+ * So every sum, product, min and max over up to 200 ranks is exact in every
+ * type, fp16, bf16 and fp8 included (integers wrap modulo 2^bits in the type, as
  * the library's do), and the reduction of element g depends only on
  * g mod 133 (= 7 * 19): the reference is a table of 133 elements computed
  * once per size, and checking is a table lookup per element, fast enough for
  * 64 MiB buffers. avg of a floating type is a division, checked to within a
- * relative 1e-2 (fp16, bf16), 1e-5 (fp32) or 1e-12 (fp64); everything else
+ * relative 0.13 (fp8), 1e-2 (fp16, bf16), 1e-5 (fp32) or 1e-12 (fp64); everything else
  * must match exactly (for floats, as values: -0 equals 0).
  *
  * Pure functions over caller buffers; thread-safe.
@@ -39,8 +44,8 @@ typedef struct stb_data_ref {
     unsigned char table[STB_DATA_PERIOD * STB_DATA_MAX_ELEM];
 } stb_data_ref_t;
 
-/* v(r, g) for op (see above), as an integer. */
-int64_t stb_data_value(int rank, size_t g, strata_op_t op);
+/* v(r, g) for op and the type (see above), as an integer. */
+int64_t stb_data_value(int rank, size_t g, strata_op_t op, strata_dtype_t dtype);
 
 /* Writes elements first .. first+count-1 of rank's input into buf (as the type stores them). */
 void stb_data_fill(void *buf, size_t count, strata_dtype_t dtype, strata_op_t op, int rank,

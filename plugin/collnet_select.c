@@ -1,0 +1,136 @@
+/*
+ * The CollNet's choice of schedule per size: the collective library's cost model and
+ * selection (algos/cost_model.h, algos/select.h) over a group of one rank per node
+ * (sta_dims_one_per_node), the net tier's α and β from member 0. Above the crossover the
+ * ring (each head's collComm rides its own NIC, the device NCCL listened on: one ring per
+ * rail); below it recursive doubling. STRATA_COLLNET_ALGO forces one.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "algos/profile.h"
+#include "plugin/collnet.h"
+#include "util/log.h"
+#include "util/param.h"
+
+/* Bounds on STRATA_COLLNET_CHUNK: below 4 KiB a piece costs more in per-message overhead than
+ * it hides (the tcp transport's α is ~9 µs, 4 KiB take ~1 µs at 3.6 GB/s); above 64 MiB it
+ * no longer pipelines anything NCCL sends (calls are at most 4 MiB, docs/collnet-protocol.md). */
+#define CN_CHUNK_MIN ((int64_t)4 << 10)
+#define CN_CHUNK_MAX ((int64_t)64 << 20)
+
+strata_status_t stp_cn_record_local(stp_cn_record_t *r)
+{
+    sta_model_t model;
+    sta_algo_t forced = STA_ALGO_AUTO;
+    const char *algo = stu_param_str(STU_PARAM_COLLNET_ALGO);
+    int64_t chunk = stu_param_int(STU_PARAM_COLLNET_CHUNK);
+
+    if (sta_model_load(&model) != STRATA_OK) {
+        STU_WARN("collnet: the cost model's profile could not be read (above); using the"
+                 " defaults and STRATA_* variables");
+        sta_model_default(&model);
+        sta_model_apply_env(&model);
+    }
+    if (sta_algo_parse(algo, &forced) != STRATA_OK ||
+        (forced != STA_ALGO_AUTO && forced != STA_ALGO_RING && forced != STA_ALGO_RECURSIVE)) {
+        STU_WARN("collnet: STRATA_COLLNET_ALGO='%s' is not auto, ring or recursive; using auto",
+                 algo);
+        forced = STA_ALGO_AUTO;
+    }
+    if (chunk < CN_CHUNK_MIN || chunk > CN_CHUNK_MAX) {
+        STU_WARN("collnet: STRATA_COLLNET_CHUNK=%" PRId64 " is outside %" PRId64 "..%" PRId64
+                 "; using %s", chunk, CN_CHUNK_MIN, CN_CHUNK_MAX,
+                 stu_param_def(STU_PARAM_COLLNET_CHUNK)->dflt);
+        stu_param_parse_int(stu_param_def(STU_PARAM_COLLNET_CHUNK)->dflt, &chunk);
+    }
+    memset(r, 0, sizeof(*r));
+    r->model[STA_FIELD_SHM_ALPHA] = model.shm.alpha_us;
+    r->model[STA_FIELD_SHM_BETA] = model.shm.beta_gbps;
+    r->model[STA_FIELD_NET_ALPHA] = model.net.alpha_us;
+    r->model[STA_FIELD_NET_BETA] = model.net.beta_gbps;
+    r->model[STA_FIELD_GAMMA] = model.gamma_gbps;
+    r->intra = (int32_t)model.intra;
+    r->forced = forced;
+    r->chunk = (uint32_t)chunk;
+    return STRATA_OK;
+}
+
+/* One collective's ranges on one line: "0..8191 B recursive, 8192 B.. ring". */
+static void select_log_coll(const stp_cn_comm_t *c, sta_coll_t coll)
+{
+    char line[512];
+    size_t at = 0, first = 0;
+
+    for (int i = 0; i < c->table.nranges[coll] && at < sizeof(line); i++) {
+        const sta_select_range_t *r = &c->table.ranges[coll][i];
+        if (r->upper == SIZE_MAX)
+            at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%zu B and up -> %s",
+                                   i ? ", " : "", first, sta_algo_name(r->algo));
+        else
+            at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%zu..%zu B -> %s",
+                                   i ? ", " : "", first, r->upper, sta_algo_name(r->algo));
+        first = r->upper + 1;
+    }
+    size_t mib = (size_t)1 << 20;
+    char at1m[96] = "";
+    for (int a = STA_ALGO_RING, n = 0; a <= STA_ALGO_RECURSIVE; a++) {
+        double us = sta_cost_us(&c->table.model, &c->table.dims, coll, (sta_algo_t)a, mib);
+        if (us >= 0)
+            n += snprintf(at1m + n, sizeof(at1m) - (size_t)n, "%s%s %.1f us", n ? ", " : "",
+                          sta_algo_name((sta_algo_t)a), us);
+    }
+    STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: %s %s (model at 1 MiB: %s)",
+             sta_coll_name(coll), line, at1m);
+}
+
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
+{
+    sta_model_t model;
+    sta_dims_t dims;
+    strata_status_t status;
+
+    sta_model_default(&model);
+    model.shm.alpha_us = r0->model[STA_FIELD_SHM_ALPHA];
+    model.shm.beta_gbps = r0->model[STA_FIELD_SHM_BETA];
+    model.net.alpha_us = r0->model[STA_FIELD_NET_ALPHA];
+    model.net.beta_gbps = r0->model[STA_FIELD_NET_BETA];
+    model.gamma_gbps = r0->model[STA_FIELD_GAMMA];
+    model.intra = (sta_intra_t)r0->intra;
+    sta_dims_one_per_node(c->nranks, &dims);
+    status = sta_select_build(&model, &dims, (sta_algo_t)r0->forced, &c->table);
+    if (status != STRATA_OK)
+        return status;
+    c->chunk = r0->chunk;
+    if (stu_log_level >= STU_LOG_INFO) {
+        STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: comm 0x%" PRIx64 " dev %d:"
+                 " member %d of %d (NCCL rank %d), %d link(s), net alpha %g us beta %g GB/s,"
+                 " gamma %g GB/s, STRATA_COLLNET_ALGO=%s, pieces of %zu B (member 0's)",
+                 c->comm_id, c->dev, c->pos, c->nranks, c->rank, c->nlinks,
+                 model.net.alpha_us, model.net.beta_gbps, model.gamma_gbps,
+                 sta_algo_name((sta_algo_t)r0->forced), c->chunk);
+        select_log_coll(c, STA_COLL_ALLREDUCE);
+        select_log_coll(c, STA_COLL_ALLGATHER);
+        select_log_coll(c, STA_COLL_REDUCE_SCATTER);
+    }
+    return STRATA_OK;
+}
+
+sta_sched_kind_t stp_cn_select(const stp_cn_comm_t *c, sta_coll_t coll, size_t bytes)
+{
+    sta_algo_t a = sta_select_lookup(&c->table, coll, bytes);
+
+    switch (coll) {
+    case STA_COLL_ALLREDUCE:
+        return a == STA_ALGO_RECURSIVE ? STA_SCHED_RD_ALLREDUCE : STA_SCHED_RING_ALLREDUCE;
+    case STA_COLL_ALLGATHER:
+        /* recursive doubling gathers aligned runs of blocks: only when positions are NCCL's
+         * ranks, so that those runs are contiguous in the window */
+        if (a == STA_ALGO_RECURSIVE && c->identity)
+            return STA_SCHED_RD_ALLGATHER;
+        return STA_SCHED_RING_ALLGATHER;
+    default:
+        return STA_SCHED_RING_REDUCE_SCATTER;
+    }
+}

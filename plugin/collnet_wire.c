@@ -1,0 +1,157 @@
+/*
+ * The CollNet's bytes (docs/collnet-protocol.md): the listen handle NCCL carries to every
+ * member, the hello that opens each connection, and the agreement record of each member.
+ * Integers are little-endian; decoders check magic, version and ranges and say why a buffer
+ * is refused.
+ *
+ *   handle  0..63 the transport's listen bytes | 64 magic u32 "STCN" | 68 version u16 |
+ *           70 zero u16 | 72 nonce u64 | 80 dev i32 | 84..127 zero
+ *   hello   0 magic u32 "STCH" | 4 version u16 | 6 zero u16 | 8 group u64 | 16 from u32 |
+ *           20 to u32 | 24 nranks u32 | 28 zero u32
+ *   record  0 magic u32 "STCA" | 4 version u16 | 6 ok u16 | 8 group u64 | 16 rank u32 |
+ *           20 nranks u32 | 24 model: 5 x f64 bits (shm alpha, shm beta, net alpha, net beta,
+ *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76..95 zero
+ */
+#include <string.h>
+
+#include "plugin/collnet.h"
+#include "util/le.h"
+#include "util/log.h"
+
+#define CN_HANDLE_MAGIC 0x4e435453u   /* "STCN" */
+#define CN_HELLO_MAGIC 0x48435453u    /* "STCH" */
+#define CN_RECORD_MAGIC 0x41435453u   /* "STCA" */
+#define CN_WIRE_VERSION 1
+
+_Static_assert(STP_CN_HANDLE_XPORT_BYTES + 20 <= NCCL_NET_HANDLE_MAXSIZE,
+               "the CollNet handle fits NCCL's 128 bytes");
+
+strata_status_t stp_cn_handle_encode(void *buf, const void *xport, const stp_cn_handle_t *h)
+{
+    const uint8_t *x = xport;
+    uint8_t *p = buf;
+
+    /* The transports write their listen bytes at the front and zero the rest, which their
+     * connect then uses for its state; the CollNet keeps only the front. */
+    for (int i = STP_CN_HANDLE_XPORT_BYTES; i < NCCL_NET_HANDLE_MAXSIZE; i++) {
+        if (x[i] != 0) {
+            STU_WARN("collnet: the transport's listen handle uses byte %d; the CollNet keeps"
+                     " only the first %d", i, STP_CN_HANDLE_XPORT_BYTES);
+            return STRATA_ERR_INTERNAL;
+        }
+    }
+    memset(p, 0, NCCL_NET_HANDLE_MAXSIZE);
+    memcpy(p, x, STP_CN_HANDLE_XPORT_BYTES);
+    p += STP_CN_HANDLE_XPORT_BYTES;
+    stu_le_put32(p, CN_HANDLE_MAGIC);
+    stu_le_put16(p + 4, CN_WIRE_VERSION);
+    stu_le_put64(p + 8, h->nonce);
+    stu_le_put32(p + 16, (uint32_t)h->dev);
+    return STRATA_OK;
+}
+
+strata_status_t stp_cn_handle_decode(const void *buf, int index, stp_cn_handle_t *h)
+{
+    const uint8_t *p = (const uint8_t *)buf + STP_CN_HANDLE_XPORT_BYTES;
+
+    if (stu_le_get32(p) != CN_HANDLE_MAGIC || stu_le_get16(p + 4) != CN_WIRE_VERSION) {
+        STU_WARN("collnet: handle %d is not a Strata CollNet handle of version %d (magic %08x"
+                 " version %u)", index, CN_WIRE_VERSION, stu_le_get32(p), stu_le_get16(p + 4));
+        return STRATA_ERR_INVALID;
+    }
+    h->nonce = stu_le_get64(p + 8);
+    h->dev = (int32_t)stu_le_get32(p + 16);
+    return STRATA_OK;
+}
+
+void stp_cn_hello_encode(void *buf, const stp_cn_hello_t *h)
+{
+    uint8_t *p = buf;
+
+    memset(p, 0, STP_CN_HELLO_BYTES);
+    stu_le_put32(p, CN_HELLO_MAGIC);
+    stu_le_put16(p + 4, CN_WIRE_VERSION);
+    stu_le_put64(p + 8, h->group);
+    stu_le_put32(p + 16, h->from);
+    stu_le_put32(p + 20, h->to);
+    stu_le_put32(p + 24, h->nranks);
+}
+
+strata_status_t stp_cn_hello_decode(const void *buf, stp_cn_hello_t *h)
+{
+    const uint8_t *p = buf;
+
+    if (stu_le_get32(p) != CN_HELLO_MAGIC || stu_le_get16(p + 4) != CN_WIRE_VERSION)
+        return STRATA_ERR_REMOTE;
+    h->group = stu_le_get64(p + 8);
+    h->from = stu_le_get32(p + 16);
+    h->to = stu_le_get32(p + 20);
+    h->nranks = stu_le_get32(p + 24);
+    return STRATA_OK;
+}
+
+static uint64_t double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+static double bits_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
+
+void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
+{
+    uint8_t *p = buf;
+
+    memset(p, 0, STP_CN_RECORD_BYTES);
+    stu_le_put32(p, CN_RECORD_MAGIC);
+    stu_le_put16(p + 4, CN_WIRE_VERSION);
+    stu_le_put16(p + 6, r->ok);
+    stu_le_put64(p + 8, r->group);
+    stu_le_put32(p + 16, r->rank);
+    stu_le_put32(p + 20, r->nranks);
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        stu_le_put64(p + 24 + 8 * f, double_bits(r->model[f]));
+    stu_le_put32(p + 64, (uint32_t)r->forced);
+    stu_le_put32(p + 68, r->chunk);
+    stu_le_put32(p + 72, (uint32_t)r->intra);
+}
+
+strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
+{
+    const uint8_t *p = buf;
+
+    if (stu_le_get32(p) != CN_RECORD_MAGIC || stu_le_get16(p + 4) != CN_WIRE_VERSION)
+        return STRATA_ERR_REMOTE;
+    r->ok = stu_le_get16(p + 6);
+    r->group = stu_le_get64(p + 8);
+    r->rank = stu_le_get32(p + 16);
+    r->nranks = stu_le_get32(p + 20);
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        r->model[f] = bits_double(stu_le_get64(p + 24 + 8 * f));
+    r->forced = (int32_t)stu_le_get32(p + 64);
+    r->chunk = stu_le_get32(p + 68);
+    r->intra = (int32_t)stu_le_get32(p + 72);
+    return STRATA_OK;
+}
+
+/* FNV-1a, 64-bit (offset basis and prime from the FNV specification). */
+#define CN_FNV_OFFSET 0xcbf29ce484222325ull
+#define CN_FNV_PRIME 0x100000001b3ull
+
+uint64_t stp_cn_group_id(const uint64_t *nonces, int n)
+{
+    uint64_t h = CN_FNV_OFFSET;
+
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) {
+            h ^= (nonces[i] >> (8 * b)) & 0xff;
+            h *= CN_FNV_PRIME;
+        }
+    return h;
+}
