@@ -27,6 +27,7 @@ typedef enum strata_status {
     STRATA_ERR_INTERNAL = -9,       /* Strata's own invariant broke (a bug) */
     STRATA_ERR_MISMATCH = -10,      /* ranks disagree on a collective's arguments */
     STRATA_ERR_NOT_FOUND = -11,     /* no such device, transport, or entry */
+    STRATA_ERR_AUTH = -12,          /* a peer did not prove the job's (or handle's) secret */
 } strata_status_t;
 
 /* A static, human-readable name for a status ("STRATA_ERR_REMOTE"). Never NULL. */

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <malloc.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -149,4 +150,16 @@ long long sts_heap_in_use(void)
     struct mallinfo2 mi = mallinfo2();
     return (long long)mi.uordblks + (long long)mi.hblkhd;
 #endif
+}
+
+const char *sts_job_secret_export(void)
+{
+    static char text[65];
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        abort();
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(text + 2 * i, 3, "%02x", raw[i]);
+    setenv("STRATA_JOB_SECRET", text, 1);
+    return text;
 }

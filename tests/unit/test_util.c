@@ -123,6 +123,8 @@ static void test_status_names_and_translation(void **state)
     assert_int_equal(stp_status_to_nccl(STRATA_OK), ncclSuccess);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_REMOTE), ncclRemoteError);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_TIMEOUT), ncclRemoteError);
+    assert_int_equal(stp_status_to_nccl(STRATA_ERR_AUTH), ncclRemoteError);
+    assert_string_equal(strata_status_str(STRATA_ERR_AUTH), "STRATA_ERR_AUTH");
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_TRUNCATED), ncclInvalidUsage);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_UNSUPPORTED), ncclInvalidUsage);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_NOT_FOUND), ncclInvalidUsage);
