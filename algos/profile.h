@@ -15,7 +15,10 @@
  * line or after the value); blank lines are ignored; keys are shm.alpha_us,
  * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps; values are decimal
  * numbers (α >= 0, β and γ > 0). An unknown key, a malformed or out-of-range
- * value, a line without '=', or a key given twice is an error naming the line.
+ * value, a line without '=', a key given twice, a line longer than
+ * STA_PROFILE_LINE_MAX or a NUL byte is an error naming the line. The file
+ * is a regular file of at most STA_PROFILE_MAX_BYTES (util/file.h: a FIFO,
+ * a device or a larger file is an error, never a hang or a huge read).
  *
  * Thread safety: these functions touch only their arguments (and the parameter
  * table, which is thread-safe); call them from one thread per model.
@@ -46,6 +49,11 @@
 /* A reduction's output rate on buffers much larger than L3: ~12-15 GB/s at best. */
 #define STA_DEFAULT_GAMMA_GBPS 12.0
 
+/* A profile holds five short lines; 64 KiB leaves room for any amount of comments. */
+#define STA_PROFILE_MAX_BYTES (64 * 1024)
+/* One line: a key, '=', a number and a comment fit many times over. */
+#define STA_PROFILE_LINE_MAX 1024
+
 /* The profile key of a field ("shm.alpha_us", ...); "?" out of range. */
 const char *sta_field_name(sta_field_t field);
 
@@ -57,17 +65,24 @@ void sta_model_default(sta_model_t *model);
 
 /*
  * Reads a profile file and applies its values with source "profile". Blocking file I/O.
- * STRATA_ERR_IO if the file cannot be read, STRATA_ERR_INVALID for a bad line (logged with
- * path:line and the cause); on error *model is untouched.
+ * STRATA_ERR_IO if the file cannot be read, STRATA_ERR_INVALID for a bad file or line
+ * (logged with path:line and the cause), STRATA_ERR_NO_MEMORY; on error *model is untouched.
  */
 strata_status_t sta_profile_read(const char *path, sta_model_t *model);
 
 /*
- * Applies every STRATA_* model variable that is set and not empty, with source "env".
- * A malformed or out-of-range value is logged once as a warning and ignored, as the
- * parameter table does for its integers.
+ * The same over the text of a profile (len bytes, NUL bytes refused), named `name` in
+ * messages. Pure: no I/O but logging.
  */
-void sta_model_apply_env(sta_model_t *model);
+strata_status_t sta_profile_parse(const char *text, size_t len, const char *name,
+                                  sta_model_t *model);
+
+/*
+ * Applies every STRATA_* model variable that is set and not empty, with source "env".
+ * A malformed or out-of-range value is logged with the variable's name and makes the
+ * result STRATA_ERR_INVALID (the other values are still applied).
+ */
+strata_status_t sta_model_apply_env(sta_model_t *model);
 
 /*
  * Merges measured tiers (source "calibrated"): a measured value replaces only a default.
@@ -81,8 +96,8 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
 
 /*
  * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).
- * Calibration, when wanted, is merged afterwards by the caller. Errors are the profile's;
- * on error *model is untouched.
+ * Calibration, when wanted, is merged afterwards by the caller. Errors are the
+ * variables' and the profile's; on error *model is untouched.
  */
 strata_status_t sta_model_load(sta_model_t *model);
 

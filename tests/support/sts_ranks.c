@@ -91,6 +91,8 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
         fprintf(stderr, "sts_ranks: cannot listen on 127.0.0.1: %s\n", strerror(errno));
         return o->nranks;
     }
+    if (o->on_listen != NULL)
+        o->on_listen(addr, o->hook_arg);
     fflush(stdout);
     fflush(stderr);
     for (int r = 0; r < o->nranks; r++) {
@@ -109,17 +111,17 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
     for (int r = 0; r < o->nranks; r++)
         left -= codes[r] != -1;
     while (left > 0) {
-        int st;
-        pid_t p = waitpid(-1, &st, WNOHANG);
-        if (p > 0) {
-            for (int r = 0; r < o->nranks; r++) {
-                if (pids[r] == p && codes[r] == -1) {
-                    codes[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-                    left--;
-                }
+        int st, reaped = 0;
+        /* its own children only: the caller may have others (a test's strangers) */
+        for (int r = 0; r < o->nranks; r++) {
+            if (codes[r] == -1 && waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+                codes[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                left--;
+                reaped = 1;
             }
-            continue;
         }
+        if (reaped)
+            continue;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec - start.tv_sec >= wall) {
             for (int r = 0; r < o->nranks; r++) {
