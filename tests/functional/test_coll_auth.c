@@ -80,14 +80,7 @@ static int st_connect(const char *root_addr)
     int port;
     if (sscanf(root_addr, "%63[^:]:%d", host, &port) != 2)
         return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, host, &sa.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return sts_tcp_connect(host, port);
 }
 
 static int st_read(int fd, void *buf, size_t len)

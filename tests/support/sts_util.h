@@ -57,4 +57,7 @@ double sts_timeout_scale(void);
  */
 const char *sts_job_secret_export(void);
 
+/* A blocking TCP connection to an IPv4 address and port, or -1 (refused, unreachable). */
+int sts_tcp_connect(const char *ip, int port);
+
 #endif /* STS_UTIL_H */

@@ -37,6 +37,12 @@ void stb_size_format(size_t bytes, char *buf, size_t len);
 
 /* Absolute deadline timeout_ms from now, on the monotonic clock. */
 uint64_t stb_deadline_make(int timeout_ms);
+
+/*
+ * Bytes from a peer as text safe to print: up to len bytes or the first NUL; printable
+ * ASCII kept, anything else as \xNN; cut with "..." to fit out (outlen >= 4).
+ */
+void stb_text_printable(const void *bytes, size_t len, char *out, size_t outlen);
 /* Milliseconds left before the deadline, 0 when past (rounded up, for poll()). */
 int stb_deadline_left_ms(uint64_t deadline_ns);
 
