@@ -190,5 +190,8 @@ clean:
 # A/B programs against OpenMPI and Gloo, when those are installed.
 include bench/ab/ab.mk
 
+# libFuzzer harnesses (make fuzz) and the ThreadSanitizer pass (make check-tsan).
+include mk/fuzz.mk
+
 -include $(LIB_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(TOOLLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
 	$(TOOLS:=.d)
