@@ -192,6 +192,7 @@ include bench/ab/ab.mk
 
 # libFuzzer harnesses (make fuzz) and the ThreadSanitizer pass (make check-tsan).
 include mk/fuzz.mk
+include mk/tsan.mk
 
 -include $(LIB_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(TOOLLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
 	$(TOOLS:=.d)
