@@ -9,16 +9,23 @@
  *
  * Flat steps share the node's link. In a step of a flat algorithm (ring, recursive doubling,
  * chain, binomial tree) each rank moves m bytes to its partner; s of a node's L ranks have
- * their partner on another node. The step costs
- *   step(m, s) = α_n + 2·m/β_s               s = 0: every partner on the same node
- *              = α_n + σ(s)·m/β_n            s >= 1, σ(s) = max(1, s/R)
- * s = 0 still pays α_n: same-node partners are reached through the transport (the
- * connections coll/connect.c builds, not the shm tier), but the bytes never reach the wire:
- * TCP loopback copies them into the kernel's socket buffer and out again, two memcpys at
- * β_s each (an RDMA loopback is a DMA read and a DMA write). Measured, loopback TCP streams
- * at 3.5-4 GB/s where memcpy does 12 (docs/benchmarks.md): 2·m/β_s keeps a one-node flat
- * ring dearer than the shm tier's one copy per phase. With s >= 1 the step waits for its
- * slowest hop: s senders on R NICs get β_n·R/s each.
+ * their partner on another node. The step waits for its slowest hop:
+ *   step(m, s, ρ) = hop(m, ρ)                                 s = 0: every partner in the node
+ *                 = max(hop(m, ρ), α_n + σ(s)·m/β_n)          0 < s < L
+ *                 = α_n + σ(s)·m/β_n                          s = L: every partner elsewhere
+ * σ(s) = max(1, s/R): s senders on R NICs get β_n·R/s each. A hop inside the node depends on
+ * the intra-node kind (sta_intra_t):
+ *   hop(m, ρ) = α_n + 2·m/β_s        shm: through the transport's loopback
+ *             = α_s + m/β_s          switch: one copy, every rank at full β_s at once
+ *             = α_s + ρ·m/β_s        pcie: ρ of the node's flows share the root link
+ * shm pays α_n: same-node partners are reached through the transport (the connections
+ * coll/connect.c builds, not the shm tier), but the bytes never reach the wire: TCP loopback
+ * copies them into the kernel's socket buffer and out again, two memcpys at β_s each (an
+ * RDMA loopback is a DMA read and a DMA write). Measured, loopback TCP streams at 3.5-4 GB/s
+ * where memcpy does 12 (docs/benchmarks.md): 2·m/β_s keeps a one-node flat ring dearer than
+ * the shm tier's one copy per phase. ρ (root flows) is 1 for rings, chains and trees, which
+ * embed in a tree with one flow per link and direction (an Euler tour of the tree); L/2 for
+ * recursive doubling at distance L/2, whose pairs all straddle the two halves.
  * s per step (with N = 1, s = 0 for every step):
  *   s1        = 1: ring, chain and binomial tree in node-major order (the flat group).
  *               A ring or chain leaves a node at one rank; a binomial round's senders are
@@ -34,39 +41,56 @@
  *   sfold     = 0 when the nodes are equal and L is even, else 1: the fold pairs
  *               (2i, 2i+1) straddle a node boundary only at a node's last position.
  *
+ * ρ is 1 wherever a formula omits it.
+ *
  * allreduce
  *   ring          2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
- *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d)) + n/γ] + [r > 0]·(2·step(n, sfold) + n/γ)
- *   hierarchical  [α_s + n/β_s + (L-1)/L·n/γ]
- *                 + [2(N-1)α_n + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
+ *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
+ *                 + [r > 0]·(2·step(n, sfold) + n/γ)
+ *   hierarchical  RS_s + [2(N-1)α_n + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
  *   leader        [α_s + n/β_s + (L-1)·n/γ]
- *                 + [2(N-1)α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [α_s + n/β_s]
+ *                 + [2(N-1)α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [α_s + n/β_s]   (shm only)
  * reduce_scatter
  *   ring          (P-1)·step(n/P, so) + (P-1)/P·n/γ
- *   hierarchical  n/β_s + [α_s + n/β_s + (L-1)/L·n/γ]
- *                 + [(N-1)α_n + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
- *                 (the first n/β_s: blocks permuted into rail-major order; 0 when that
- *                 is rank order: ranks contiguous and N = 1 or L = 1)
+ *   hierarchical  perm + RS_s + [(N-1)α_n + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
+ *                 (perm = n/β_s: blocks permuted into rail-major order; 0 when that is rank
+ *                 order, ranks contiguous and N = 1 or L = 1, and 0 off shm, where the
+ *                 intra-node ring's block order does it)
  * allgather
  *   ring          (P-1)·step(n/P, so)
- *   recursive     Σ_{d=1,2,4..P/2} step(d·n/P, srd(d))      (P a power of two)
- *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + [α_s + n/β_s] + n/β_s
- *                 (the last n/β_s: blocks permuted back into rank order; 0 as above)
+ *   recursive     Σ_{d=1,2,4..P/2} step(d·n/P, srd(d), ρrd(d))      (P a power of two)
+ *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + AG_s + perm
+ *                 (perm: blocks permuted back into rank order; 0 as above)
  * broadcast
  *   ring          (P-2+k)·step(min(n,c), s1)
  *   recursive     lg(P)·step(n, s1)
- *   hierarchical  lg(N)·(α_n + n/β_n) + [α_s + n/β_s]
+ *   hierarchical  lg(N)·(α_n + n/β_n) + BC_s
  * reduce
  *   ring          (P-2+k)·(step(min(n,c), s1) + min(n,c)/γ)
  *   recursive     lg(P)·(step(n, s1) + n/γ)
- *   hierarchical  [α_s + n/β_s + (L-1)·n/γ] + lg(N)·(α_n + n/β_n + n/γ)
+ *   hierarchical  RD_s + lg(N)·(α_n + n/β_n + n/γ)
+ * alltoall (pairwise exchange, m = n/P; not run by the library)
+ *                 Σ_{k=1..P-1} step(m, sa(k), ρa(k))
+ *
+ * The node's phases of the two-tier algorithms:
+ *                 shm (one shared segment)        switch, pcie (a ring of L, one copy a hop)
+ *   RS_s          α_s + n/β_s + (L-1)/L·n/γ        (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
+ *   AG_s          α_s + n/β_s                      (L-1)·α_s + (L-1)/L·n/β_s
+ *   BC_s          α_s + n/β_s                      [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
+ *   RD_s          α_s + n/β_s + (L-1)·n/γ          [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
+ *                                                                  + min(n,c)/γ)
+ * ρrd(d) = L/2 when 2d = L and the pairs are aligned (the pairs straddle the halves), else 1.
+ * sa(k), with k = q·L + j (0 <= j < L), in node-major order: j when q = 0, L - j when
+ * q = N-1, L otherwise (0 with N = 1; L for every k when the placement is not contiguous);
+ * ρa(k) = max(1, min(j, L-j)), the same-node pairs of offset j that straddle the halves.
  *
  * Two-tier algorithms already charge their sharing (L/R rings per NIC: the n/(R·β_n) and
  * L/R factors), so they need no step(). With N > 1, step(m, s1) = α_n + m/β_n: rings, chains
  * and trees in node-major order cost what a rank with its own NIC would pay.
  * P = 1 costs 0 for every algorithm (a local copy). N = 1 zeroes the net brackets by their
- * (N-1) and lg(N) factors. L = 1 keeps the shm brackets: a one-rank node still copies
- * through its shm stage, so hierarchical and leader never beat the flat ring there.
+ * (N-1) and lg(N) factors. L = 1 keeps the shm brackets on shm: a one-rank node still copies
+ * through its shm stage, so hierarchical and leader never beat the flat ring there; off shm
+ * a one-rank node's ring phases are empty.
  * k is at least 1 so that an empty broadcast or reduce still costs one pass down the chain,
  * the limit of the formula as n -> 0+ (ceil(0/c) = 0 would make t(0) a lone outlier).
  */
@@ -91,6 +115,30 @@ static const char *const algo_names[STA_ALGO_COUNT] = {
     [STA_ALGO_HIERARCHICAL] = "hierarchical",
     [STA_ALGO_LEADER] = "leader",
 };
+
+static const char *const intra_names[STA_INTRA_COUNT] = {
+    [STA_INTRA_SHM] = "shm",
+    [STA_INTRA_SWITCH] = "switch",
+    [STA_INTRA_PCIE] = "pcie",
+};
+
+const char *sta_intra_name(sta_intra_t intra)
+{
+    if ((int)intra < 0 || intra >= STA_INTRA_COUNT)
+        return "?";
+    return intra_names[intra];
+}
+
+strata_status_t sta_intra_parse(const char *text, sta_intra_t *intra_p)
+{
+    for (int k = 0; text != NULL && k < STA_INTRA_COUNT; k++) {
+        if (strcasecmp(text, intra_names[k]) == 0) {
+            *intra_p = (sta_intra_t)k;
+            return STRATA_OK;
+        }
+    }
+    return STRATA_ERR_INVALID;
+}
 
 const char *sta_coll_name(sta_coll_t coll)
 {
@@ -149,7 +197,7 @@ strata_status_t sta_model_check(const sta_model_t *model)
 {
     if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
         !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
-        !rate_ok(model->gamma_gbps))
+        !rate_ok(model->gamma_gbps) || (int)model->intra < 0 || model->intra >= STA_INTRA_COUNT)
         return STRATA_ERR_INVALID;
     return STRATA_OK;
 }
@@ -214,7 +262,20 @@ typedef struct terms {
     double P, N, L, R;
     double n;
     double a_s, b_s, a_n, b_n, g;
+    sta_intra_t kind;
 } terms_t;
+
+static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
+{
+    terms_t t = {
+        .P = dims->nranks, .N = dims->nnodes, .L = dims->local_size, .R = dims->nrails,
+        .n = bytes,
+        .a_s = model->shm.alpha_us, .b_s = model->shm.beta_gbps,
+        .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
+        .kind = model->intra,
+    };
+    return t;
+}
 
 /* Time to move (or reduce) `bytes` at `gbps`, in µs. */
 static double xfer(double bytes, double gbps)
@@ -228,12 +289,34 @@ static double nic_share(const terms_t *t, double s)
     return s > t->R ? s / t->R : 1.0;
 }
 
-/* step(m, s): one flat step moving m bytes per rank, s ranks of a node crossing to another. */
-static double flat_step(const terms_t *t, double m, double s)
+/* hop(m, ρ): m bytes to a partner in the same node, ρ flows sharing a PCIe tree's root. */
+static double intra_hop(const terms_t *t, double m, double rho)
+{
+    switch (t->kind) {
+    case STA_INTRA_SWITCH:
+        return t->a_s + xfer(m, t->b_s);
+    case STA_INTRA_PCIE:
+        return t->a_s + xfer(rho * m, t->b_s);
+    default:
+        return t->a_n + 2 * xfer(m, t->b_s);   /* into the socket buffer and out */
+    }
+}
+
+/* step(m, s, ρ): one flat step moving m bytes per rank, s ranks of a node crossing to
+ * another, ρ same-node flows on a PCIe tree's root; the slowest hop sets the pace. */
+static double flat_step_rho(const terms_t *t, double m, double s, double rho)
 {
     if (s <= 0.0)
-        return t->a_n + 2 * xfer(m, t->b_s);   /* into the socket buffer and out */
-    return t->a_n + xfer(nic_share(t, s) * m, t->b_n);
+        return intra_hop(t, m, rho);
+    double net = t->a_n + xfer(nic_share(t, s) * m, t->b_n);
+    if (s >= t->L)
+        return net;
+    return STU_MAX(net, intra_hop(t, m, rho));
+}
+
+static double flat_step(const terms_t *t, double m, double s)
+{
+    return flat_step_rho(t, m, s, 1.0);
 }
 
 /* s1 (node_major = 1) or so (node_major = dims->contiguous): a ring, chain or tree step. */
@@ -256,6 +339,14 @@ static double rd_crossers(const sta_dims_t *d, int dist, int aligned)
     return (double)d->local_size;
 }
 
+/* ρrd(dist): with 2·dist = L the aligned pairs all straddle a PCIe tree's two halves. */
+static double rd_root_flows(const sta_dims_t *d, int dist, int aligned)
+{
+    if (aligned && 2 * dist == d->local_size && d->local_size >= 2)
+        return d->local_size / 2;
+    return 1.0;
+}
+
 /* sfold: the pairs (2i, 2i+1) of a non-power-of-two recursive doubling. */
 static double fold_crossers(const sta_dims_t *d)
 {
@@ -268,6 +359,39 @@ static double fold_crossers(const sta_dims_t *d)
 static double shm_copy(const terms_t *t)
 {
     return t->a_s + xfer(t->n, t->b_s);
+}
+
+/* (L-1) ring steps of n/L inside the node, one copy a hop (switch, pcie). */
+static double intra_ring(const terms_t *t)
+{
+    return (t->L - 1) * t->a_s + (t->L - 1) / t->L * xfer(t->n, t->b_s);
+}
+
+/* RS_s: the node's reduce-scatter phase of a two-tier algorithm. */
+static double intra_rs(const terms_t *t)
+{
+    double red = (t->L - 1) / t->L * xfer(t->n, t->g);
+    return (t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t)) + red;
+}
+
+/* AG_s: the node's allgather phase (and the copy-out of hierarchical allreduce). */
+static double intra_ag(const terms_t *t)
+{
+    return t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t);
+}
+
+/* BC_s (with_reduce = 0) and RD_s (1): the node's broadcast or reduce phase; off shm a
+ * pipelined chain of L. */
+static double intra_rooted(const terms_t *t, int with_reduce)
+{
+    double red = with_reduce ? 1.0 : 0.0;
+    if (t->kind == STA_INTRA_SHM)
+        return shm_copy(t) + red * (t->L - 1) * xfer(t->n, t->g);
+    if (t->L < 2)
+        return 0.0;
+    double c = (double)STA_PIPELINE_CHUNK, piece = STU_MIN(t->n, c);
+    double k = STU_MAX(1.0, ceil(t->n / c));
+    return (t->L - 2 + k) * (t->a_s + xfer(piece, t->b_s) + red * xfer(piece, t->g));
 }
 
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
@@ -283,17 +407,20 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         int aligned = d->nranks == p2;   /* r > 0 shifts the participants off node blocks */
         double c = 0.0;
         for (int dist = 1; dist < p2; dist <<= 1)
-            c += flat_step(t, n, rd_crossers(d, dist, aligned)) + xfer(n, t->g);
+            c += flat_step_rho(t, n, rd_crossers(d, dist, aligned),
+                               rd_root_flows(d, dist, aligned)) + xfer(n, t->g);
         if (d->nranks > p2)
             c += 2 * flat_step(t, n, fold_crossers(d)) + xfer(n, t->g);
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
-        return (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
+        return intra_rs(t) +
                (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g)) +
-               shm_copy(t);
+               intra_ag(t);
     case STA_ALGO_LEADER:
+        if (t->kind != STA_INTRA_SHM)
+            return STA_COST_NA;   /* it reduces in the node's shared segment */
         return (shm_copy(t) + (L - 1) * xfer(n, t->g)) +
                (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->b_n) +
                 (N - 1) / N * xfer(n, t->g)) +
@@ -304,10 +431,11 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
 }
 
 /* Two-tier reduce-scatter and allgather permute P blocks (n/β_s) unless rail-major order is
- * already rank order: contiguous ranks on one node, or one rank a node. */
+ * already rank order: contiguous ranks on one node, or one rank a node. Off shm the node's
+ * ring sends the blocks in rail-major order itself. */
 static double blocks_permute(const terms_t *t, const sta_dims_t *d)
 {
-    if (d->contiguous && (d->nnodes == 1 || d->local_size == 1))
+    if (t->kind != STA_INTRA_SHM || (d->contiguous && (d->nnodes == 1 || d->local_size == 1)))
         return 0.0;
     return xfer(t->n, t->b_s);
 }
@@ -321,7 +449,7 @@ static double cost_reduce_scatter(const terms_t *t, const sta_dims_t *d, sta_alg
         return (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous)) +
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
-        return blocks_permute(t, d) + (shm_copy(t) + (L - 1) / L * xfer(n, t->g)) +
+        return blocks_permute(t, d) + intra_rs(t) +
                ((N - 1) * t->a_n + (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
@@ -340,12 +468,13 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         /* rank order: node-major only when the placement is known to be contiguous */
         double c = 0.0;
         for (int dist = 1; dist < d->nranks; dist <<= 1)
-            c += flat_step(t, dist * n / P, rd_crossers(d, dist, d->contiguous));
+            c += flat_step_rho(t, dist * n / P, rd_crossers(d, dist, d->contiguous),
+                               rd_root_flows(d, dist, d->contiguous));
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
         return ((N - 1) * t->a_n + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
-               shm_copy(t) + blocks_permute(t, d);
+               intra_ag(t) + blocks_permute(t, d);
     default:
         return STA_COST_NA;
     }
@@ -371,7 +500,7 @@ static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo
         return log2_ceil(d->nranks) *
                (flat_step(t, n, ring_crossers(d, 1)) + red * xfer(n, t->g));
     case STA_ALGO_HIERARCHICAL:
-        return (shm_copy(t) + red * (t->L - 1) * xfer(n, t->g)) +
+        return intra_rooted(t, with_reduce) +
                log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
     default:
         return STA_COST_NA;
@@ -386,12 +515,7 @@ double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t 
     if (dims->nranks == 1)
         return 0.0;
 
-    terms_t t = {
-        .P = dims->nranks, .N = dims->nnodes, .L = dims->local_size, .R = dims->nrails,
-        .n = (double)bytes,
-        .a_s = model->shm.alpha_us, .b_s = model->shm.beta_gbps,
-        .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
-    };
+    terms_t t = terms_make(model, dims, (double)bytes);
     switch (coll) {
     case STA_COLL_ALLREDUCE:
         return cost_allreduce(&t, dims, algo);
@@ -406,6 +530,41 @@ double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t 
     default:
         return STA_COST_NA;
     }
+}
+
+double sta_cost_step_us(const sta_model_t *model, const sta_dims_t *dims, size_t bytes,
+                        int crossers, int root_flows)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK ||
+        crossers < 0 || crossers > dims->local_size || root_flows < 1 ||
+        (crossers > 0 && dims->nnodes < 2))
+        return STA_COST_NA;
+    terms_t t = terms_make(model, dims, (double)bytes);
+    return flat_step_rho(&t, (double)bytes, crossers, root_flows);
+}
+
+double sta_cost_alltoall_us(const sta_model_t *model, const sta_dims_t *dims, size_t bytes)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK)
+        return STA_COST_NA;
+    if (dims->nranks == 1)
+        return 0.0;
+    terms_t t = terms_make(model, dims, (double)bytes);
+    double m = t.n / t.P, c = 0.0;
+    int L = dims->local_size, N = dims->nnodes;
+
+    if (N > 1 && (!dims->contiguous || dims->unequal))
+        return (t.P - 1) * flat_step(&t, m, L);   /* placement unknown: every rank crosses */
+    /* k = q·L + j. q = 0 (j >= 1): j ranks cross; q = N-1: L - j cross; otherwise all L. */
+    for (int j = 1; j < L; j++) {
+        double rho = STU_MAX(1, STU_MIN(j, L - j));
+        c += flat_step_rho(&t, m, N > 1 ? j : 0, rho);
+        if (N > 1)
+            c += flat_step_rho(&t, m, L - j, rho);
+    }
+    if (N > 1)
+        c += ((double)(N - 2) * L + 1) * flat_step(&t, m, L);   /* the middle q, and j = 0 */
+    return c;
 }
 
 double sta_tier_crossover_bytes(const sta_tier_t *tier)

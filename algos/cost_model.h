@@ -4,10 +4,13 @@
  *
  * Terms: P ranks in N nodes of L ranks each (P = N·L), n bytes = the size
  * nccl-tests prints (allreduce/broadcast/reduce: the buffer; reduce_scatter:
- * the input; allgather: the output). Tiers: shm (inside a node) and net (one
- * NIC between nodes), each t(n) = α + n/β; γ is the reduction's output rate.
- * A node's L ranks share its R NICs: a flat step in which s of them send off
- * the node at once gives each β_n·min(1, R/s).
+ * the input; allgather: the output; alltoall: what one rank sends). Tiers: shm
+ * (inside a node) and net (one NIC between nodes), each t(n) = α + n/β; γ is
+ * the reduction's output rate. A node's L ranks share its R NICs: a flat step
+ * in which s of them send off the node at once gives each β_n·min(1, R/s).
+ * What the shm tier is made of (sta_intra_t) decides what a hop inside a node
+ * costs: host shared memory (two copies per hop, the library's own case), a
+ * non-blocking switch such as NVSwitch, or a PCIe tree.
  * Units: µs and GB/s (10^9 B/s), so n/β µs = n / (β·1e3).
  *
  * Everything here is pure arithmetic: no I/O, no allocation, no global state;
@@ -48,6 +51,25 @@ typedef enum sta_algo {
     STA_ALGO_COUNT
 } sta_algo_t;
 
+/*
+ * What connects the ranks of a node: the hardware behind the shm tier (docs/algorithms.md,
+ * "Intra-node kinds"). Its β_s is per rank and per direction for a switch or a PCIe tree, the
+ * memcpy rate for host shared memory.
+ */
+typedef enum sta_intra {
+    STA_INTRA_SHM = 0,          /* host shared memory, the default and what coll/ runs on: a
+                                   flat hop goes through the transport's loopback (two copies
+                                   at β_s); two-tier phases copy through one shared segment */
+    STA_INTRA_SWITCH,           /* a non-blocking switch (NVSwitch): every rank sends and
+                                   receives β_s per direction, to any peer, all at once; one
+                                   copy per hop */
+    STA_INTRA_PCIE,             /* a PCIe tree: one copy per hop at β_s per direction; the
+                                   node's ranks sit in two halves (two switches or sockets)
+                                   joined by one root link as fast as a rank's own, which the
+                                   flows between the halves share */
+    STA_INTRA_COUNT
+} sta_intra_t;
+
 typedef struct sta_tier {
     double alpha_us;            /* latency of one step, µs (>= 0) */
     double beta_gbps;           /* bandwidth, GB/s = 10^9 B/s (> 0) */
@@ -77,6 +99,8 @@ typedef struct sta_model {
     sta_tier_t net;             /* the transport between nodes, per NIC */
     double gamma_gbps;          /* reduction output rate, GB/s (> 0) */
     sta_source_t source[STA_FIELD_COUNT];   /* zero-initialised = all defaults */
+    sta_intra_t intra;          /* what the shm tier is; zero-initialised = host shm */
+    sta_source_t intra_source;  /* where intra came from (default or profile) */
 } sta_model_t;
 
 typedef struct sta_dims {
@@ -98,6 +122,13 @@ const char *sta_coll_name(sta_coll_t coll);
 /* "auto", "ring", "recursive", "hierarchical", "leader"; "?" out of range. */
 const char *sta_algo_name(sta_algo_t algo);
 
+/* "shm", "switch", "pcie"; "?" out of range. */
+const char *sta_intra_name(sta_intra_t intra);
+
+/* Parses an intra-node kind: shm|switch|pcie (any case). OK, or STRATA_ERR_INVALID with
+ * *intra_p untouched. */
+strata_status_t sta_intra_parse(const char *text, sta_intra_t *intra_p);
+
 /*
  * Parses STRATA_ALGO's value: auto|ring|recursive|hierarchical|leader (any case); NULL or ""
  * is auto. OK, or STRATA_ERR_INVALID with *algo_p untouched.
@@ -107,11 +138,12 @@ strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p);
 /* OK when P, N, L, nrails are consistent (see sta_dims_t); STRATA_ERR_INVALID otherwise. */
 strata_status_t sta_dims_check(const sta_dims_t *dims);
 
-/* OK when every α is finite and >= 0 and every β and γ finite and > 0. */
+/* OK when every α is finite and >= 0, every β and γ finite and > 0, and intra a kind. */
 strata_status_t sta_model_check(const sta_model_t *model);
 
 /*
- * Whether an algorithm exists for a collective on these dims: leader is allreduce only,
+ * Whether an algorithm exists for a collective on these dims: leader is allreduce only (and
+ * costs STA_COST_NA unless the node is host shared memory, the segment it reduces in),
  * reduce_scatter has no recursive variant, recursive allgather needs P a power of two.
  * Returns 0 for invalid dims.
  */
@@ -129,6 +161,25 @@ int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo
  */
 double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
                    sta_algo_t algo, size_t bytes);
+
+/*
+ * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of
+ * a node's L ranks (0..L) have their partner on another node, and on a PCIe tree `root_flows`
+ * (>= 1) of the node's same-node flows share the root link in each direction (1 for rings and
+ * chains, which embed in any tree with one flow per link and direction). The step waits for
+ * its slowest hop. STA_COST_NA for an invalid model, dims or argument.
+ */
+double sta_cost_step_us(const sta_model_t *model, const sta_dims_t *dims, size_t bytes,
+                        int crossers, int root_flows);
+
+/*
+ * Predicted time in µs of an alltoall in which every rank sends `bytes` in all (bytes/P to
+ * each rank, itself included), by pairwise exchange: P-1 flat steps, rank q sending to
+ * q + k and receiving from q - k at step k (docs/algorithms.md). The collective library does
+ * not run it; the training planner costs expert parallelism with it. STA_COST_NA for an
+ * invalid model or dims; 0 when P = 1.
+ */
+double sta_cost_alltoall_us(const sta_model_t *model, const sta_dims_t *dims, size_t bytes);
 
 /* The tier's crossover n* = α·β in bytes: below it latency dominates, above it bandwidth. */
 double sta_tier_crossover_bytes(const sta_tier_t *tier);

@@ -137,7 +137,33 @@ static char *trim(char *s)
     return s;
 }
 
-/* One profile line into *model; first_line[] remembers where each key was set. */
+/* The profile key of the intra-node kind, which is not one of the numeric fields. */
+#define PROFILE_KEY_KIND "shm.kind"
+
+/* shm.kind = shm|switch|pcie; *kind_line remembers where it was set. */
+static strata_status_t profile_kind_apply(const char *path, int lineno, const char *val,
+                                          sta_model_t *model, int *kind_line)
+{
+    sta_intra_t kind;
+
+    if (*kind_line != 0) {
+        STU_WARN("profile %s:%d: %s is already set at line %d", path, lineno, PROFILE_KEY_KIND,
+                 *kind_line);
+        return STRATA_ERR_INVALID;
+    }
+    if (sta_intra_parse(val, &kind) != STRATA_OK) {
+        STU_WARN("profile %s:%d: %s = '%s' is not shm, switch or pcie", path, lineno,
+                 PROFILE_KEY_KIND, val);
+        return STRATA_ERR_INVALID;
+    }
+    *kind_line = lineno;
+    model->intra = kind;
+    model->intra_source = STA_SRC_PROFILE;
+    return STRATA_OK;
+}
+
+/* One profile line into *model; first_line[] remembers where each key was set (the kind's
+ * at first_line[STA_FIELD_COUNT]). */
 static strata_status_t profile_line_apply(const char *path, int lineno, char *line,
                                           sta_model_t *model, int first_line[])
 {
@@ -157,6 +183,8 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
     *eq = '\0';
     key = trim(line);
     val = trim(eq + 1);
+    if (strcmp(key, PROFILE_KEY_KIND) == 0)
+        return profile_kind_apply(path, lineno, val, model, &first_line[STA_FIELD_COUNT]);
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         double v;
         if (strcmp(key, field_names[f]) != 0)
@@ -176,7 +204,7 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
         return STRATA_OK;
     }
     STU_WARN("profile %s:%d: unknown key '%s' (keys: shm.alpha_us, shm.beta_gbps, "
-             "net.alpha_us, net.beta_gbps, gamma_gbps)", path, lineno, key);
+             "net.alpha_us, net.beta_gbps, gamma_gbps, shm.kind)", path, lineno, key);
     return STRATA_ERR_INVALID;
 }
 
@@ -184,7 +212,7 @@ strata_status_t sta_profile_parse(const char *text, size_t len, const char *name
                                   sta_model_t *model)
 {
     strata_status_t status = STRATA_OK;
-    int first_line[STA_FIELD_COUNT] = {0};
+    int first_line[STA_FIELD_COUNT + 1] = {0};
     sta_model_t tmp = *model;
     char line[STA_PROFILE_LINE_MAX + 1];
     int lineno = 0;
@@ -306,6 +334,41 @@ void sta_model_log(const sta_model_t *model)
     }
     STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s)", model->gamma_gbps,
              source_names[model->source[STA_FIELD_GAMMA]]);
+    STU_INFO(STU_LOG_TUNING, "model intra-node kind: %s (%s)", sta_intra_name(model->intra),
+             sta_source_name(model->intra_source));
+}
+
+strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
+                                  const char *comment)
+{
+    sta_model_t copy = *model;   /* field_ptr() reads through a non-const pointer */
+    FILE *file;
+    int bad;
+
+    if (sta_model_check(model) != STRATA_OK)
+        return STRATA_ERR_INVALID;
+    file = fopen(path, "w");
+    if (file == NULL) {
+        STU_WARN("profile %s: cannot create: %s", path, strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    for (const char *c = comment; c != NULL && *c != '\0';) {
+        size_t len = strcspn(c, "\n");
+        fprintf(file, "# %.*s\n", (int)len, c);
+        c += len + (c[len] == '\n');
+    }
+    /* %.17g: the value reads back to the same double. */
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], *field_ptr(&copy, (sta_field_t)f),
+                source_names[model->source[f]]);
+    fprintf(file, "%-13s = %s   # %s\n", PROFILE_KEY_KIND, sta_intra_name(model->intra),
+            source_names[model->intra_source]);
+    bad = ferror(file);
+    if (fclose(file) != 0 || bad) {
+        STU_WARN("profile %s: write error: %s", path, strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    return STRATA_OK;
 }
 
 strata_status_t sta_fit_alpha_beta(const size_t *bytes, const double *us, int n,

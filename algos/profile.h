@@ -13,12 +13,14 @@
  *
  * Profile file format: one `key = value` per line; `#` starts a comment (whole
  * line or after the value); blank lines are ignored; keys are shm.alpha_us,
- * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps; values are decimal
- * numbers (α >= 0, β and γ > 0). An unknown key, a malformed or out-of-range
- * value, a line without '=', a key given twice, a line longer than
- * STA_PROFILE_LINE_MAX or a NUL byte is an error naming the line. The file
- * is a regular file of at most STA_PROFILE_MAX_BYTES (util/file.h: a FIFO,
- * a device or a larger file is an error, never a hang or a huge read).
+ * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, whose values are decimal
+ * numbers (α >= 0, β and γ > 0), and shm.kind = shm|switch|pcie (what the shm
+ * tier is, sta_intra_t; the file is its only source besides the default, shm).
+ * An unknown key, a malformed or out-of-range value, a line without '=', a key
+ * given twice, a line longer than STA_PROFILE_LINE_MAX or a NUL byte is an
+ * error naming the line. The file is a regular file of at most
+ * STA_PROFILE_MAX_BYTES (util/file.h: a FIFO, a device or a larger file is an
+ * error, never a hang or a huge read).
  *
  * Thread safety: these functions touch only their arguments (and the parameter
  * table, which is thread-safe); call them from one thread per model.
@@ -76,6 +78,15 @@ strata_status_t sta_profile_read(const char *path, sta_model_t *model);
  */
 strata_status_t sta_profile_parse(const char *text, size_t len, const char *name,
                                   sta_model_t *model);
+
+/*
+ * Writes *model as a profile file that sta_profile_read() reads back to the same values: the
+ * comment's lines (NULL: none) each as a "# " line, then every key with its value and, after
+ * a '#', the source it had. Blocking file I/O; replaces the file. STRATA_ERR_INVALID for a
+ * model that fails sta_model_check(), STRATA_ERR_IO (logged) if it cannot be written.
+ */
+strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
+                                  const char *comment);
 
 /*
  * Applies every STRATA_* model variable that is set and not empty, with source "env".

@@ -25,11 +25,11 @@
 #include "util/log.h"
 #include "util/param.h"
 
-static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
-                              size_t bytes)
+sta_algo_t sta_select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                           size_t bytes, double *us_p)
 {
     sta_algo_t best = STA_ALGO_COUNT;
-    double best_us = 0.0;
+    double best_us = STA_COST_NA;
 
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
         if (!sta_algo_selectable(dims, coll, (sta_algo_t)a))
@@ -42,7 +42,15 @@ static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, 
             best_us = us;
         }
     }
+    if (us_p != NULL)
+        *us_p = best_us;
     return best;
+}
+
+static sta_algo_t select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                              size_t bytes)
+{
+    return sta_select_best(model, dims, coll, bytes, NULL);
 }
 
 /* Fills one collective's ranges; STRATA_ERR_INTERNAL if they do not fit. */
@@ -119,7 +127,8 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
     tmp.dims = *dims;
     tmp.forced = forced;
     for (int c = 0; c < STA_COLL_COUNT; c++) {
-        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced)) {
+        if (forced != STA_ALGO_AUTO && sta_algo_selectable(dims, (sta_coll_t)c, forced) &&
+            sta_cost_us(model, dims, (sta_coll_t)c, forced, 0) >= 0.0) {
             tmp.ranges[c][0].upper = SIZE_MAX;
             tmp.ranges[c][0].algo = forced;
             tmp.nranges[c] = 1;

@@ -71,6 +71,16 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
                                  sta_algo_t forced, sta_select_t *table);
 
 /*
+ * What the build picks at one size, computed directly: the selectable algorithm with the
+ * lowest sta_cost_us() at `bytes` (a tie within STA_SELECT_TIE_REL to the lower-numbered), its
+ * time in *us_p when us_p is not NULL (STA_COST_NA when none applies, and then the return is
+ * STA_ALGO_COUNT). The tables are made of these choices; planners that cost one size call it
+ * instead of building a table. Pure; thread-safe.
+ */
+sta_algo_t sta_select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
+                           size_t bytes, double *us_p);
+
+/*
  * The algorithm for `bytes` of `coll`: a binary search over a handful of sizes; no floating
  * point, no allocation. `table` must have been built; coll must be in range.
  */

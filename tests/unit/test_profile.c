@@ -3,7 +3,8 @@
  * file, comments, bad key, bad number, duplicate, missing file, a device, a
  * FIFO, a directory, a file past the size bound, NUL bytes, long lines), the
  * STRATA_* variables (a malformed one is an error), their precedence with the
- * profile and calibration, the source record, and the α-β fit.
+ * profile and calibration, the source record, the α-β fit, the intra-node
+ * kind's key, and the writer.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -372,6 +373,69 @@ static void test_fit_rejects(void **state)
     assert_true(out.alpha_us == -7 && out.beta_gbps == -7);                     /* untouched */
 }
 
+/* shm.kind names what the shm tier is; the default is host shared memory. */
+static void test_profile_kind(void **state)
+{
+    const char *path = profile_write("shm.kind = Switch\nshm.beta_gbps = 450\n");
+    sta_model_t m;
+
+    sta_model_default(&m);
+    assert_int_equal(m.intra, STA_INTRA_SHM);
+    assert_int_equal(m.intra_source, STA_SRC_DEFAULT);
+    assert_int_equal(sta_profile_read(path, &m), STRATA_OK);
+    unlink(path);
+    assert_int_equal(m.intra, STA_INTRA_SWITCH);
+    assert_int_equal(m.intra_source, STA_SRC_PROFILE);
+    assert_true(m.shm.beta_gbps == 450.0);
+
+    expect_bad("shm.kind = nvlink\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("shm.kind = pcie\nshm.kind = shm\n", "2:", STRATA_ERR_INVALID);
+    expect_bad("shm.kind =\n", "1:", STRATA_ERR_INVALID);
+}
+
+/* What sta_profile_write writes, sta_profile_read reads back to the same values; the
+ * comment's lines and each value's source are comments in the file. */
+static void test_profile_write_read(void **state)
+{
+    char path[64], text[1024];
+    sta_model_t m, back;
+    FILE *f;
+    int fd;
+
+    sta_model_default(&m);
+    m.shm = (sta_tier_t){.alpha_us = 0.1 + 0.2, .beta_gbps = 12.345678901234567};
+    m.source[STA_FIELD_SHM_ALPHA] = m.source[STA_FIELD_SHM_BETA] = STA_SRC_CALIBRATED;
+    m.net.beta_gbps = 1.0 / 3.0;
+    m.intra = STA_INTRA_PCIE;
+    snprintf(path, sizeof(path), "/tmp/strata-profile-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(sta_profile_write(path, &m, "measured here\nsecond line"), STRATA_OK);
+    sta_model_default(&back);
+    assert_int_equal(sta_profile_read(path, &back), STRATA_OK);
+    assert_true(back.shm.alpha_us == m.shm.alpha_us);
+    assert_true(back.shm.beta_gbps == m.shm.beta_gbps);
+    assert_true(back.net.alpha_us == m.net.alpha_us);
+    assert_true(back.net.beta_gbps == m.net.beta_gbps);
+    assert_true(back.gamma_gbps == m.gamma_gbps);
+    assert_int_equal(back.intra, STA_INTRA_PCIE);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_non_null(strstr(text, "# measured here\n# second line\n"));
+    assert_non_null(strstr(text, "# calibrated"));
+    assert_non_null(strstr(text, "shm.kind      = pcie"));
+
+    m.net.beta_gbps = 0.0;   /* an invalid model is not written */
+    assert_int_equal(sta_profile_write(path, &m, NULL), STRATA_ERR_INVALID);
+    assert_int_equal(access(path, F_OK), -1);
+    m.net.beta_gbps = 1.0;
+    assert_int_equal(sta_profile_write("/nonexistent-dir/p", &m, NULL), STRATA_ERR_IO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +449,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_and_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_rejects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_kind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_write_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

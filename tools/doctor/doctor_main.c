@@ -2,6 +2,7 @@
  * strata-doctor: is this host's fabric ready for Strata (and NCCL)?
  *
  *   strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] [-v]
+ *   strata-doctor --write-profile FILE [--ranks N] [--nodes K]
  *
  * Reads the RDMA devices and ports from sysfs (state, link, rate, LID or RoCE v2 GID,
  * netdev MTU, uverbs node, GPU peer memory), the memlock limit, then loads the plugin as
@@ -9,6 +10,9 @@
  * the bytes. One line per finding with what to do; exit status 0 when nothing failed, 1 when
  * something did, 2 for a bad command line. Between two hosts, strata-netperf's --listen /
  * --connect is the next step (docs/benchmarks.md).
+ *
+ * --write-profile measures the fabric through the collective library instead and writes the
+ * profile file the library and strata-plan read (tools/doctor/doctor_profile.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +24,7 @@
 #include "tools/lib/plugin_loader.h"
 #include "tools/lib/tool_util.h"
 #include "tools/doctor/doctor_checks.h"
+#include "tools/doctor/doctor_profile.h"
 #include "util/time.h"
 
 #define SELF_TEST_BYTES ((size_t)1 << 20)
@@ -30,13 +35,20 @@ typedef struct doctor_opts {
     const char *plugin;
     int no_plugin;
     int verbose;
+    const char *write_profile;  /* --write-profile FILE */
+    const char *calibrate_rank; /* --calibrate-rank FILE: what --write-profile's ranks run */
+    int ranks, nodes;
 } doctor_opts_t;
 
 static int usage(FILE *out, int status)
 {
     fprintf(out, "usage: strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] [-v]\n"
+                 "       strata-doctor --write-profile FILE [--ranks N] [--nodes K]\n"
                  "Checks RDMA devices and ports, memlock, and the plugin's data path on this "
-                 "host.\n");
+                 "host.\n"
+                 "--write-profile measures the fabric through the collective library instead "
+                 "(N ranks, 4,\non K emulated nodes, 2, under strata-run) and writes the "
+                 "profile file that STRATA_PROFILE\nand strata-plan --profile read.\n");
     return status;
 }
 
@@ -161,9 +173,11 @@ static void check_plugin(stb_doc_t *doc, const doctor_opts_t *o)
 
 int main(int argc, char **argv)
 {
-    doctor_opts_t o = {.sysroot = "/sys", .plugin = STRATA_PLUGIN_PATH};
+    doctor_opts_t o = {.sysroot = "/sys", .plugin = STRATA_PLUGIN_PATH,
+                       .ranks = STB_DOC_PROFILE_RANKS, .nodes = STB_DOC_PROFILE_NODES};
     stb_doc_t doc = {.out = stdout};
     struct rlimit rl;
+    int bad = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sysfs") == 0 && i + 1 < argc)
@@ -174,12 +188,26 @@ int main(int argc, char **argv)
             o.no_plugin = 1;
         else if (strcmp(argv[i], "-v") == 0)
             o.verbose = 1;
+        else if (strcmp(argv[i], "--write-profile") == 0 && i + 1 < argc)
+            o.write_profile = argv[++i];
+        else if (strcmp(argv[i], "--calibrate-rank") == 0 && i + 1 < argc)
+            o.calibrate_rank = argv[++i];
+        else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
+            bad |= stb_int_parse(argv[++i], 2, 256, &o.ranks) != STRATA_OK;
+        else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
+            bad |= stb_int_parse(argv[++i], 1, 64, &o.nodes) != STRATA_OK;
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return usage(stdout, 0);
         else
             return usage(stderr, 2);
     }
+    if (bad || o.nodes > o.ranks)
+        return usage(stderr, 2);
     stb_log_tag_set("strata-doctor");
+    if (o.calibrate_rank != NULL)
+        return stb_doc_profile_rank(o.calibrate_rank);
+    if (o.write_profile != NULL)
+        return stb_doc_profile_run("/proc/self/exe", o.write_profile, o.ranks, o.nodes);
     printf("# strata-doctor: the fabric as Strata sees it (sysfs %s)\n", o.sysroot);
     stb_doc_check_rdma(&doc, o.sysroot);
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)

@@ -7,13 +7,19 @@
  * for that shape, and per size every selectable algorithm's predicted time, the choice,
  * and the algbw/busbw nccl-tests would report for it. Nothing runs on a network; the
  * figures are the model's, and docs/benchmarks.md says how far they held where measured.
+ *
+ *   strata-plan train --params 70B --layers 80 --hidden 8192 --nodes 16 --tp 8 --pp 4 ...
+ *
+ * plans a training step instead (tools/plan/plan_train_cli.c, docs/planner.md).
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "algos/profile.h"
 #include "algos/select.h"
 #include "tools/plan/plan_table.h"
+#include "tools/plan/plan_train_cli.h"
 #include "util/log.h"
 
 /* Where a value came from: the command line, or the model's own source record. */
@@ -85,12 +91,16 @@ int main(int argc, char **argv)
     char err[256];
 
     stu_log_init();
+    if (argc > 1 && strcmp(argv[1], "train") == 0)
+        return stb_train_main(argc - 1, argv + 1);
     if (stb_plan_opts_parse(argc, argv, &o, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-plan: %s\n", err);
         return 2;
     }
     if (o.help) {
         fputs(stb_plan_usage(), stdout);
+        fputs("strata-plan train [options]: what a training step costs per parallel axis "
+              "(strata-plan train -h)\n", stdout);
         return 0;
     }
     if (sta_model_load(&model) != STRATA_OK)

@@ -1,6 +1,6 @@
 /*
  * The ib transport: InfiniBand and RoCE over libibverbs, the design of
- * NCCL's IB transport (anchors-nccl-plugins.md section 2) in Strata's own
+ * NCCL's IB transport (NVIDIA/nccl, src/transport/net_ib) in Strata's own
  * code. Reliable-connected QPs set up over a TCP side channel; the receiver
  * publishes each receive into the sender's FIFO with an RDMA write; the sender
  * RDMA-writes the payload and completes with a write with immediate.
