@@ -231,7 +231,12 @@ static strata_status_t root_loop(root_t *r, uint64_t deadline)
         }
         uint64_t wake = deadline;
         for (int i = r->npend - 1; i >= 0; i--) {
-            if (r->pend[i].expires <= now)
+            if (r->pend[i].expires > now)
+                continue;
+            /* what arrived while this process was not running still counts */
+            int fd = r->pend[i].fd;
+            root_read(r, i);
+            if (i < r->npend && r->pend[i].fd == fd)
                 root_drop(r, i, ROOT_DROP_SILENT, "no valid hello within a second");
         }
         for (int i = 0; i < r->npend; i++)

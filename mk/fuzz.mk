@@ -2,7 +2,7 @@
 # `make fuzz` builds them with Debian's clang (-fsanitize=fuzzer,address,undefined) into
 # build/fuzz and runs each for FUZZ_SECONDS on a corpus seeded by tests/fuzz/fuzz_seeds.c
 # (scripts/fuzz.sh); FUZZ_RUNS=N runs each for N executions instead (the long run that
-# docs/reliability.md records). `make fuzz-build` only builds them.
+# docs/reliability.md records), FUZZ_ONLY="a b" only those. `make fuzz-build` only builds.
 
 FUZZ_CC ?= clang
 FUZZ_DIR := build/fuzz
@@ -25,7 +25,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(FUZZ_SRC))
 fuzz-build: $(FUZZ_BINS) $(FUZZ_DIR)/fuzz_seeds
 
 fuzz: fuzz-build
-	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_RUNS)
+	@FUZZ_ONLY="$(FUZZ_ONLY)" scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

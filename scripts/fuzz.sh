@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh DIR SECONDS [RUNS]
 #
 # SECONDS bounds each harness; RUNS (optional) bounds it by executions instead (the long
-# run: RUNS=10000000).
+# run: RUNS=10000000). FUZZ_ONLY="tcp_wire rail" runs only those harnesses.
 set -u
 dir=$1 secs=$2 runs=${3:-}
 seeds=$dir/seeds corpus=$dir/corpus
@@ -17,6 +17,9 @@ total=0
 for bin in "$dir"/fuzz_*; do
     name=${bin##*/fuzz_}
     [ "$name" = seeds ] && continue
+    if [ -n "${FUZZ_ONLY:-}" ] && [[ " $FUZZ_ONLY " != *" $name "* ]]; then
+        continue
+    fi
     mkdir -p "$corpus/$name" "$seeds/$name"
     args=(-print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096
           "-artifact_prefix=$dir/crash-$name-")
