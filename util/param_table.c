@@ -23,7 +23,7 @@
 #define PARAM_SOCKBUF_MAX (1ll << 30)
 /* STRATA_SHM_CHUNK: two halves per rank of a 1 GiB chunk is already far past L3. */
 #define PARAM_SHM_CHUNK_MAX (1ll << 30)
-/* RoCE GID tables have 256 entries on mlx5 and rxe (ibv_port_attr.gid_tbl_len). */
+/* The GID index goes into ibv_global_route.sgid_index, a uint8_t (infiniband/verbs.h). */
 #define PARAM_GID_INDEX_MAX 255
 
 /* STRATA_SOCKET_IFNAME and STRATA_IB_HCA: the filter syntax of util/name_filter.h. */
