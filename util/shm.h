@@ -7,7 +7,9 @@
  * ranks killed at any moment leave nothing behind: the memory goes with the
  * last mapping.
  *
- * Ranks that share a segment must run as one user in one PID namespace.
+ * Ranks that share a segment must run as one user in one PID namespace, and
+ * the creator must be dumpable (the default; prctl(PR_SET_DUMPABLE, 0) or a
+ * set-uid program closes /proc/<pid>/fd to its own user too).
  */
 #ifndef STU_SHM_H
 #define STU_SHM_H
