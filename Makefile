@@ -1,6 +1,7 @@
-# Strata: plain make. `make` builds the plugin, the internal library and the
-# tools; `make test` runs every test binary under a timeout. See mk/config.mk
-# for the knobs (DEBUG, ASAN, UBSAN, TSAN, WERROR) and feature detection.
+# Strata: plain make. `make` builds the plugin, the collective library (libstrata.so,
+# libstrata.a) and the tools, and ends with one line naming what the build has; `make test`
+# runs every test binary under a timeout. See mk/config.mk for the knobs (DEBUG, ASAN,
+# UBSAN, TSAN, WERROR) and feature detection.
 
 include mk/config.mk
 
@@ -8,8 +9,26 @@ include mk/config.mk
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
+# The one version number. include/strata/strata.h carries it too, for programs compiled
+# against the header; make stops here when the two disagree.
 VERSION := 0.1.0
+VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+HEADER_VERSION := $(shell sed -n 's/^\#define STRATA_VERSION_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\)$$/\2/p' \
+	include/strata/strata.h | paste -sd.)
+HEADER_VERSION_STRING := $(shell sed -n 's/^\#define STRATA_VERSION_STRING "\(.*\)"$$/\1/p' \
+	include/strata/strata.h)
+ifneq ($(VERSION) $(VERSION),$(HEADER_VERSION) $(HEADER_VERSION_STRING))
+$(error VERSION is $(VERSION) but include/strata/strata.h says $(HEADER_VERSION) \
+	("$(HEADER_VERSION_STRING)"): update STRATA_VERSION_MAJOR/MINOR/PATCH/STRING)
+endif
 LDFLAGS_BASE += -Wl,--as-needed
+
+# One line that says what this build has; make's last line, and strata-params and
+# strata-doctor print it too (through the generated header below).
+comma := ,
+BUILD_SUMMARY := strata $(VERSION): transports $(BUILD_TRANSPORTS)$(if $(BUILD_MISSING), \
+	(not built: $(subst :, needs ,$(subst $() ,$(comma) ,$(BUILD_MISSING)))$(comma) \
+	run scripts/setup-debian.sh then make)); sanitizers $(BUILD_SANITIZERS); $(BUILD_MODE)
 
 # ---------------------------------------------------------------- sources
 # Layers (docs/architecture.md): util <- transport <- algos <- coll <- tools, and plugin/
@@ -25,7 +44,8 @@ endif
 srcs_in = $(foreach d,$(1),$(wildcard $(d)/*.c))
 objs_of = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 XPORT_OBJ := $(call objs_of,$(call srcs_in,util $(XPORT_DIRS)))
-COLL_OBJ := $(call objs_of,$(call srcs_in,algos coll))
+ALGOS_OBJ := $(call objs_of,$(call srcs_in,algos))
+COLL_OBJ := $(ALGOS_OBJ) $(call objs_of,$(call srcs_in,coll))
 PLUGIN_OBJ := $(call objs_of,$(call srcs_in,plugin))
 LIB_OBJ := $(XPORT_OBJ) $(COLL_OBJ)
 
@@ -61,7 +81,19 @@ HELPERS := $(HELPER_SRC:%.c=$(BUILD)/%)
 
 PLUGIN_SO := $(BUILD)/lib/libnccl-net-strata.so
 PLUGIN_LINK := $(BUILD)/lib/libnccl-net.so
+# The collective library as shipped: libstrata.so.X.Y.Z (soname libstrata.so.X) exporting
+# only strata_* (coll/libstrata.map), and libstrata.a, the same objects linked into one
+# whose internal symbols are made local, so a static link sees only strata_* too.
+LIBSTRATA_REAL := $(BUILD)/lib/libstrata.so.$(VERSION)
+LIBSTRATA_SONAME := libstrata.so.$(VERSION_MAJOR)
+LIBSTRATA_SO := $(BUILD)/lib/libstrata.so
+LIBSTRATA_A := $(BUILD)/lib/libstrata.a
+LIBSTRATA := $(LIBSTRATA_REAL) $(BUILD)/lib/$(LIBSTRATA_SONAME) $(LIBSTRATA_SO) $(LIBSTRATA_A)
+# Every object of util/, transport/, algos/ and coll/ with every symbol, for the tools and
+# tests that call internal functions.
 INTERNAL_LIB := $(BUILD)/lib/libstrata_internal.a
+# algos/ as an archive: the plugin's tuner and CollNet link from it only what they use.
+ALGOS_LIB := $(BUILD)/lib/libstrata_algos.a
 # The plugin's objects as an archive, for the unit tests of its shims.
 PLUGIN_LIB := $(BUILD)/lib/libstrata_plugin.a
 # tools/lib and the tools' and benchmarks' own files, so unit tests can link the pure parts.
@@ -73,19 +105,55 @@ PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
-.PHONY: all lib tools tests test check lint clean install demo bench
+.PHONY: all lib tools tests test check lint clean install demo bench test-install test-config FORCE
 .SECONDARY:   # keep every intermediate object (tools, tests/support) test-rdma
-all: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB) tools
-lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(INTERNAL_LIB)
+# The last line of `make` and `make lib`: what this build has.
+say_summary = @echo "$(BUILD_SUMMARY); tests $(if $(filter 1,$(HAVE_CMOCKA)),can be built,\
+	cannot be built (needs libcmocka-dev)); in $(BUILD)/"
+all: $(PLUGIN_SO) $(PLUGIN_LINK) $(LIBSTRATA) $(INTERNAL_LIB) tools
+	$(say_summary)
+lib: $(PLUGIN_SO) $(PLUGIN_LINK) $(LIBSTRATA) $(INTERNAL_LIB)
+	$(say_summary)
 tools: $(TOOLS)
 
+# ---------------------------------------------------------------- configuration
+# The build's configuration as a header: what detection found, the flags it implies, the
+# summary line. Remade on every make (FORCE) but written only when its text changes, so its
+# date moves only then; every object depends on it and rebuilds when it does.
+CONFIG_H := $(BUILD)/gen/strata_config.h
+define CONFIG_H_TEXT
+/* Generated by make from mk/config.mk's detection; rewritten only when it changes. */
+#ifndef STRATA_CONFIG_H
+#define STRATA_CONFIG_H
+#define STRATA_CONFIG_VERSION "$(VERSION)"
+#define STRATA_CONFIG_TRANSPORTS "$(BUILD_TRANSPORTS)"
+#define STRATA_CONFIG_MISSING "$(BUILD_MISSING)"
+#define STRATA_CONFIG_SANITIZERS "$(BUILD_SANITIZERS)"
+#define STRATA_CONFIG_DEBUG $(DEBUG)
+#define STRATA_CONFIG_SUMMARY "$(BUILD_SUMMARY)"
+/* cc: $(CC) */
+/* cflags: $(CFLAGS) */
+/* ldflags: $(LDFLAGS_BASE) */
+/* ldlibs: $(LDLIBS_BASE) */
+#endif
+endef
+$(CONFIG_H): FORCE
+	$(shell mkdir -p $(dir $@))$(file >$@.tmp,$(CONFIG_H_TEXT))
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; \
+		echo "  CONFIG  $@: $(BUILD_TRANSPORTS), sanitizers $(BUILD_SANITIZERS)"; fi
+
 # ---------------------------------------------------------------- rules
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) $(PLUGIN_PATH_DEF) -MMD -MP -c $< -o $@
 
 $(INTERNAL_LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(ALGOS_LIB): $(ALGOS_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -100,22 +168,41 @@ $(PLUGIN_LIB): $(PLUGIN_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# The plugin links the transports and the NCCL edge only: no algos/, no coll/.
-$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) plugin/exports.map
+# The plugin links the transports, the NCCL edge, and from algos/ only what its tuner and
+# CollNet use (an archive: unreferenced objects stay out); never coll/.
+$(PLUGIN_SO): $(PLUGIN_OBJ) $(XPORT_OBJ) $(ALGOS_LIB) plugin/exports.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(XPORT_OBJ) $(LDFLAGS_BASE) \
+	$(Q)$(CC) -shared -o $@ $(PLUGIN_OBJ) $(ALGOS_LIB) $(XPORT_OBJ) $(LDFLAGS_BASE) \
 		-Wl,--version-script=plugin/exports.map \
 		-Wl,-soname,libnccl-net-strata.so -Wl,-z,defs $(LDLIBS_BASE)
 
 $(PLUGIN_LINK): $(PLUGIN_SO)
 	$(Q)ln -sf libnccl-net-strata.so $@
 
+$(LIBSTRATA_REAL): $(LIB_OBJ) coll/libstrata.map
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -o $@ $(LIB_OBJ) $(LDFLAGS_BASE) -Wl,--version-script=coll/libstrata.map \
+		-Wl,-soname,$(LIBSTRATA_SONAME) -Wl,-z,defs $(LDLIBS_BASE)
+$(BUILD)/lib/$(LIBSTRATA_SONAME): $(LIBSTRATA_REAL)
+	$(Q)ln -sf $(notdir $<) $@
+$(LIBSTRATA_SO): $(BUILD)/lib/$(LIBSTRATA_SONAME)
+	$(Q)ln -sf $(notdir $<) $@
+
+# ld -r joins the objects; --localize-hidden turns every symbol not marked STRATA_API local.
+$(LIBSTRATA_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@) $(BUILD)/obj/libstrata
+	@echo "  AR      $@"
+	$(Q)ld -r -o $(BUILD)/obj/libstrata/libstrata.o $(LIB_OBJ) && \
+		objcopy --localize-hidden $(BUILD)/obj/libstrata/libstrata.o && \
+		rm -f $@ && ar rcs $@ $(BUILD)/obj/libstrata/libstrata.o
+
 define tool_rule
-$(BUILD)/bin/strata-$(call tool_name,$(1)): $(1) $(TOOL_LIB) $(INTERNAL_LIB)
+$(BUILD)/bin/strata-$(call tool_name,$(1)): $(1) $(TOOL_LIB) $(INTERNAL_LIB) $(CONFIG_H)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	$$(Q)$$(CC) $$(CFLAGS) $$(PLUGIN_PATH_DEF) -DSTRATA_VERSION='"$$(VERSION)"' \
+	$$(Q)$$(CC) $$(CFLAGS) $$(PLUGIN_PATH_DEF) \
 		-MMD -MP -MF $$@.d -o $$@ $$< $(TOOL_LIB) $(INTERNAL_LIB) \
 		$$(LDFLAGS_BASE) $$(LDLIBS_BASE)
 endef
@@ -123,17 +210,35 @@ $(foreach m,$(TOOL_MAINS),$(eval $(call tool_rule,$(m))))
 
 ifeq ($(HAVE_CMOCKA),1)
 tests: $(TESTS) $(HELPERS) $(PLUGIN_SO) $(TOOLS)
-$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) $(INTERNAL_LIB)
+$(BUILD)/tests/%: tests/%.c $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) $(INTERNAL_LIB) $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(SUPPORT_OBJ) $(TOOL_LIB) $(PLUGIN_LIB) \
 		$(INTERNAL_LIB) \
 		$(LDFLAGS_BASE) \
 		$(CMOCKA_LIBS) $(LDLIBS_BASE)
-$(BUILD)/obj/tests/support/%.o: tests/support/%.c
+# CUDA's nccl.h, when installed, for the ABI cross-checks (tests/support/sts_cuda_nccl.c).
+CUDA_NCCL_H ?= $(wildcard /usr/local/cuda/include/nccl.h)
+ifneq ($(CUDA_NCCL_H),)
+$(BUILD)/obj/tests/support/sts_cuda_nccl.o: TEST_CFLAGS += -DSTS_HAVE_CUDA_NCCL=1 \
+	-isystem $(dir $(CUDA_NCCL_H))
+endif
+$(BUILD)/obj/tests/support/%.o: tests/support/%.c $(CONFIG_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+# A user's program: the public header (include/ only, not the tree's internal headers) and
+# libstrata.so, nothing else; the test also reads the exports of both shared objects.
+PUBLIC_CFLAGS := -std=gnu11 -pthread -Wall -Wextra -Wshadow -Wno-unused-parameter $(filter -O% -g% -Werror,$(CFLAGS)) \
+	$(SAN_FLAGS) -Iinclude
+$(BUILD)/tests/functional/test_libstrata: tests/functional/test_libstrata.c $(LIBSTRATA) \
+		$(PLUGIN_SO) $(CONFIG_H)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@ (libstrata.so)"
+	$(Q)$(CC) $(PUBLIC_CFLAGS) $(CMOCKA_CFLAGS) -DLIBDIR='"$(abspath $(BUILD)/lib)"' \
+		-MMD -MP -MF $@.d -o $@ $< -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lstrata \
+		$(LDFLAGS_BASE) $(CMOCKA_LIBS)
 
 # With UCX, the NCCL-plugin functional tests and one collective test run a second time
 # over the ucx transport (named only, so the first pass never uses it); ~30 s.
@@ -146,12 +251,26 @@ ifeq ($(HAVE_UCX),1)
 	@STRATA_TRANSPORT=ucx STS_CYCLES=300 BUILD=$(BUILD) tests/run.sh $(UCX_AGAIN)
 endif
 
-# What CI runs: the layering lint, the tests, then the tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in build/san).
+# What CI runs: the layering lint, the tests, the installed library, the build's
+# re-detection, then the tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (a separate build in build/san). One after the other, so their outputs do not mix.
 check: lint test
+	@$(MAKE) --no-print-directory test-install
+	@$(MAKE) --no-print-directory test-config
 	$(MAKE) ASAN=1 UBSAN=1 test
+
+# make install into a temporary prefix, then a program built from the installed headers
+# and strata.pc, linked once against libstrata.so and once against libstrata.a
+# (tests/install.sh). Plain builds only: the program is built without sanitizers.
+test-install: all
+	@BUILD=$(BUILD) MAKE="$(MAKE)" CC="$(CC)" tests/install.sh
+
+# make before and after libibverbs and ucx become visible to pkg-config, in a scratch
+# build directory (tests/build_config.sh, ~30 s).
+test-config:
+	@MAKE="$(MAKE)" tests/build_config.sh
 else
-tests test check:
+tests test check test-install test-config:
 	@echo "cmocka not found (apt-get install libcmocka-dev): tests cannot be built" >&2; exit 1
 endif
 
@@ -167,17 +286,23 @@ test-rdma: all tests
 lint:
 	@scripts/lint.sh
 
+# The plugin (and the libnccl-net.so name NCCL looks for by default), libstrata.so with its
+# soname links, libstrata.a, the public headers, the tools and strata.pc. The internal
+# archive and transport/transport.h are not installed.
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/strata \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libnccl-net-strata.so $(DESTDIR)$(PREFIX)/lib/libnccl-net.so
-	install -m 644 $(INTERNAL_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -d $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/strata \
+		$(INSTALL_LIB)/pkgconfig
+	install -m 755 $(PLUGIN_SO) $(INSTALL_LIB)/
+	ln -sf libnccl-net-strata.so $(INSTALL_LIB)/libnccl-net.so
+	install -m 755 $(LIBSTRATA_REAL) $(INSTALL_LIB)/
+	ln -sf $(notdir $(LIBSTRATA_REAL)) $(INSTALL_LIB)/$(LIBSTRATA_SONAME)
+	ln -sf $(LIBSTRATA_SONAME) $(INSTALL_LIB)/libstrata.so
+	install -m 644 $(LIBSTRATA_A) $(INSTALL_LIB)/
 	install -m 644 include/strata/*.h $(DESTDIR)$(PREFIX)/include/strata/
 	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-		-e 's|@LIBS@|$(strip $(LDLIBS_BASE))|' strata.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/strata.pc
+		-e 's|@LIBS@|$(strip $(LDLIBS_BASE))|' strata.pc.in > $(INSTALL_LIB)/pkgconfig/strata.pc
 
 # The demo, the README's first command: build, then scripts/demo.sh (a 4-rank allreduce over two
 # emulated nodes, the nccl-tests table, plots in $(BUILD)/demo/).

@@ -43,41 +43,66 @@
  *
  * ρ is 1 wherever a formula omits it.
  *
+ * Waiting. A rank that polls in vain spins briefly, yields, then blocks (algos/ctx.c). While
+ * the ranks that take part in a phase fit the host's cores they meet while spinning; when
+ * they outnumber the cores (dims->host_ranks > dims->host_cores: the busiest host, emulated
+ * nodes sharing one included) a peer is off-core at most waits and must be woken: every
+ * step and every shm phase then costs ω more.
+ *   w   = ω when host_ranks > host_cores, else 0: flat steps, shm phases, and the per-rail
+ *         rings of the hierarchical algorithms (all ranks take part)
+ *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring
+ *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase, ws = w when
+ *   L > 1 (a one-rank node waits for nobody), else 0.
+ *
+ * Copies (shm only: the library's own case). The flat algorithms work in place on the
+ * output buffer (coll/coll.c): an out-of-place allreduce first copies the input there
+ * (cp = n/β_s), reduce_scatter copies the P blocks into a work buffer and its block out
+ * ((1 + 1/P)·n/β_s), allgather its own block (n/P/β_s), broadcast's root its buffer
+ * (n/β_s). The formulas are for out-of-place calls; off shm these copies are 0.
+ *
  * allreduce
- *   ring          2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
- *   recursive     Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
+ *   ring          cp + 2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
+ *   recursive     cp + Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
  *                 + [r > 0]·(2·step(n, sfold) + n/γ)
- *   hierarchical  RS_s + [2(N-1)α_n + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
- *   leader        [α_s + n/β_s + (L-1)·n/γ]
- *                 + [2(N-1)α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [α_s + n/β_s]   (shm only)
+ *   hierarchical  RS_s + [2(N-1)(α_n + w) + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
+ *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + (L-1)·n/γ
+ *   leader        [shm(n) + (L-1)·n/γ]
+ *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shm(n)] (shm only)
  * reduce_scatter
- *   ring          (P-1)·step(n/P, so) + (P-1)/P·n/γ
- *   hierarchical  perm + RS_s + [(N-1)α_n + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
+ *   ring          (1 + 1/P)·cp + (P-1)·step(n/P, so) + (P-1)/P·n/γ
+ *   hierarchical  perm + RS_s + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
  *                 (perm = n/β_s: blocks permuted into rail-major order; 0 when that is rank
  *                 order, ranks contiguous and N = 1 or L = 1, and 0 off shm, where the
  *                 intra-node ring's block order does it)
  * allgather
- *   ring          (P-1)·step(n/P, so)
- *   recursive     Σ_{d=1,2,4..P/2} step(d·n/P, srd(d), ρrd(d))      (P a power of two)
- *   hierarchical  [(N-1)α_n + (N-1)/N·(n/L)/β_n·(L/R)] + AG_s + perm
+ *   ring          cp/P + (P-1)·step(n/P, so)
+ *   recursive     cp/P + Σ_{d=1,2,4..P/2} step(d·n/P, srd(d), ρrd(d))      (P a power of two)
+ *   hierarchical  [(N-1)(α_n + w) + (N-1)/N·(n/L)/β_n·(L/R)] + AG_s + perm
  *                 (perm: blocks permuted back into rank order; 0 as above)
+ * Rooted collectives are costed as they run back to back (nccl-tests, strata-perf, a
+ * training loop): a rank downstream of the root starts the next call while the root is
+ * done, so a call costs what its busiest rank spends on it, not the path from the root to
+ * the last rank. Waits then overlap the previous call and cost no w. With
+ * lat = step(0, s1) - w (a flat step's latency, α_n on shm), bytes(m) = step(m, s1) -
+ * step(0, s1), and h = 2 when a chain has a middle rank (P > 2: it receives and forwards
+ * every chunk), else 1:
  * broadcast
- *   ring          (P-2+k)·step(min(n,c), s1)
- *   recursive     lg(P)·step(n, s1)
- *   hierarchical  lg(N)·(α_n + n/β_n) + BC_s
+ *   ring          cp + k·h·lat + bytes(n)                       pipelined chain
+ *   recursive     cp + lg(P)·(lat + bytes(n))                   the root sends lg(P) times
+ *   hierarchical  cp + lg(N)·(α_n + n/β_n) + BC_s
  * reduce
- *   ring          (P-2+k)·(step(min(n,c), s1) + min(n,c)/γ)
- *   recursive     lg(P)·(step(n, s1) + n/γ)
+ *   ring          k·(h·lat + min(n,c)/γ) + bytes(n)
+ *   recursive     lg(P)·(lat + bytes(n) + n/γ)
  *   hierarchical  RD_s + lg(N)·(α_n + n/β_n + n/γ)
  * alltoall (pairwise exchange, m = n/P; not run by the library)
  *                 Σ_{k=1..P-1} step(m, sa(k), ρa(k))
  *
  * The node's phases of the two-tier algorithms:
  *                 shm (one shared segment)        switch, pcie (a ring of L, one copy a hop)
- *   RS_s          α_s + n/β_s + (L-1)/L·n/γ        (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
- *   AG_s          α_s + n/β_s                      (L-1)·α_s + (L-1)/L·n/β_s
- *   BC_s          α_s + n/β_s                      [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
- *   RD_s          α_s + n/β_s + (L-1)·n/γ          [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
+ *   RS_s          shm(n) + (L-1)/L·n/γ             (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
+ *   AG_s          shm(n)                           (L-1)·α_s + (L-1)/L·n/β_s
+ *   BC_s          shm(n)                           [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
+ *   RD_s          shm(n) + (L-1)·n/γ               [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
  *                                                                  + min(n,c)/γ)
  * ρrd(d) = L/2 when 2d = L and the pairs are aligned (the pairs straddle the halves), else 1.
  * sa(k), with k = q·L + j (0 <= j < L), in node-major order: j when q = 0, L - j when
@@ -99,6 +124,7 @@
 #include <math.h>
 #include <strings.h>
 
+#include "algos/node_shm.h"
 #include "util/compiler.h"
 
 static const char *const coll_names[STA_COLL_COUNT] = {
@@ -180,6 +206,8 @@ strata_status_t sta_dims_check(const sta_dims_t *dims)
         return STRATA_ERR_INVALID;
     if (dims->nrails < 1 || dims->nrails > dims->local_size)
         return STRATA_ERR_INVALID;
+    if (dims->host_ranks < 0 || dims->host_cores < 0)
+        return STRATA_ERR_INVALID;
     return STRATA_OK;
 }
 
@@ -197,7 +225,8 @@ strata_status_t sta_model_check(const sta_model_t *model)
 {
     if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
         !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
-        !rate_ok(model->gamma_gbps) || (int)model->intra < 0 || model->intra >= STA_INTRA_COUNT)
+        !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us) || (int)model->intra < 0 ||
+        model->intra >= STA_INTRA_COUNT)
         return STRATA_ERR_INVALID;
     return STRATA_OK;
 }
@@ -263,6 +292,7 @@ typedef struct terms {
     double n;
     double a_s, b_s, a_n, b_n, g;
     sta_intra_t kind;
+    double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
 } terms_t;
 
 static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
@@ -274,7 +304,19 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
         .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
         .kind = model->intra,
     };
+    if (dims->host_cores > 0) {
+        int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
+        t.w = dims->host_ranks > dims->host_cores ? model->wake_us : 0.0;
+        t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
+    }
     return t;
+}
+
+/* cp: the out-of-place copy of x bytes the library makes before an in-place algorithm; only
+ * on host shared memory (the library's own case). */
+static double lib_copy(const terms_t *t, double x)
+{
+    return t->kind == STA_INTRA_SHM ? x / (t->b_s * STA_BYTES_PER_US_PER_GBPS) : 0.0;
 }
 
 /* Time to move (or reduce) `bytes` at `gbps`, in µs. */
@@ -307,11 +349,11 @@ static double intra_hop(const terms_t *t, double m, double rho)
 static double flat_step_rho(const terms_t *t, double m, double s, double rho)
 {
     if (s <= 0.0)
-        return intra_hop(t, m, rho);
+        return t->w + intra_hop(t, m, rho);
     double net = t->a_n + xfer(nic_share(t, s) * m, t->b_n);
     if (s >= t->L)
-        return net;
-    return STU_MAX(net, intra_hop(t, m, rho));
+        return t->w + net;
+    return t->w + STU_MAX(net, intra_hop(t, m, rho));
 }
 
 static double flat_step(const terms_t *t, double m, double s)
@@ -355,10 +397,11 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
-/* One shm phase that only copies: α_s + n/β_s. */
+/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s (ws: w, but 0 with L = 1, where
+ * no rank of the node waits for another). */
 static double shm_copy(const terms_t *t)
 {
-    return t->a_s + xfer(t->n, t->b_s);
+    return t->a_s + (t->L > 1 ? t->w : 0.0) + xfer(t->n, t->b_s);
 }
 
 /* (L-1) ring steps of n/L inside the node, one copy a hop (switch, pcie). */
@@ -400,12 +443,12 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
 
     switch (algo) {
     case STA_ALGO_RING:
-        return 2 * (P - 1) * flat_step(t, n / P, ring_crossers(d, 1)) +
+        return lib_copy(t, n) + 2 * (P - 1) * flat_step(t, n / P, ring_crossers(d, 1)) +
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_RECURSIVE: {
         int p2 = 1 << log2_floor(d->nranks);
         int aligned = d->nranks == p2;   /* r > 0 shifts the participants off node blocks */
-        double c = 0.0;
+        double c = lib_copy(t, n);       /* the input into the output buffer */
         for (int dist = 1; dist < p2; dist <<= 1)
             c += flat_step_rho(t, n, rd_crossers(d, dist, aligned),
                                rd_root_flows(d, dist, aligned)) + xfer(n, t->g);
@@ -414,15 +457,17 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
+        if (t->kind == STA_INTRA_SHM && d->nnodes == 1 && n <= (double)STA_NODE_SMALL_BYTES)
+            return shm_copy(t) + (L - 1) * xfer(n, t->g);     /* one round */
         return intra_rs(t) +
-               (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
+               (2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g)) +
                intra_ag(t);
     case STA_ALGO_LEADER:
         if (t->kind != STA_INTRA_SHM)
             return STA_COST_NA;   /* it reduces in the node's shared segment */
         return (shm_copy(t) + (L - 1) * xfer(n, t->g)) +
-               (2 * (N - 1) * t->a_n + 2 * (N - 1) / N * xfer(n, t->b_n) +
+               (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
                 (N - 1) / N * xfer(n, t->g)) +
                shm_copy(t);
     default:
@@ -445,12 +490,13 @@ static double cost_reduce_scatter(const terms_t *t, const sta_dims_t *d, sta_alg
     double P = t->P, N = t->N, L = t->L, n = t->n;
 
     switch (algo) {
-    case STA_ALGO_RING:
-        return (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous)) +
+    case STA_ALGO_RING:   /* the P blocks into a work buffer, this rank's block out */
+        return (1 + 1 / P) * lib_copy(t, n) +
+               (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous)) +
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
         return blocks_permute(t, d) + intra_rs(t) +
-               ((N - 1) * t->a_n + (N - 1) / N * xfer(n, t->R * t->b_n) +
+               ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
         return STA_COST_NA;
@@ -462,18 +508,19 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     double P = t->P, N = t->N, L = t->L, n = t->n;
 
     switch (algo) {
-    case STA_ALGO_RING:
-        return (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous));
+    case STA_ALGO_RING:   /* this rank's block into place first */
+        return lib_copy(t, n / P) +
+               (P - 1) * flat_step(t, n / P, ring_crossers(d, d->contiguous));
     case STA_ALGO_RECURSIVE: {
         /* rank order: node-major only when the placement is known to be contiguous */
-        double c = 0.0;
+        double c = lib_copy(t, n / P);
         for (int dist = 1; dist < d->nranks; dist <<= 1)
             c += flat_step_rho(t, dist * n / P, rd_crossers(d, dist, d->contiguous),
                                rd_root_flows(d, dist, d->contiguous));
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
-        return ((N - 1) * t->a_n + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
+        return ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
                intra_ag(t) + blocks_permute(t, d);
     default:
         return STA_COST_NA;
@@ -486,21 +533,25 @@ static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo
 {
     double n = t->n, c = (double)STA_PIPELINE_CHUNK;
     double red = with_reduce ? 1.0 : 0.0;
+    double root_copy = with_reduce ? 0.0 : lib_copy(t, n);   /* broadcast: root's in -> out */
+    double s1 = ring_crossers(d, 1);
+    /* A flat step's latency without w (back-to-back calls overlap the waits), and its bytes. */
+    double lat1 = flat_step(t, 0.0, s1) - t->w;
+    double bytes_n = flat_step(t, n, s1) - flat_step(t, 0.0, s1);
 
     switch (algo) {
     case STA_ALGO_RING: {
         double k = ceil(n / c);
         double piece = STU_MIN(n, c);
+        double hops = t->P > 2 ? 2.0 : 1.0;   /* a middle rank receives and forwards */
         if (k < 1)
             k = 1;
-        return (t->P - 2 + k) *
-               (flat_step(t, piece, ring_crossers(d, 1)) + red * xfer(piece, t->g));
+        return root_copy + k * (hops * lat1 + red * xfer(piece, t->g)) + bytes_n;
     }
     case STA_ALGO_RECURSIVE:
-        return log2_ceil(d->nranks) *
-               (flat_step(t, n, ring_crossers(d, 1)) + red * xfer(n, t->g));
+        return root_copy + log2_ceil(d->nranks) * (lat1 + bytes_n + red * xfer(n, t->g));
     case STA_ALGO_HIERARCHICAL:
-        return intra_rooted(t, with_reduce) +
+        return root_copy + intra_rooted(t, with_reduce) +
                log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
     default:
         return STA_COST_NA;

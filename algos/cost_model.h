@@ -11,7 +11,8 @@
  * What the shm tier is made of (sta_intra_t) decides what a hop inside a node
  * costs: host shared memory (two copies per hop, the library's own case), a
  * non-blocking switch such as NVSwitch, or a PCIe tree.
- * Units: µs and GB/s (10^9 B/s), so n/β µs = n / (β·1e3).
+ * Units: µs and GB/s (10^9 B/s), so n/β µs = n / (β·1e3). ω is the cost of waking a rank
+ * that blocked in a wait, paid where more ranks wait than the host has cores.
  *
  * Everything here is pure arithmetic: no I/O, no allocation, no global state;
  * every function may be called from any thread.
@@ -82,6 +83,7 @@ typedef enum sta_field {
     STA_FIELD_NET_ALPHA,
     STA_FIELD_NET_BETA,
     STA_FIELD_GAMMA,
+    STA_FIELD_WAKE,
     STA_FIELD_COUNT
 } sta_field_t;
 
@@ -98,6 +100,8 @@ typedef struct sta_model {
     sta_tier_t shm;             /* intra-node shared memory; β = memcpy bandwidth */
     sta_tier_t net;             /* the transport between nodes, per NIC */
     double gamma_gbps;          /* reduction output rate, GB/s (> 0) */
+    double wake_us;             /* ω: waking a rank that blocked, µs (>= 0); paid per wait
+                                   only where more ranks run than the host has cores */
     sta_source_t source[STA_FIELD_COUNT];   /* zero-initialised = all defaults */
     sta_intra_t intra;          /* what the shm tier is; zero-initialised = host shm */
     sta_source_t intra_source;  /* where intra came from (default or profile) */
@@ -114,6 +118,10 @@ typedef struct sta_dims {
                                    group's node-major order); 0: unknown or interleaved, and
                                    the rank-ordered algorithms (reduce_scatter, allgather) are
                                    costed as if every rank of a node left it at every step */
+    int host_ranks;             /* ranks sharing one host's cores (the most on any host;
+                                   emulated nodes may share a host); 0: unknown */
+    int host_cores;             /* that host's cores; 0: unknown. When the ranks that wait in
+                                   a phase outnumber them, waits block: ω each (cost_model.c) */
 } sta_dims_t;
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */
@@ -138,7 +146,7 @@ strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p);
 /* OK when P, N, L, nrails are consistent (see sta_dims_t); STRATA_ERR_INVALID otherwise. */
 strata_status_t sta_dims_check(const sta_dims_t *dims);
 
-/* OK when every α is finite and >= 0, every β and γ finite and > 0, and intra a kind. */
+/* OK when every α and ω is finite and >= 0, every β and γ finite and > 0, and intra a kind. */
 strata_status_t sta_model_check(const sta_model_t *model);
 
 /*

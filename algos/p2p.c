@@ -101,10 +101,10 @@ strata_status_t sta_sendrecv(sta_ctx_t *ctx, int to, const void *sbuf, size_t sb
         int nfds = 0;
         if (!sta_backoff_spinning(&b)) {
             if (sreq != NULL)
-                nfds += sreq->comm->ops->poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
+                nfds += stt_poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
             if (rreq != NULL)
-                nfds += rreq->comm->ops->poll_fds(rreq->comm, fds + nfds,
-                                                  STA_POLL_FDS_MAX - nfds);
+                nfds += stt_poll_fds(rreq->comm, fds + nfds,
+                                     STA_POLL_FDS_MAX - nfds);
         }
         if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,

@@ -27,6 +27,7 @@ static const char *const field_names[STA_FIELD_COUNT] = {
     [STA_FIELD_NET_ALPHA] = "net.alpha_us",
     [STA_FIELD_NET_BETA] = "net.beta_gbps",
     [STA_FIELD_GAMMA] = "gamma_gbps",
+    [STA_FIELD_WAKE] = "wake_us",
 };
 
 static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
@@ -35,6 +36,7 @@ static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
     [STA_FIELD_NET_ALPHA] = STU_PARAM_NET_ALPHA_US,
     [STA_FIELD_NET_BETA] = STU_PARAM_NET_BETA_GBPS,
     [STA_FIELD_GAMMA] = STU_PARAM_GAMMA_GBPS,
+    [STA_FIELD_WAKE] = STU_PARAM_WAKE_US,
 };
 
 static const char *const source_names[STA_SRC_COUNT] = {
@@ -65,13 +67,16 @@ static double *field_ptr(sta_model_t *model, sta_field_t field)
     case STA_FIELD_SHM_BETA: return &model->shm.beta_gbps;
     case STA_FIELD_NET_ALPHA: return &model->net.alpha_us;
     case STA_FIELD_NET_BETA: return &model->net.beta_gbps;
+    case STA_FIELD_WAKE: return &model->wake_us;
     default: return &model->gamma_gbps;
     }
 }
 
+/* Latencies (α, ω) may be 0; rates must be > 0. */
 static int field_is_alpha(sta_field_t field)
 {
-    return field == STA_FIELD_SHM_ALPHA || field == STA_FIELD_NET_ALPHA;
+    return field == STA_FIELD_SHM_ALPHA || field == STA_FIELD_NET_ALPHA ||
+           field == STA_FIELD_WAKE;
 }
 
 static int field_value_ok(sta_field_t field, double v)
@@ -119,6 +124,7 @@ void sta_model_default(sta_model_t *model)
     model->net.alpha_us = STA_DEFAULT_NET_ALPHA_US;
     model->net.beta_gbps = STA_DEFAULT_NET_BETA_GBPS;
     model->gamma_gbps = STA_DEFAULT_GAMMA_GBPS;
+    model->wake_us = STA_DEFAULT_WAKE_US;
     for (int f = 0; f < STA_FIELD_COUNT; f++)
         model->source[f] = STA_SRC_DEFAULT;
 }
@@ -204,7 +210,7 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
         return STRATA_OK;
     }
     STU_WARN("profile %s:%d: unknown key '%s' (keys: shm.alpha_us, shm.beta_gbps, "
-             "net.alpha_us, net.beta_gbps, gamma_gbps, shm.kind)", path, lineno, key);
+             "net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, shm.kind)", path, lineno, key);
     return STRATA_ERR_INVALID;
 }
 
@@ -298,6 +304,11 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
     }
 }
 
+void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us)
+{
+    calibration_offer(model, STA_FIELD_WAKE, wake_us);
+}
+
 strata_status_t sta_model_load(sta_model_t *model)
 {
     strata_status_t status;
@@ -332,8 +343,9 @@ void sta_model_log(const sta_model_t *model)
                  tiers[i]->beta_gbps, source_names[model->source[fb]],
                  sta_tier_crossover_bytes(tiers[i]));
     }
-    STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s)", model->gamma_gbps,
-             source_names[model->source[STA_FIELD_GAMMA]]);
+    STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s), wake-up %g us (%s)", model->gamma_gbps,
+             source_names[model->source[STA_FIELD_GAMMA]], model->wake_us,
+             source_names[model->source[STA_FIELD_WAKE]]);
     STU_INFO(STU_LOG_TUNING, "model intra-node kind: %s (%s)", sta_intra_name(model->intra),
              sta_source_name(model->intra_source));
 }

@@ -2,7 +2,7 @@
  * Where the cost model's parameters come from, highest precedence first:
  *
  *   1. a fabric profile file named by STRATA_PROFILE   (source "profile")
- *   2. STRATA_SHM_ALPHA_US, ..._GAMMA_GBPS              (source "env")
+ *   2. STRATA_SHM_ALPHA_US, ..._GAMMA_GBPS, _WAKE_US    (source "env")
  *   3. calibration at init when STRATA_CALIBRATE=1      (source "calibrated")
  *   4. the documented defaults below                    (source "default")
  *
@@ -13,12 +13,12 @@
  *
  * Profile file format: one `key = value` per line; `#` starts a comment (whole
  * line or after the value); blank lines are ignored; keys are shm.alpha_us,
- * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, whose values are decimal
- * numbers (α >= 0, β and γ > 0), and shm.kind = shm|switch|pcie (what the shm
- * tier is, sta_intra_t; the file is its only source besides the default, shm).
- * An unknown key, a malformed or out-of-range value, a line without '=', a key
- * given twice, a line longer than STA_PROFILE_LINE_MAX or a NUL byte is an
- * error naming the line. The file is a regular file of at most
+ * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, whose values
+ * are decimal numbers (α and ω >= 0, β and γ > 0), and shm.kind = shm|switch|pcie
+ * (what the shm tier is, sta_intra_t; the file is its only source besides the
+ * default, shm). An unknown key, a malformed or out-of-range value, a line without
+ * '=', a key given twice, a line longer than STA_PROFILE_LINE_MAX or a NUL byte
+ * is an error naming the line. The file is a regular file of at most
  * STA_PROFILE_MAX_BYTES (util/file.h: a FIFO, a device or a larger file is an
  * error, never a hang or a huge read).
  *
@@ -36,11 +36,12 @@
 /*
  * Defaults for the 2-core CI machines. Waits spin before they sleep (algos/ctx.c), so a
  * step costs a busy-polled hop, not a wake-up, while ranks have cores of their own; with
- * more ranks than cores, calibrate (STRATA_CALIBRATE=1) or set STRATA_*_ALPHA_US.
+ * more ranks than cores the model adds ω per wait (algos/cost_model.c).
  */
-/* The shared-memory allreduce took 0.53-0.6 µs at 8 B-2 KiB with ranks on separate cores
- * (strata-perf, docs/benchmarks.md "A/B against peers"); 2 µs leaves room for noise. */
-#define STA_DEFAULT_SHM_ALPHA_US 2.0
+/* One shm round (the 2-rank 8-byte allreduce, publish + barrier + reduce) took 0.9-1.0 µs with
+ * ranks on separate cores (strata-perf --model, 1 x 2; docs/benchmarks.md "Model vs
+ * measurement"). */
+#define STA_DEFAULT_SHM_ALPHA_US 1.0
 /* memcpy on one core: 24.9 GB/s counting read + write = 12-13 GB/s copied; the low end. */
 #define STA_DEFAULT_SHM_BETA_GBPS 12.0
 /* One way through the plugin's TCP transport on loopback, polled: α 8.5 µs (strata-netperf
@@ -50,6 +51,8 @@
 #define STA_DEFAULT_NET_BETA_GBPS 3.6
 /* A reduction's output rate on buffers much larger than L3: ~12-15 GB/s at best. */
 #define STA_DEFAULT_GAMMA_GBPS 12.0
+/* ω: waking a process that sleeps, from another core, 35-40 µs (docs/machines.md); the low end. */
+#define STA_DEFAULT_WAKE_US 35.0
 
 /* A profile holds five short lines; 64 KiB leaves room for any amount of comments. */
 #define STA_PROFILE_MAX_BYTES (64 * 1024)
@@ -104,6 +107,13 @@ strata_status_t sta_model_apply_env(sta_model_t *model);
  */
 void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_shm,
                                  const sta_tier_t *measured_net);
+
+/*
+ * Merges a measured ω (source "calibrated"), as sta_model_apply_calibration does for the
+ * tiers: it replaces only a default; a negative or non-finite value is skipped. Every rank
+ * must merge the same value.
+ */
+void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us);
 
 /*
  * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).

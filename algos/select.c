@@ -169,9 +169,10 @@ void sta_select_log(const sta_select_t *table)
     if (stu_log_level < STU_LOG_INFO)
         return;
     sta_model_log(&table->model);
-    STU_INFO(STU_LOG_TUNING, "select: P=%d N=%d L=%d rails=%d, ranks %s, STRATA_ALGO=%s",
-             d->nranks, d->nnodes, d->local_size, d->nrails,
-             d->contiguous ? "contiguous per node" : "interleaved", sta_algo_name(table->forced));
+    STU_INFO(STU_LOG_TUNING, "select: P=%d N=%d L=%d rails=%d, ranks %s, %d rank(s) on a host "
+             "of %d core(s), STRATA_ALGO=%s", d->nranks, d->nnodes, d->local_size, d->nrails,
+             d->contiguous ? "contiguous per node" : "interleaved", d->host_ranks, d->host_cores,
+             sta_algo_name(table->forced));
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         size_t first = 0;
         for (int i = 0; i < table->nranges[c]; i++) {

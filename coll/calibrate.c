@@ -9,10 +9,16 @@
  *        node 1 over the transport; one way = round trip / 2 = α_n + n/β_n.
  * Each size keeps its fastest repetition (the machine is noisy; the minimum is
  * the least disturbed), then sta_fit_alpha_beta fits the line.
+ *
+ *   ω:   only where the ranks outnumber a host's cores (the model pays ω there): every
+ *        rank runs the flat ring allreduce of 8 bytes, whose 2(P-1) steps each cost
+ *        α_n + ω in the model; rank 0 takes the median of its repetitions (a wake-up is
+ *        the typical case there, not the exception), and ω = step - α_n.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "algos/exec.h"
 #include "algos/node_shm.h"
 #include "algos/profile.h"
 #include "coll/calibrate.h"
@@ -25,9 +31,13 @@ static const size_t cal_sizes[] = {8, 4096, 65536, 1 << 20, 4 << 20};
 #define CAL_NSIZES ((int)(sizeof(cal_sizes) / sizeof(cal_sizes[0])))
 #define CAL_MAX_BYTES ((size_t)4 << 20)
 
+#define CAL_WAKE_REPS 9                  /* 8-byte ring allreduces timed for ω; the median counts */
+#define CAL_WAKE_BYTES 8
+
 typedef struct cal_result {
-    int32_t have_shm, have_net;
+    int32_t have_shm, have_net, have_wake;
     sta_tier_t shm, net;
+    double wake_us;
 } cal_result_t;
 
 static strata_status_t cal_shm(strata_comm_t *comm, char *buf, double *us)
@@ -80,6 +90,44 @@ static strata_status_t cal_net(strata_comm_t *comm, int peer, int first, char *b
     return STRATA_OK;
 }
 
+static int cal_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The α_n the model will hold after the merge: a profile's or variable's wins over a
+ * measurement, a measurement (this rank's, when it made one) over the default. */
+static double cal_net_alpha(const strata_comm_t *comm, const cal_result_t *mine)
+{
+    if (mine->have_net && comm->model.source[STA_FIELD_NET_ALPHA] <= STA_SRC_CALIBRATED)
+        return mine->net.alpha_us;
+    return comm->model.net.alpha_us;
+}
+
+/* ω from rank 0's timing of the flat ring over every rank (collective); net_alpha is the
+ * α_n the model will hold. */
+static strata_status_t cal_wake(strata_comm_t *comm, char *buf, double net_alpha, double *wake)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    double us[CAL_WAKE_REPS];
+    size_t count = CAL_WAKE_BYTES / sizeof(float);
+
+    for (int k = -1; k < CAL_WAKE_REPS; k++) {        /* k = -1: a warm-up */
+        uint64_t t0 = stu_time_ns();
+        strata_status_t status = sta_ring_allreduce(ctx, &comm->flat, buf, count, STRATA_FP32,
+                                                    STRATA_SUM);
+        if (status != STRATA_OK)
+            return status;
+        if (k >= 0)
+            us[k] = (double)(stu_time_ns() - t0) / 1e3;
+    }
+    qsort(us, CAL_WAKE_REPS, sizeof(us[0]), cal_cmp);
+    double step = us[CAL_WAKE_REPS / 2] / (2.0 * (ctx->nranks - 1));
+    *wake = step > net_alpha ? step - net_alpha : 0.0;
+    return STRATA_OK;
+}
+
 strata_status_t stc_calibrate(strata_comm_t *comm)
 {
     sta_ctx_t *ctx = &comm->ctx;
@@ -112,6 +160,13 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
             sta_fit_alpha_beta(cal_sizes, us, CAL_NSIZES, &mine.net) == STRATA_OK)
             mine.have_net = 1;
     }
+    /* ω, where the model pays it: every rank takes part. */
+    if (status == STRATA_OK && ctx->nranks > 1 && comm->host_cores > 0 &&
+        comm->host_ranks > comm->host_cores) {
+        double alpha = cal_net_alpha(comm, &mine);
+        status = cal_wake(comm, buf, alpha, &mine.wake_us);
+        mine.have_wake = status == STRATA_OK && ctx->rank == 0;
+    }
     /* Everyone takes rank 0's figures (rank 0 is local rank 0 of node 0). */
     strata_status_t shared = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));
     if (status == STRATA_OK)
@@ -119,12 +174,15 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
     if (status == STRATA_OK) {
         sta_model_apply_calibration(&comm->model, all[0].have_shm ? &all[0].shm : NULL,
                                     all[0].have_net ? &all[0].net : NULL);
+        if (all[0].have_wake)
+            sta_model_apply_calibrated_wake(&comm->model, all[0].wake_us);
         if (ctx->rank == 0)
             STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "calibration: shm %s α %.2f µs β %.2f GB/s; "
-                     "net %s α %.2f µs β %.2f GB/s", all[0].have_shm ? "measured" : "skipped",
-                     all[0].shm.alpha_us, all[0].shm.beta_gbps,
-                     all[0].have_net ? "measured" : "skipped", all[0].net.alpha_us,
-                     all[0].net.beta_gbps);
+                     "net %s α %.2f µs β %.2f GB/s; wake-up %s %.2f µs",
+                     all[0].have_shm ? "measured" : "skipped", all[0].shm.alpha_us,
+                     all[0].shm.beta_gbps, all[0].have_net ? "measured" : "skipped",
+                     all[0].net.alpha_us, all[0].net.beta_gbps,
+                     all[0].have_wake ? "measured" : "skipped", all[0].wake_us);
     }
 out:
     free(buf);

@@ -3,6 +3,7 @@
  * which node am I on, the node's shared memory, the transport and its
  * connections (connect.c), and the α-β selection tables.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ typedef struct rank_info {
     char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
+    int32_t ncpu;          /* cores online on this rank's host */
 } rank_info_t;
 
 /* What each rank says after making (local rank 0) or not making its node's segment. */
@@ -117,6 +119,18 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     for (int r = 0; r < P; r++)
         on_host += strcmp(info[r].host, info[ctx->rank].host) == 0;
     ctx->oversubscribed = ncpu > 0 && on_host > ncpu;
+    /* For the model, the same on every rank: the busiest host and its cores (fewest on a tie). */
+    comm->host_ranks = 0;
+    comm->host_cores = 0;
+    for (int r = 0; r < P; r++) {
+        int n = 0;
+        for (int q = 0; q < P; q++)
+            n += strcmp(info[q].host, info[r].host) == 0;
+        if (n > comm->host_ranks || (n == comm->host_ranks && info[r].ncpu < comm->host_cores)) {
+            comm->host_ranks = n;
+            comm->host_cores = info[r].ncpu > 0 ? info[r].ncpu : 0;
+        }
+    }
     return STRATA_OK;
 }
 
@@ -206,8 +220,8 @@ static strata_status_t comm_transport(strata_comm_t *comm)
     comm->dev = sta_rail_device(ctx->local_rank, ndev, &map);
     comm->nrails = sta_rail_count(ctx->local_size, ndev, &map);
     memset(handle, 0, sizeof(handle));
-    if ((status = comm->ops->listen(comm->dev, handle, &comm->listen)) != STRATA_OK)
-        return sta_ctx_fail(ctx, status, "listening on %s device %d", comm->ops->name,
+    if ((status = stt_listen(comm->ops, comm->dev, handle, &comm->listen)) != STRATA_OK)
+        return sta_ctx_fail(ctx, status, "listening on %s device %d", stt_name(comm->ops),
                             comm->dev);
     char *handles = malloc((size_t)ctx->nranks * STT_HANDLE_SIZE);
     if (handles == NULL)
@@ -221,7 +235,7 @@ static strata_status_t comm_transport(strata_comm_t *comm)
     if (status == STRATA_OK)
         STU_INFO(STU_LOG_INIT, "rank %d/%d node %d/%d local %d/%d: transport %s device %d, "
                  "%d rail(s)", ctx->rank, ctx->nranks, ctx->node, ctx->nnodes, ctx->local_rank,
-                 ctx->local_size, comm->ops->name, comm->dev, comm->nrails);
+                 ctx->local_size, stt_name(comm->ops), comm->dev, comm->nrails);
     return status;
 }
 
@@ -239,7 +253,8 @@ static strata_status_t comm_select(strata_comm_t *comm)
     if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
-                       .local_size = ctx->local_size, .nrails = comm->nrails};
+                       .local_size = ctx->local_size, .nrails = comm->nrails,
+                       .host_ranks = comm->host_ranks, .host_cores = comm->host_cores};
     /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
     dims.contiguous = 1;
     for (int i = 0; i < ctx->nranks; i++)
@@ -272,7 +287,7 @@ static strata_status_t comm_check_same_tables(strata_comm_t *comm)
     /* FNV-1a over the values (not the bytes: struct padding is not initialised) */
     uint64_t h = 1469598103934665603ull;
 #define COMM_HASH(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
-    for (const char *c = comm->ops->name; *c != '\0'; c++)
+    for (const char *c = stt_name(comm->ops); *c != '\0'; c++)
         COMM_HASH((unsigned char)*c);
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         COMM_HASH(comm->select.nranges[c]);
@@ -302,7 +317,7 @@ static void comm_free(strata_comm_t *comm)
     if (comm->listen != NULL)
         stt_close_listen(comm->listen);
     if (comm->ops != NULL)
-        comm->ops->fini();
+        stt_fini(comm->ops);
     if (comm->ctx.node_tier != NULL)
         sta_node_close(comm->ctx.node_tier);
     stu_shm_detach(&comm->shm);
@@ -428,6 +443,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     memset(&mine, 0, sizeof(mine));
     snprintf(mine.node_id, sizeof(mine.node_id), "%s", launch.node_id);
     mine.pid = (int32_t)getpid();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    mine.ncpu = ncpu > 0 && ncpu < INT32_MAX ? (int32_t)ncpu : 0;
     if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
         strcpy(mine.host, "localhost");
     status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));

@@ -20,6 +20,7 @@ struct strata_comm {
     const stt_ops_t *ops;         /* the transport between ranks */
     int dev;                      /* this rank's rail device */
     int nrails;
+    int host_ranks, host_cores;   /* the busiest host's ranks and cores, for the model */
     stt_listen_t *listen;
     stu_shm_t shm;
     int *node_of, *local_of, *rank_of;

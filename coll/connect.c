@@ -132,7 +132,7 @@ static strata_status_t connect_sends(strata_comm_t *comm, pending_send_t *ps, in
         pending_send_t *s = &ps[i];
         if (s->state == 0) {
             stt_comm_t *c = NULL;
-            if ((status = comm->ops->connect(comm->dev, s->handle, &cfg, &c)) != STRATA_OK)
+            if ((status = stt_connect(comm->ops, comm->dev, s->handle, &cfg, &c)) != STRATA_OK)
                 return sta_ctx_fail(&comm->ctx, status, "connecting to rank %d", s->peer);
             if (c != NULL) {
                 comm->ctx.peers[s->peer].send = c;

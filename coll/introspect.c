@@ -21,7 +21,7 @@ const char *stb_comm_source(const strata_comm_t *comm, sta_field_t field)
 
 const char *stb_comm_transport(const strata_comm_t *comm)
 {
-    return comm->ops != NULL ? comm->ops->name : "none";
+    return comm->ops != NULL ? stt_name(comm->ops) : "none";
 }
 
 sta_algo_t stb_comm_algo(const strata_comm_t *comm, sta_coll_t coll, size_t bytes)

@@ -22,6 +22,10 @@ else
 BUILD ?= build
 endif
 
+# Optional dependencies are looked for on every make (a few pkg-config calls). The answer,
+# with the flags it implies, goes to $(BUILD)/gen/strata_config.h (see the Makefile), which is
+# rewritten only when it changes and on which every object depends: installing libibverbs-dev
+# after a first build and running make again rebuilds with the ib transport.
 PKG_CONFIG ?= pkg-config
 have_pkg = $(shell $(PKG_CONFIG) --exists $(1) 2>/dev/null && echo 1 || echo 0)
 
@@ -29,10 +33,20 @@ HAVE_CMOCKA := $(call have_pkg,cmocka)
 HAVE_IBVERBS := $(call have_pkg,libibverbs)
 HAVE_UCX := $(call have_pkg,ucx)
 
+# What a build has, in the transport registry's order (transport/registry.c), and what it
+# lacks with the Debian package that brings it.
+BUILD_TRANSPORTS := $(strip $(if $(filter 1,$(HAVE_IBVERBS)),ib) \
+	$(if $(filter 1,$(HAVE_UCX)),ucx) tcp loop)
+BUILD_MISSING := $(strip $(if $(filter 1,$(HAVE_IBVERBS)),,ib:libibverbs-dev) \
+	$(if $(filter 1,$(HAVE_UCX)),,ucx:libucx-dev))
+BUILD_SANITIZERS := $(or $(strip $(if $(filter 1,$(ASAN)),asan) $(if $(filter 1,$(UBSAN)),ubsan) \
+	$(if $(filter 1,$(TSAN)),tsan)),none)
+BUILD_MODE := $(if $(filter 1,$(DEBUG)),debug (-O0),optimised (-O2))
+
 CC ?= cc
 CFLAGS_BASE := -std=gnu11 -fPIC -fvisibility=hidden -pthread \
 	-Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wmissing-prototypes \
-	-I. -Iinclude
+	-I. -Iinclude -I$(BUILD)/gen
 ifeq ($(DEBUG),1)
 CFLAGS_BASE += -O0 -g3
 else

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugin/plugin.h"
+#include "util/build_info.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -19,11 +20,13 @@ static int state_refs;
 static const stt_ops_t *state_ops;
 static int state_ndev;
 static stt_props_t state_props[STP_MAX_DEVS];
+static stp_ctx_t *state_ctxs;   /* live contexts, for stp_state_has_comm */
 
 static void state_log_devices(void)
 {
     STU_INFO(STU_LOG_INIT | STU_LOG_NET, "Strata %s, net plugin v11 (v10..v6 shims), transport %s, "
-             "%d device(s)", STP_VERSION, state_ops->name, state_ndev);
+             "%d device(s); built with transports %s", stu_build_info()->version,
+             stt_name(state_ops), state_ndev, stu_build_info()->transports);
     for (int d = 0; d < state_ndev; d++) {
         const stt_props_t *p = &state_props[d];
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "  dev %d: %s speed %d Mbps pci %s max_recvs %d", d,
@@ -45,16 +48,16 @@ static strata_status_t state_open(void)
     if (status != STRATA_OK)
         return status;
     if (ndev > STP_MAX_DEVS) {
-        STU_WARN("transport %s reports %d devices; using the first %d", ops->name, ndev,
+        STU_WARN("transport %s reports %d devices; using the first %d", stt_name(ops), ndev,
                  STP_MAX_DEVS);
         ndev = STP_MAX_DEVS;
     }
     for (int d = 0; d < ndev; d++) {
-        status = ops->get_props(d, &state_props[d]);
+        status = stt_get_props(ops, d, &state_props[d]);
         if (status != STRATA_OK) {
-            STU_WARN("transport %s: properties of device %d: %s", ops->name, d,
+            STU_WARN("transport %s: properties of device %d: %s", stt_name(ops), d,
                      strata_status_str(status));
-            ops->fini();
+            stt_fini(ops);
             return status;
         }
         state_props[d].name[sizeof(state_props[d].name) - 1] = '\0';
@@ -76,16 +79,19 @@ strata_status_t stp_state_acquire(uint64_t comm_id, int traffic_class, stp_ctx_t
     pthread_mutex_lock(&state_lock);
     if (state_refs == 0)
         status = state_open();
-    if (status == STRATA_OK)
+    if (status == STRATA_OK) {
         state_refs++;
+        ctx->magic = STP_CTX_MAGIC;
+        ctx->comm_id = comm_id;
+        ctx->traffic_class = traffic_class;
+        ctx->next = state_ctxs;
+        state_ctxs = ctx;
+    }
     pthread_mutex_unlock(&state_lock);
     if (status != STRATA_OK) {
         free(ctx);
         return status;
     }
-    ctx->magic = STP_CTX_MAGIC;
-    ctx->comm_id = comm_id;
-    ctx->traffic_class = traffic_class;
     *ctx_p = ctx;
     return STRATA_OK;
 }
@@ -99,16 +105,38 @@ void stp_state_release(stp_ctx_t *ctx)
 {
     if (!stp_ctx_valid(ctx))
         return;
+    pthread_mutex_lock(&state_lock);
+    for (stp_ctx_t **pp = &state_ctxs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == ctx) {
+            *pp = ctx->next;
+            break;
+        }
+    }
     ctx->magic = 0;
     free(ctx);
-    pthread_mutex_lock(&state_lock);
     if (state_refs > 0 && --state_refs == 0) {
-        state_ops->fini();
+        stt_fini(state_ops);
         state_ops = NULL;
         state_ndev = 0;
         stu_param_release();   /* NCCL may dlclose us now: leave no heap behind */
     }
     pthread_mutex_unlock(&state_lock);
+}
+
+int stp_state_has_comm(uint64_t comm_id, int *ndev_p)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&state_lock);
+    for (const stp_ctx_t *c = state_ctxs; c != NULL; c = c->next) {
+        if (c->comm_id == comm_id) {
+            found = 1;
+            *ndev_p = state_ndev;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&state_lock);
+    return found;
 }
 
 const stt_ops_t *stp_state_transport(void)

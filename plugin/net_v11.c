@@ -138,7 +138,7 @@ static ncclResult_t net_reg_mr_dmabuf(void *comm, void *data, size_t size, int t
 {
     NET_CHECK_ARG(comm != NULL && mhandle != NULL, "NULL comm or mhandle");
     stt_comm_t *c = comm;
-    return stp_status_to_nccl(c->ops->reg_mr_dmabuf(c, data, size, type, offset, fd, mhandle));
+    return stp_status_to_nccl(stt_reg_mr_dmabuf(c, data, size, type, offset, fd, mhandle));
 }
 
 static ncclResult_t net_dereg_mr(void *comm, void *mhandle)
@@ -179,7 +179,7 @@ static ncclResult_t net_iflush(void *recv_comm, int n, void **data, int *sizes, 
 
     NET_CHECK_ARG(recv_comm != NULL && request != NULL, "NULL recvComm or request");
     stt_comm_t *c = recv_comm;
-    strata_status_t status = c->ops->iflush(c, n, data, sizes, mhandles, &req);
+    strata_status_t status = stt_iflush(c, n, data, sizes, mhandles, &req);
     *request = req;
     return status == STRATA_OK ? ncclSuccess : stp_status_to_nccl(status);
 }

@@ -16,7 +16,6 @@
 #include "transport/transport.h"
 
 #define STP_PLUGIN_NAME "Strata"
-#define STP_VERSION "0.1.0"
 #define STP_MAX_DEVS 64
 
 /* One per ncclNet init (per NCCL communicator). */
@@ -24,6 +23,7 @@ typedef struct stp_ctx {
     uint64_t magic;
     uint64_t comm_id;
     int traffic_class;
+    struct stp_ctx *next;       /* the state's list of live contexts */
 } stp_ctx_t;
 
 /* Translates a status for NCCL; aborts first when STRATA_ABORT_ON_ERROR=1. */
@@ -47,6 +47,12 @@ int stp_state_ndev(void);
 
 /* Cached properties of dev (strings stay valid until the last finalize), or NULL. */
 const stt_props_t *stp_state_props(int dev);
+
+/*
+ * True if a live context (an ncclNet init not yet finalized) has this comm_id, NCCL's
+ * commHash: that communicator runs on Strata's net. *ndev_p then holds the device count.
+ */
+int stp_state_has_comm(uint64_t comm_id, int *ndev_p);
 
 /* True if ctx is a live context handed out by stp_state_acquire. */
 int stp_ctx_valid(const stp_ctx_t *ctx);

@@ -18,10 +18,11 @@ includes() {
     grep -rlE "#include *[<\"]($re)" "$@" 2>/dev/null
 }
 
-# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* stands where NCCL stands
-# (it dlopens the plugin and calls it as NCCL's proxy does).
+# Only plugin/ speaks the NCCL ABI; tools/lib/plugin_loader.* and nccl_model.* stand where
+# NCCL stands (the first dlopens the plugin and calls it as NCCL does, the second computes
+# NCCL's own cost table for the tuner to be called with).
 for f in $(includes 'nccl/' util transport algos coll tools bench include/strata |
-           grep -v '^tools/lib/plugin_loader\.[ch]$'); do
+           grep -vE '^tools/lib/(plugin_loader|nccl_model)\.[ch]$'); do
     report "$f includes an NCCL ABI header (only plugin/ may)"
 done
 # util is the bottom layer.
@@ -64,10 +65,30 @@ done
 for f in $(includes 'algos/' plugin | grep -vE '^plugin/(collnet|tuner)[a-z0-9_]*\.[ch]$'); do
     report "$f (the ncclNet edge) includes algos/ (only plugin/collnet_* and tuner_* may)"
 done
+# Callers reach a transport through the stt_* wrappers of transport/transport.h, never its
+# ops table (transport/ implements the tables; a test of one transport calls its functions
+# by name).
+ops_members='probe|init|fini|devices|get_props|listen|connect|accept|reg_mr|reg_mr_dmabuf'
+ops_members+='|dereg_mr|isend|irecv|iflush|test|close_send|close_recv|close_listen|poll_fds|name'
+while IFS= read -r hit; do
+    [ -n "$hit" ] && report "$hit: calls through an ops table (use the stt_* wrapper)"
+done < <(grep -rnE "(^|[^A-Za-z0-9_])([A-Za-z0-9_]+_)?ops(\[[^]]*\])?(->|\.)($ops_members)\b" \
+         --include='*.[ch]' util algos coll plugin tools bench tests | cut -d: -f1,2)
 # The installed headers stand alone.
 for f in $(includes '(util|transport|algos|coll|plugin|tools|bench)/' include/strata); do
     report "$f (installed header) includes a private header"
 done
+# ... and compile alone, as C99 with -pedantic and as C++ when a C++ compiler is here.
+for h in include/strata/*.h; do
+    echo "#include \"${h#include/}\"" | ${CC:-cc} -std=c99 -pedantic -Wall -Wextra -Werror \
+        -Iinclude -fsyntax-only -x c - 2>/dev/null || report "$h does not compile alone as C99"
+    if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+        echo "#include \"${h#include/}\"" | ${CXX:-c++} -std=c++11 -pedantic -Wall -Werror \
+            -Iinclude -fsyntax-only -x c++ - 2>/dev/null || report "$h does not compile as C++"
+    fi
+done
+# transport/transport.h is the internal contract; nothing public includes or installs it.
+[ -e include/strata/transport.h ] && report "include/strata/transport.h exists (the contract is transport/transport.h, not installed)"
 # Files past 800 lines ask to be split.
 for f in $(find util transport plugin algos coll tools bench tests include -name '*.[ch]' 2>/dev/null); do
     n=$(wc -l <"$f")

@@ -11,7 +11,10 @@
 #   plain    NCCL_NET_PLUGIN=<our .so> NCCL_NET=Strata, STRATA_TUNER=0 (transport only)
 #   collnet  plain + NCCL_COLLNET_ENABLE=1 NCCL_ALGO=allreduce:CollNetChain, and allreduce
 #            for every type and op
-#   tuner    plain with Strata's tuner on (NCCL finds it in the net .so)
+#   tuner    plain with Strata's tuner on (NCCL finds it in the net .so; STRATA_TUNER=1) and
+#            NCCL_COLLNET_ENABLE=1 with no algorithm forced: the tuner prices CollNet Chain as
+#            Strata's CollNet runs it and NCCL picks per size
+#   tuner-all  tuner with STRATA_TUNER=2: Ring and Tree priced from the net tier's alpha-beta
 # and keeps each rank's NCCL_DEBUG=INFO log. The summary quotes the log lines that prove
 # our net, CollNet and tuner were loaded and used, and prints busbw per mode next to stock.
 #
@@ -28,7 +31,7 @@ root=$(cd "$here/.." && pwd)
 plugin=$root/build/lib/libnccl-net-strata.so
 nccl_lib=""
 py=${PYTHON:-python3}
-modes=stock,plain,collnet,tuner
+modes=stock,plain,collnet,tuner,tuner-all
 bmin=8
 bmax=64M
 factor=8
@@ -130,7 +133,9 @@ run_mode() {
         env_m+=(NCCL_NET_PLUGIN=$plugin NCCL_NET=Strata STRATA_TUNER=0 NCCL_COLLNET_ENABLE=1
                 NCCL_ALGO=allreduce:CollNetChain)
         extra=(--types) ;;
-    tuner) env_m+=(NCCL_NET_PLUGIN=$plugin NCCL_NET=Strata STRATA_TUNER=1) ;;
+    tuner) env_m+=(NCCL_NET_PLUGIN=$plugin NCCL_NET=Strata STRATA_TUNER=1 NCCL_COLLNET_ENABLE=1) ;;
+    tuner-all)
+        env_m+=(NCCL_NET_PLUGIN=$plugin NCCL_NET=Strata STRATA_TUNER=2 NCCL_COLLNET_ENABLE=1) ;;
     *) echo "unknown mode $m"; return 1 ;;
     esac
     echo "== mode $m: ${env_m[*]}"
@@ -192,15 +197,23 @@ for m in "${mode_list[@]}"; do
     plain)
         proof plain 'Loaded net plugin Strata|NET/Plugin.*Strata' "plugin loaded"
         proof plain 'Using network Strata|Assigned NET plugin Strata' "net assigned"
-        proof plain 'via NET/Strata' "a channel over our net" ;;
+        proof plain 'via NET/Strata' "a channel over our net"
+        proof plain 'TUNER/Plugin: Using Strata' "tuner loaded from the net .so"
+        proof plain 'Strata tuner: off for comm' "our tuner opting out (STRATA_TUNER=0)" ;;
     collnet)
         proof collnet 'Loaded collnet plugin Strata' "CollNet loaded"
         proof collnet 'COLLNET/Strata|CollNet 0+/0' "a CollNet connection"
         proof collnet 'Algo COLLNET_CHAIN' "an allreduce run as CollNet Chain"
         proof collnet 'Strata.*collnet|collnet.*Strata' "our CollNet's own log" ;;
-    tuner)
-        proof tuner 'TUNER/Plugin: Using Strata' "tuner loaded from the net .so"
-        proof tuner 'Strata.*tuner|tuner.*Strata' "our tuner's own log" ;;
+    tuner|tuner-all)
+        proof "$m" 'TUNER/Plugin: Using Strata' "tuner loaded from the net .so"
+        proof "$m" 'Strata tuner: comm ' "our tuner active on the communicator"
+        proof "$m" 'Strata tuner: AllReduce [0-9]+ B, us' "the costs it hands NCCL (init)"
+        proof "$m" 'Strata tuner: AllReduce [0-9]+ B: .*NCCL picks' "a decision it saw"
+        [ "$m" = tuner-all ] &&
+            proof "$m" 'Strata tuner: AllReduce [0-9]+ B: wrote .*Ring/' "Ring entries rewritten"
+        grep -h -E 'Strata tuner: [A-Za-z]+ [0-9]+ B: ' "$out/$m.rank0.log" 2>/dev/null |
+            sed -e 's/^.*Strata tuner: /    /' | head -n 40 ;;
     esac
 done
 

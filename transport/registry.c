@@ -16,6 +16,7 @@
 #include "transport/ucx/ucx.h"
 #endif
 #include "transport/transport.h"
+#include "util/build_info.h"
 #include "util/log.h"
 
 typedef struct registry_entry {
@@ -51,7 +52,7 @@ const stt_ops_t *stt_registry_at(int index)
 const stt_ops_t *stt_registry_find(const char *name)
 {
     for (int i = 0; i < stt_registry_count(); i++)
-        if (strcasecmp(registry[i].ops->name, name) == 0)
+        if (strcasecmp(stt_name(registry[i].ops), name) == 0)
             return registry[i].ops;
     return NULL;
 }
@@ -62,22 +63,22 @@ static strata_status_t registry_try(const stt_ops_t *ops, int *ndev_p)
     strata_status_t status;
     int ndev = 0;
 
-    status = ops->probe();
+    status = stt_probe(ops);
     if (status != STRATA_OK) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: probe says %s", ops->name,
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: probe says %s", stt_name(ops),
                  strata_status_str(status));
         return status;
     }
-    status = ops->init();
+    status = stt_init(ops);
     if (status != STRATA_OK) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: init failed (%s)", ops->name,
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: init failed (%s)", stt_name(ops),
                  strata_status_str(status));
         return status;
     }
-    status = ops->devices(&ndev);
+    status = stt_devices(ops, &ndev);
     if (status != STRATA_OK || ndev <= 0) {
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: no usable device", ops->name);
-        ops->fini();
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "transport %s: no usable device", stt_name(ops));
+        stt_fini(ops);
         return status != STRATA_OK ? status : STRATA_ERR_NOT_FOUND;
     }
     *ndev_p = ndev;
@@ -92,7 +93,10 @@ strata_status_t stt_registry_select(const char *name, const stt_ops_t **ops_p, i
     if (name != NULL && *name != '\0' && strcasecmp(name, "auto") != 0) {
         const stt_ops_t *ops = stt_registry_find(name);
         if (ops == NULL) {
-            STU_WARN("transport '%s' is not built into this library (STRATA_TRANSPORT)", name);
+            STU_WARN("transport '%s' is not built into this library (STRATA_TRANSPORT); built in: "
+                     "%s%s%s", name, stu_build_info()->transports,
+                     stu_build_info()->missing[0] ? "; left out for want of a package: " : "",
+                     stu_build_info()->missing);
             return STRATA_ERR_NOT_FOUND;
         }
         status = registry_try(ops, &ndev);

@@ -1,37 +1,66 @@
 /*
- * The transport contract: what every Strata transport (tcp, ib, ucx, loop, ...)
- * provides, and what the plugin layer and the collective library call.
+ * The transport contract: what every Strata transport (tcp, ib, ucx, loop, and the tests'
+ * fault-injecting fake) provides, and what the NCCL edge (plugin/), the collective library
+ * (algos/, coll/), the tools and the tests call. It follows NCCL's net plugin semantics in
+ * Strata's own types. Callers use the stt_* wrappers at the end of this file, never the
+ * ops table's members (make lint checks it).
  *
- * It follows NCCL's net plugin semantics closely, in Strata's own types:
+ * Objects. A transport hands out listen comms (stt_listen_t), send and receive comms
+ * (stt_comm_t), requests (stt_req_t) and memory handles (void *). Each comm begins with its
+ * base struct, whose ops pointer the wrappers dispatch through; a request begins with a
+ * pointer to the comm that owns it.
  *
- *   - Nothing blocks. connect/accept return STRATA_OK with a NULL comm until the
- *     connection is ready, and are called again with the same arguments.
- *     isend/irecv/iflush return STRATA_OK with a NULL request to mean "no slot
- *     now, call again after testing earlier requests". test() is the only call
- *     that moves data; a caller that stops calling test stops progress.
- *   - Sends and receives on one connection match in posting order. A receive
- *     may group n <= max_recvs buffers; each incoming send lands in the buffer
- *     of the oldest incompletely matched receive whose tag equals the send's.
- *     A receive buffer may be larger than the send (test reports the real
- *     size); a send larger than its receive buffer fails that receive with
- *     STRATA_ERR_TRUNCATED.
- *   - Every comm sustains STT_MAX_REQUESTS receives and
- *     STT_MAX_REQUESTS * STT_MAX_RECVS sends in flight.
- *   - A dead peer fails pending requests with STRATA_ERR_REMOTE within a
- *     bounded time; it never hangs test().
+ * Progress and blocking. Nothing on the data path waits for a peer:
+ *   - connect and accept return STRATA_OK with a NULL comm while the connection is not
+ *     ready; the caller calls again (connect with the same handle memory).
+ *   - isend, irecv and iflush return STRATA_OK with a NULL request when the comm has no
+ *     free slot; the caller tests earlier requests and posts again.
+ *   - test() is the only call that moves data: it progresses the request's comm (every
+ *     request of it, not just this one) and reports *done. A caller that stops testing
+ *     stops its comm's progress.
+ * "In progress" is said by a NULL output or *done == 0, never by a status: no operation
+ * returns STRATA_INPROGRESS. init and reg_mr may take time (device discovery, pinning
+ * pages); none of them waits for a peer.
  *
- * Objects: a transport hands out listen comms, send/recv comms, requests and
- * memory handles. Every comm and listen comm starts with its base struct, so
- * the inline wrappers below dispatch through ->ops. Requests start with a
- * pointer to the comm that owns them.
+ * Errors. A negative strata_status_t, logged once where it is first seen with its cause.
+ * Outputs are written only on STRATA_OK. What each operation returns is listed with it;
+ * every operation answers STRATA_ERR_INVALID for an argument it cannot use (a NULL
+ * output, a comm or request of another transport or kind, a device out of range, a
+ * buffer outside its handle, more than max_p2p_bytes), without touching the comm.
+ * STRATA_ERR_REMOTE means the peer died, closed or broke the protocol: a dead peer fails
+ * every pending request of the comm within a bounded time (STRATA_SOCKET_USER_TIMEOUT
+ * for tcp, the QP's retries for ib), never a hang. An error that breaks a comm is sticky:
+ * later posts and tests on it return the same status (STRATA_ERR_TRUNCATED fails only
+ * its receive).
  *
- * Threads: init/fini/devices/get_props are thread-safe. A comm (and its
- * requests) is used by one thread at a time; different comms may be used from
- * different threads concurrently (NCCL's proxy threads do this).
+ * Matching. Sends and receives of one connection match in posting order. A receive groups
+ * n <= max_recvs buffers with a tag each; an incoming send lands in the buffer of the
+ * oldest incompletely matched receive whose tag equals the send's. A buffer may be larger
+ * than the send (test reports the real size); a send larger than its buffer fails that
+ * receive with STRATA_ERR_TRUNCATED and the comm stays usable. Every comm sustains
+ * STT_MAX_REQUESTS receives and STT_MAX_SEND_REQUESTS sends in flight.
  *
- * Ownership: a comm owns its requests; close_* frees the comm and invalidates
- * every request still pending on it. Memory handles belong to the comm they
- * were registered on and must be deregistered before it is closed.
+ * Memory handles. reg_mr returns a handle for [data, data + size) on one comm;
+ * isend/irecv/iflush take one per buffer, which must cover the buffer. A NULL handle (or
+ * a NULL mhs array) means "host memory, not registered": every transport accepts it for
+ * host memory; tcp, ucx and loop need no registration at all, ib registers the buffer on
+ * the fly through its registration cache (a lock per message; STRATA_IB_MR_KEEP says
+ * whether it stays registered). GPU memory always needs a handle.
+ *
+ * Threads. probe, init, fini, devices and get_props may be called from any thread at any
+ * time. Every other operation is on one object: a listen comm, or a send or receive comm
+ * with its requests and handles, is used by one thread at a time (the caller serialises);
+ * different objects may be used from different threads at once, as NCCL's proxy threads
+ * do. The locks a transport takes inside a call are short and never held across calls
+ * (ib's registration cache per device, loop's channel between its two ends).
+ *
+ * Ownership and lifetime. The transport owns every object it hands out. A request is
+ * released when test() reports done or returns an error; a comm's close_* frees the comm
+ * and every request still pending on it (their pointers become invalid; their buffers are
+ * the caller's again). Memory handles belong to the comm they were registered on and are
+ * deregistered before it is closed. Buffers stay valid and untouched by the caller from
+ * the post until the request is released. init is reference-counted: each successful init
+ * is matched by one fini, and every comm is closed before the last fini.
  */
 #ifndef STRATA_TRANSPORT_H
 #define STRATA_TRANSPORT_H
@@ -56,125 +85,219 @@ extern "C" {
 #define STT_PTR_CUDA 0x2
 #define STT_PTR_DMABUF 0x4
 
-#define STT_TRAFFIC_CLASS_UNDEF (-1)
+#define STT_TRAFFIC_CLASS_UNDEF (-1)   /* no class asked for (NCCL_NET_TRAFFIC_CLASS_UNDEF) */
 
 typedef struct stt_ops stt_ops_t;
 
+/* One device's properties, filled by get_props; the NCCL edge copies them to ncclNetProperties. */
 typedef struct stt_props {
-    char name[64];
-    char pci_path[256];     /* sysfs PCI path, "" for a virtual device */
+    char name[64];          /* device name for logs and NCCL ("mlx5_0", "eth0"), NUL-terminated */
+    char pci_path[256];     /* sysfs PCI path NCCL reads for topology; "" for a virtual device */
     uint64_t guid;          /* devices sharing a guid are one physical port */
-    int ptr_support;        /* STT_PTR_* mask */
-    int reg_is_global;      /* 1: registrations are cached by address across comms */
-    int force_flush;
-    int speed_mbps;
-    int port;
-    float latency_us;       /* added by NCCL to its inter-node latency */
-    int max_comms;
-    int max_recvs;
-    size_t max_p2p_bytes;
-    size_t max_coll_bytes;
+    int ptr_support;        /* STT_PTR_* mask of the memory reg_mr takes; STT_PTR_HOST always */
+    int reg_is_global;      /* 1: a registration is cached by address and serves every comm
+                               of the device (NCCL may register once and reuse); else 0 */
+    int force_flush;        /* 1: NCCL must call iflush after every GPU receive; else 0 */
+    int speed_mbps;         /* link speed in Mbit/s, > 0 */
+    int port;               /* the device's port number (ib: the HCA port; others 0 or 1) */
+    float latency_us;       /* one-way latency NCCL adds to its inter-node model, µs, >= 0 */
+    int max_comms;          /* most send plus receive comms the device holds at once, > 0 */
+    int max_recvs;          /* most buffers one irecv/iflush groups, 1..STT_MAX_RECVS */
+    size_t max_p2p_bytes;   /* largest message isend/irecv take on this device, > 0 */
+    size_t max_coll_bytes;  /* largest message a collective hands one call (NCCL), > 0 */
 } stt_props_t;
 
+/* Options of one connection; connect accepts a NULL cfg for "all defaults". */
 typedef struct stt_conn_cfg {
-    int traffic_class;      /* STT_TRAFFIC_CLASS_UNDEF unless the user set one */
+    int traffic_class;      /* QoS class (ib: the GRH traffic class); STT_TRAFFIC_CLASS_UNDEF
+                               unless the user set one */
 } stt_conn_cfg_t;
 
 /* Base of every listen comm. */
 typedef struct stt_listen {
-    const stt_ops_t *ops;
-    int dev;
+    const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
+    int dev;                /* the device it listens on */
 } stt_listen_t;
 
 /* Base of every send or receive comm. */
 typedef struct stt_comm {
-    const stt_ops_t *ops;
-    int dev;
+    const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
+    int dev;                /* the device it was connected or accepted on */
 } stt_comm_t;
 
-/*
- * Base of every request. The transport sets nsizes when the request is posted:
- * how many sizes test() reports (1 for a send or flush, n for a receive of n
- * buffers), so layers above can copy exactly that many.
- */
+/* Base of every request. */
 typedef struct stt_req {
-    stt_comm_t *comm;
-    int nsizes;
+    stt_comm_t *comm;       /* the comm it was posted on, which owns it */
+    int nsizes;             /* set at post: how many sizes test() reports (1 for a send, n for
+                               a receive of n buffers, 0 for a flush), so a layer above copies
+                               exactly that many */
 } stt_req_t;
 
+/*
+ * The operations. Each lists what it may return besides STRATA_OK and the
+ * STRATA_ERR_INVALID every operation gives for arguments it cannot use.
+ */
 struct stt_ops {
-    const char *name;
+    const char *name;       /* "tcp", "ib", ...: what STRATA_TRANSPORT names */
 
     /*
-     * Cheap check that the transport can run here (library present, kernel
-     * support). OK, STRATA_ERR_UNSUPPORTED, or STRATA_ERR_NOT_FOUND. Does not
-     * count as init.
+     * Cheap check that the transport can run here (its library loads, the kernel has
+     * what it needs); does not count as init and allocates nothing.
+     * Errors: STRATA_ERR_UNSUPPORTED, STRATA_ERR_NOT_FOUND (no device of this kind).
      */
     strata_status_t (*probe)(void);
 
-    /* Reference-counted: the first init discovers devices, the last fini frees them. */
+    /*
+     * Reference-counted: the first init discovers the devices, the last fini frees them;
+     * a later init discovers again. fini without a matching init is ignored.
+     * Errors (init): STRATA_ERR_NOT_FOUND (no usable device), STRATA_ERR_NO_MEMORY,
+     * STRATA_ERR_IO (a library or system call failed).
+     */
     strata_status_t (*init)(void);
     void (*fini)(void);
 
+    /* Between init and fini: the number of devices (may be 0), and one device's properties. */
     strata_status_t (*devices)(int *ndev_p);
     strata_status_t (*get_props)(int dev, stt_props_t *props_p);
 
     /*
-     * Starts listening on dev and fills handle (STT_HANDLE_SIZE bytes) with
-     * what a peer needs to connect. Never blocks.
+     * Starts listening on dev and writes into handle (STT_HANDLE_SIZE bytes, any
+     * alignment, carried to the peer out of band) what a peer needs to connect.
+     * Errors: STRATA_ERR_IO (socket, bind), STRATA_ERR_NO_MEMORY, STRATA_ERR_NO_RESOURCE.
      */
     strata_status_t (*listen)(int dev, void *handle, stt_listen_t **listen_p);
 
     /*
-     * Connects to the listener described by handle. Returns OK with *send_p
-     * NULL while in progress; call again with the same handle memory (a
-     * transport may keep its in-progress state inside the handle, after the
-     * bytes listen wrote). Fails with STRATA_ERR_TIMEOUT after
-     * STRATA_CONNECT_TIMEOUT.
+     * Connects to the listener a handle describes. STRATA_OK with *send_p NULL while in
+     * progress: call again with the same handle memory (a transport keeps its
+     * in-progress state inside the handle, after the bytes listen wrote). A caller that
+     * abandons a connect in progress leaks that state. cfg may be NULL.
+     * Errors: STRATA_ERR_INVALID (a handle from another transport or version),
+     * STRATA_ERR_REMOTE (refused, or the peer broke the handshake), STRATA_ERR_TIMEOUT
+     * (past STRATA_CONNECT_TIMEOUT; the handle is reset and a later call starts over),
+     * STRATA_ERR_IO, STRATA_ERR_NO_MEMORY.
      */
     strata_status_t (*connect)(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p);
 
-    /* Accepts one connection; OK with *recv_p NULL while none is ready. */
+    /*
+     * Accepts one connection: STRATA_OK with *recv_p NULL while none is ready. A peer
+     * that fails its half of the handshake is dropped and logged, not reported here.
+     * Errors: STRATA_ERR_IO, STRATA_ERR_NO_MEMORY.
+     */
     strata_status_t (*accept)(stt_listen_t *listen, stt_comm_t **recv_p);
 
+    /*
+     * Registers [data, data + size) of memory type STT_PTR_* for use on comm and returns
+     * its handle. reg_mr_dmabuf does the same for a DMA-BUF (fd, offset). Registering
+     * may pin pages; it never waits for the peer.
+     * Errors: STRATA_ERR_UNSUPPORTED (a memory type the device's ptr_support lacks),
+     * STRATA_ERR_NO_MEMORY (ib: also the locked-memory limit), STRATA_ERR_IO.
+     */
     strata_status_t (*reg_mr)(stt_comm_t *comm, void *data, size_t size, int type,
                               void **mh_p);
     strata_status_t (*reg_mr_dmabuf)(stt_comm_t *comm, void *data, size_t size, int type,
                                      uint64_t offset, int fd, void **mh_p);
+    /* Releases a handle of this comm; no request may still use it. */
     strata_status_t (*dereg_mr)(stt_comm_t *comm, void *mh);
 
-    /* *req_p NULL with OK: no slot now. The buffer must stay valid until done. */
+    /*
+     * Posts a send of size bytes (at most max_p2p_bytes) with a tag; mh covers data or
+     * is NULL. *req_p NULL with STRATA_OK: no free slot now. The buffer is the
+     * transport's until test() releases the request.
+     * Errors: the comm's sticky error (STRATA_ERR_REMOTE, ...).
+     */
     strata_status_t (*isend)(stt_comm_t *comm, void *data, size_t size, int tag, void *mh,
                              stt_req_t **req_p);
+    /*
+     * Posts one receive of n buffers (1..max_recvs), each with its capacity, tag and
+     * handle (mhs NULL, or entries NULL: unregistered host memory). Slots as for isend.
+     * Errors: the comm's sticky error.
+     */
     strata_status_t (*irecv)(stt_comm_t *comm, int n, void **data, const size_t *sizes,
                              const int *tags, void **mhs, stt_req_t **req_p);
+    /*
+     * After a completed receive into device memory: makes the data visible to the
+     * device (ib: a loopback RDMA read of the last buffer, STRATA_IB_FLUSH); completes
+     * at once for host memory and for transports with nothing to flush. Slots as for
+     * isend. sizes are the received sizes as ints (NCCL's type).
+     * Errors: the comm's sticky error, STRATA_ERR_NO_RESOURCE.
+     */
     strata_status_t (*iflush)(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 
     /*
-     * Progresses the request's comm and reports *done. When done, sizes[] gets
-     * the received byte count of each buffer (one entry for a send) and the
-     * request is released. On error the request is released too. sizes may be
-     * NULL.
+     * Progresses the request's comm and reports *done. When done, sizes[] (may be NULL)
+     * gets the byte count of each of the request's nsizes buffers, and the request is
+     * released; on an error it is released too and *done is left alone. *done 0 with
+     * STRATA_OK: test again later.
+     * Errors: STRATA_ERR_REMOTE (the peer died, closed or broke protocol),
+     * STRATA_ERR_TRUNCATED (a send larger than its receive buffer; the comm stays
+     * usable), STRATA_ERR_IO, STRATA_ERR_INTERNAL (a completion the transport cannot
+     * place).
      */
     strata_status_t (*test)(stt_req_t *req, int *done, size_t *sizes);
 
+    /*
+     * Free the comm (send or receive, as made) or the listen comm, with every request
+     * still pending on it. NULL is ignored. They cannot fail and do not wait for the peer
+     * (which sees STRATA_ERR_REMOTE on its pending requests), except for a bounded flush
+     * (ucx: up to 2 s to deliver sends that already completed).
+     */
     void (*close_send)(stt_comm_t *comm);
     void (*close_recv)(stt_comm_t *comm);
     void (*close_listen)(stt_listen_t *listen);
 
     /*
-     * For callers that run out of work and want to sleep until this comm can
-     * progress: fills up to max pollfds (fd and events) that become ready
-     * when test() on this comm may make progress, and returns how many; 0
-     * when the transport has no such descriptors (the caller then naps).
-     * Never blocks; the caller polls the descriptors and calls test().
+     * For a caller out of work that wants to sleep until this comm can progress: fills
+     * up to max pollfds (fd and events) that become ready when test() on the comm may
+     * make progress, and returns how many. 0 means "no descriptor to sleep on" (none
+     * exists, the comm failed, or max is too small for the whole set): the caller naps
+     * briefly and tests. The set describes the comm now; ask again before each sleep.
+     * Never blocks; the caller polls the descriptors, then calls test().
      */
     int (*poll_fds)(stt_comm_t *comm, struct pollfd *fds, int max);
 };
 
-/* Dispatch helpers: one line each, so call sites read like method calls. */
+/*
+ * The wrappers every caller uses: one line each, so a call site reads like a method call
+ * and nothing outside transport/ touches the ops table. The object's ops pointer picks
+ * the transport; the transport-wide ones take the table.
+ */
+static inline const char *stt_name(const stt_ops_t *ops)
+{
+    return ops->name;
+}
+static inline strata_status_t stt_probe(const stt_ops_t *ops)
+{
+    return ops->probe();
+}
+static inline strata_status_t stt_init(const stt_ops_t *ops)
+{
+    return ops->init();
+}
+static inline void stt_fini(const stt_ops_t *ops)
+{
+    ops->fini();
+}
+static inline strata_status_t stt_devices(const stt_ops_t *ops, int *ndev_p)
+{
+    return ops->devices(ndev_p);
+}
+static inline strata_status_t stt_get_props(const stt_ops_t *ops, int dev, stt_props_t *props_p)
+{
+    return ops->get_props(dev, props_p);
+}
+static inline strata_status_t stt_listen(const stt_ops_t *ops, int dev, void *handle,
+                                         stt_listen_t **listen_p)
+{
+    return ops->listen(dev, handle, listen_p);
+}
+static inline strata_status_t stt_connect(const stt_ops_t *ops, int dev, void *handle,
+                                          const stt_conn_cfg_t *cfg, stt_comm_t **send_p)
+{
+    return ops->connect(dev, handle, cfg, send_p);
+}
 static inline strata_status_t stt_accept(stt_listen_t *l, stt_comm_t **recv_p)
 {
     return l->ops->accept(l, recv_p);
@@ -183,6 +306,11 @@ static inline strata_status_t stt_reg_mr(stt_comm_t *c, void *data, size_t size,
                                          void **mh_p)
 {
     return c->ops->reg_mr(c, data, size, type, mh_p);
+}
+static inline strata_status_t stt_reg_mr_dmabuf(stt_comm_t *c, void *data, size_t size,
+                                                int type, uint64_t offset, int fd, void **mh_p)
+{
+    return c->ops->reg_mr_dmabuf(c, data, size, type, offset, fd, mh_p);
 }
 static inline strata_status_t stt_dereg_mr(stt_comm_t *c, void *mh)
 {
@@ -198,21 +326,34 @@ static inline strata_status_t stt_irecv(stt_comm_t *c, int n, void **data, const
 {
     return c->ops->irecv(c, n, data, sizes, tags, mhs, req_p);
 }
+static inline strata_status_t stt_iflush(stt_comm_t *c, int n, void **data, const int *sizes,
+                                         void **mhs, stt_req_t **req_p)
+{
+    return c->ops->iflush(c, n, data, sizes, mhs, req_p);
+}
 static inline strata_status_t stt_test(stt_req_t *r, int *done, size_t *sizes)
 {
     return r->comm->ops->test(r, done, sizes);
 }
+/* The three closes accept NULL, so cleanup paths need no test. */
 static inline void stt_close_send(stt_comm_t *c)
 {
-    c->ops->close_send(c);
+    if (c != NULL)
+        c->ops->close_send(c);
 }
 static inline void stt_close_recv(stt_comm_t *c)
 {
-    c->ops->close_recv(c);
+    if (c != NULL)
+        c->ops->close_recv(c);
 }
 static inline void stt_close_listen(stt_listen_t *l)
 {
-    l->ops->close_listen(l);
+    if (l != NULL)
+        l->ops->close_listen(l);
+}
+static inline int stt_poll_fds(stt_comm_t *c, struct pollfd *fds, int max)
+{
+    return c->ops->poll_fds(c, fds, max);
 }
 
 /* Shared "unsupported" operations, for ops a transport does not implement. */
@@ -223,12 +364,16 @@ strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *s
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
 
 /*
- * The registry: an ordered, const table of every transport built in.
- * stt_registry_find returns NULL for an unknown name. stt_registry_select
- * resolves "auto" (or NULL) to the first transport, in order ib, tcp, that
- * probes, initialises and has at least one device (ucx and loop are taken
- * only when named); a named transport is taken as is or fails. On success the transport holds one init reference
- * that the caller releases with ops->fini().
+ * The registry: an ordered, const table of every transport built in (which ones depends on
+ * what make found; util/build_info.h names them). Thread-safe, no state of its own.
+ *   stt_registry_find: the transport of that name (case-insensitive), NULL if not built in.
+ *   stt_registry_count, stt_registry_at: walk the table in order (NULL past the end).
+ *   stt_registry_select: resolves "auto" (or NULL, "") to the first transport, in order
+ *     ib, tcp, that probes, initialises and has at least one device (ucx and loop are
+ *     taken only when named); a named transport is taken as is or fails:
+ *     STRATA_ERR_NOT_FOUND when it is not built in (logged with what is) or nothing can
+ *     run, else its probe's or init's error. On success the transport holds one init
+ *     reference, which the caller releases with stt_fini(*ops_p).
  */
 const stt_ops_t *stt_registry_find(const char *name);
 int stt_registry_count(void);

@@ -117,6 +117,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " calibration or default"},
     [STU_PARAM_GAMMA_GBPS] = {"STRATA_GAMMA_GBPS", STU_PARAM_TYPE_STR, "",
         "cost model: reduction output rate in GB/s (a decimal); empty: profile or default"},
+    [STU_PARAM_WAKE_US] = {"STRATA_WAKE_US", STU_PARAM_TYPE_STR, "",
+        "cost model: waking a rank that blocked in a wait, in us (a decimal), paid per wait"
+        " where more ranks wait than the host has cores; empty: profile or default"},
     [STU_PARAM_CALIBRATE] = {"STRATA_CALIBRATE", STU_PARAM_TYPE_INT, "0",
         "1: measure shm and net alpha/beta at init and use them where neither the profile nor"
         " a STRATA_* variable set the value",
@@ -124,6 +127,11 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_RAIL_MAP] = {"STRATA_RAIL_MAP", STU_PARAM_TYPE_STR, "",
         "NIC index per local rank, comma-separated ('0,1,0,1'); empty: local rank mod the"
         " number of devices"},
+    [STU_PARAM_TUNER] = {"STRATA_TUNER", STU_PARAM_TYPE_INT, "1",
+        "NCCL tuner in the plugin: 0 off (NCCL's own model), 1 CollNet and NVLS across nodes"
+        " costed as Strata's CollNet runs them, 2 also Ring and Tree from the net tier's alpha"
+        " and beta; the same value on every rank (docs/algorithms.md, 'The NCCL tuner')",
+        .min = 0, .max = 2},
     [STU_PARAM_IB_HCA] = {"STRATA_IB_HCA", STU_PARAM_TYPE_STR, "",
         "verbs devices and ports for the ib transport, NCCL_IB_HCA's syntax: 'mlx5_0:1,mlx5_1'"
         " prefixes, '^' excludes, '=' exact names; empty: every ACTIVE IB or RoCE port",

@@ -16,7 +16,6 @@
 #include "bench/netperf/netperf_raw.h"
 #include "strata/status.h"
 
-#define STB_NP_VERSION "0.1.0"
 #define STB_NP_MAX_SIZES 64
 #define STB_NP_MAX_RUNS 15
 /* The acks at the end of streaming phases need a few bytes even with -e 1. */

@@ -11,6 +11,7 @@
 
 #include "tools/lib/tool_fit.h"
 #include "tools/lib/tool_util.h"
+#include "util/build_info.h"
 #include "util/time.h"
 
 extern char **environ;
@@ -104,7 +105,7 @@ void stb_np_report_header(const stb_np_ctx_t *ctx)
     size_t above = 0;
 
     printf("# strata-netperf %s: point-to-point latency and bandwidth through the NCCL net "
-           "plugin API\n", STB_NP_VERSION);
+           "plugin API\n", stu_build_info()->version);
     if (!cfg->raw_only)
         np_header_plugin(ctx);
     np_header_env();

@@ -28,10 +28,6 @@
 #include "strata/strata.h"
 #include "util/param.h"
 
-#ifndef STRATA_VERSION
-#define STRATA_VERSION "unknown"
-#endif
-
 /* What each rank tells rank 0 for its "#  Rank" line. */
 typedef struct perf_desc {
     int32_t pid;
@@ -97,6 +93,8 @@ static void perf_tiers(strata_comm_t *comm, sta_coll_t coll)
     }
     printf("# Strata gamma (reduction): %g GB/s (%s)\n", m.gamma_gbps,
            stb_comm_source(comm, STA_FIELD_GAMMA));
+    printf("# Strata wake-up: %g us (%s), paid per wait: %d rank(s) on a host of %d core(s)\n",
+           m.wake_us, stb_comm_source(comm, STA_FIELD_WAKE), d.host_ranks, d.host_cores);
     int n = stb_comm_ranges(comm, coll, ranges, STA_SELECT_MAX_RANGES);
     at = snprintf(line, sizeof(line), "# Strata selection %s:", sta_coll_name(coll));
     for (int i = 0; i < n && at < (int)sizeof(line); i++) {
@@ -207,7 +205,7 @@ static int perf_main(const stb_perf_opts_t *o, const size_t *sizes, size_t nsize
         return 1;
     }
     if (rank == 0) {
-        stb_perf_hdr_t hdr = {STRATA_VERSION, stb_perf_test_name(o->coll), o};
+        stb_perf_hdr_t hdr = {STRATA_VERSION_STRING, stb_perf_test_name(o->coll), o};
         stb_perf_header_print(stdout, &hdr);
     }
     status = perf_devices(comm, rank, nranks);

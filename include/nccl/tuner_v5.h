@@ -130,10 +130,6 @@ typedef struct {
     ncclResult_t (*finalize)(void *context);
 } ncclTuner_v5_t;
 
-typedef ncclTuner_v5_t ncclTuner_t;
-typedef ncclTunerConstants_v5_t ncclTunerConstants_t;
-typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_t;
-
 _Static_assert(sizeof(ncclFunc_t) == 4, "ncclFunc_t is an int-sized enum");
 STP_ABI_CHECK_SIZE(ncclNvlDomainInfo_v5_t, 12);
 STP_ABI_CHECK_SIZE(ncclTunerConstants_v5_t, 1152);

@@ -8,6 +8,14 @@
 #ifndef STRATA_STATUS_H
 #define STRATA_STATUS_H
 
+/*
+ * Marks the functions libstrata.so exports. The library is compiled with
+ * hidden visibility, and its version script lets out only strata_* names.
+ */
+#ifndef STRATA_API
+#define STRATA_API __attribute__((visibility("default")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,7 +39,7 @@ typedef enum strata_status {
 } strata_status_t;
 
 /* A static, human-readable name for a status ("STRATA_ERR_REMOTE"). Never NULL. */
-const char *strata_status_str(strata_status_t status);
+STRATA_API const char *strata_status_str(strata_status_t status);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "strata/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,14 +37,14 @@ typedef enum strata_op {
 } strata_op_t;
 
 /* Bytes per element; 0 for an out-of-range type. */
-size_t strata_dtype_size(strata_dtype_t dtype);
+STRATA_API size_t strata_dtype_size(strata_dtype_t dtype);
 
 /* nccl-tests' names: "int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
  * "bfloat16", "float", "double"; "?" for an out-of-range type. */
-const char *strata_dtype_name(strata_dtype_t dtype);
+STRATA_API const char *strata_dtype_name(strata_dtype_t dtype);
 
 /* "sum", "prod", "min", "max", "avg"; "?" out of range. */
-const char *strata_op_name(strata_op_t op);
+STRATA_API const char *strata_op_name(strata_op_t op);
 
 #ifdef __cplusplus
 }

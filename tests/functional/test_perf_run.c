@@ -235,7 +235,8 @@ static char *selection_of(const char *out, const char *coll)
 
 /*
  * strata-plan predicts what the library would do: for the shape strata-run makes (2 nodes
- * of 2), its selection table for each collective is the one strata-perf's ranks built.
+ * of 2, the 4 ranks on this host's cores), its selection table for each collective is the one
+ * strata-perf's ranks built.
  */
 static void test_plan_matches_the_library(void **state)
 {
@@ -243,8 +244,10 @@ static void test_plan_matches_the_library(void **state)
     static const char *const colls[] = {"allreduce", "reduce_scatter", "allgather",
                                         "broadcast", "reduce"};
     proc_t plan;
+    char cores[16];
+    snprintf(cores, sizeof(cores), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     char *pargv[] = {PLAN_BIN, "-N", "2", "-L", "2", "--coll", "all", "-b", "8", "-e", "1M",
-                     NULL};
+                     "--host-ranks", "4", "--host-cores", cores, NULL};
     proc_start(&plan, pargv);
     assert_int_equal(proc_finish(&plan), 0);
     assert_non_null(strstr(plan.buf[0], "# cluster  : 2 node(s) x 2 rank(s) = 4 ranks"));

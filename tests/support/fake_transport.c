@@ -106,14 +106,14 @@ static strata_status_t fake_probe(void)
 {
     if (fake_inner_ops == NULL && sts_fake_set_inner(NULL) != STRATA_OK)
         return STRATA_ERR_NOT_FOUND;
-    return fake_inner_ops->probe();
+    return stt_probe(fake_inner_ops);
 }
 
 static strata_status_t fake_init(void)
 {
     if (fake_inner_ops == NULL && sts_fake_set_inner(NULL) != STRATA_OK)
         return STRATA_ERR_NOT_FOUND;
-    strata_status_t status = fake_inner_ops->init();
+    strata_status_t status = stt_init(fake_inner_ops);
     if (status == STRATA_OK)
         __atomic_add_fetch(&fake_refs, 1, __ATOMIC_RELAXED);
     return status;
@@ -127,17 +127,17 @@ static void fake_fini(void)
             return;
     } while (!__atomic_compare_exchange_n(&fake_refs, &refs, refs - 1, 0, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
-    fake_inner_ops->fini();
+    stt_fini(fake_inner_ops);
 }
 
 static strata_status_t fake_devices(int *ndev_p)
 {
-    return fake_inner_ops->devices(ndev_p);
+    return stt_devices(fake_inner_ops, ndev_p);
 }
 
 static strata_status_t fake_get_props(int dev, stt_props_t *props_p)
 {
-    return fake_inner_ops->get_props(dev, props_p);
+    return stt_get_props(fake_inner_ops, dev, props_p);
 }
 
 static strata_status_t fake_listen(int dev, void *handle, stt_listen_t **listen_p)
@@ -150,7 +150,7 @@ static strata_status_t fake_listen(int dev, void *handle, stt_listen_t **listen_
     fl = calloc(1, sizeof(*fl));
     if (fl == NULL)
         return STRATA_ERR_NO_MEMORY;
-    status = fake_inner_ops->listen(dev, handle, &fl->inner);
+    status = stt_listen(fake_inner_ops, dev, handle, &fl->inner);
     if (status != STRATA_OK) {
         free(fl);
         return status;
@@ -200,7 +200,7 @@ static strata_status_t fake_connect(int dev, void *handle, const stt_conn_cfg_t 
         *send_p = NULL;
         return STRATA_OK;
     }
-    status = fake_inner_ops->connect(dev, handle, cfg, &inner);
+    status = stt_connect(fake_inner_ops, dev, handle, cfg, &inner);
     if (status != STRATA_OK)
         return status;
     if (inner == NULL) {
@@ -253,7 +253,7 @@ static strata_status_t fake_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t s
                                           uint64_t offset, int fd, void **mh_p)
 {
     fake_comm_t *fc = (fake_comm_t *)comm;
-    return fc->inner->ops->reg_mr_dmabuf(fc->inner, data, size, type, offset, fd, mh_p);
+    return stt_reg_mr_dmabuf(fc->inner, data, size, type, offset, fd, mh_p);
 }
 
 static strata_status_t fake_dereg_mr(stt_comm_t *comm, void *mh)
@@ -358,7 +358,7 @@ static strata_status_t fake_iflush(stt_comm_t *comm, int n, void **data, const i
     status = fake_post_begin(fc, &no_fault, req_p, &fr);
     if (status != STRATA_OK || fr == NULL)
         return status;
-    status = fc->inner->ops->iflush(fc->inner, n, data, sizes, mhs, &fr->inner);
+    status = stt_iflush(fc->inner, n, data, sizes, mhs, &fr->inner);
     return fake_post_end(fc, fr, status, req_p);
 }
 
@@ -386,7 +386,7 @@ static strata_status_t fake_test(stt_req_t *req, int *done, size_t *sizes)
 static int fake_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
     fake_comm_t *fc = (fake_comm_t *)comm;
-    return fc->inner->ops->poll_fds(fc->inner, fds, max);
+    return stt_poll_fds(fc->inner, fds, max);
 }
 
 static void fake_close(stt_comm_t *comm, int is_send)

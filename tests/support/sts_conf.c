@@ -22,28 +22,28 @@ int sts_conf_setup(void **state)
     ctx->ready = 0;
     ctx->why[0] = '\0';
     ctx->fds_before = sts_fd_count();
-    status = ctx->ops->probe();
+    status = stt_probe(ctx->ops);
     if (status != STRATA_OK) {
         snprintf(ctx->why, sizeof(ctx->why), "probe says %s", strata_status_str(status));
         return 0;
     }
-    status = ctx->ops->init();
+    status = stt_init(ctx->ops);
     if (status != STRATA_OK) {
         snprintf(ctx->why, sizeof(ctx->why), "init failed: %s", strata_status_str(status));
         return 0;
     }
     ctx->ndev = 0;
-    status = ctx->ops->devices(&ctx->ndev);
+    status = stt_devices(ctx->ops, &ctx->ndev);
     if (status != STRATA_OK || ctx->ndev < 1) {
         snprintf(ctx->why, sizeof(ctx->why), "no device (%s, %d)", strata_status_str(status),
                  ctx->ndev);
-        ctx->ops->fini();
+        stt_fini(ctx->ops);
         return 0;
     }
-    status = ctx->ops->get_props(0, &ctx->props);
+    status = stt_get_props(ctx->ops, 0, &ctx->props);
     if (status != STRATA_OK) {
-        print_error("%s: get_props(0) failed: %s\n", ctx->ops->name, strata_status_str(status));
-        ctx->ops->fini();
+        print_error("%s: get_props(0) failed: %s\n", stt_name(ctx->ops), strata_status_str(status));
+        stt_fini(ctx->ops);
         return -1;
     }
     ctx->ready = 1;
@@ -56,12 +56,12 @@ int sts_conf_teardown(void **state)
 
     if (!ctx->ready)
         return 0;
-    ctx->ops->fini();
+    stt_fini(ctx->ops);
     ctx->ready = 0;
     int fds = sts_fd_count();
     if (fds != ctx->fds_before) {
         print_error("%s: %d descriptors open before init, %d after the last fini\n",
-                    ctx->ops->name, ctx->fds_before, fds);
+                    stt_name(ctx->ops), ctx->fds_before, fds);
         return -1;
     }
     return 0;
@@ -85,11 +85,11 @@ int sts_conf_run(const char *suite, struct CMUnitTest *cases, size_t ncases)
         /* "tcp/conf_size_matrix": a failure names its transport. */
         for (size_t c = 0; c < ncases; c++) {
             named[c] = cases[c];
-            snprintf(names[c], sizeof(names[c]), "%s/%s", ctxs[t].ops->name, cases[c].name);
+            snprintf(names[c], sizeof(names[c]), "%s/%s", stt_name(ctxs[t].ops), cases[c].name);
             named[c].name = names[c];
             named[c].initial_state = &ctxs[t];
         }
-        snprintf(group, sizeof(group), "%s/%s", suite, ctxs[t].ops->name);
+        snprintf(group, sizeof(group), "%s/%s", suite, stt_name(ctxs[t].ops));
         failed += _cmocka_run_group_tests(group, named, ncases, NULL, NULL);
     }
 out:
@@ -103,7 +103,7 @@ sts_conf_ctx_t *sts_conf_begin(void **state)
 {
     sts_conf_ctx_t *ctx = *state;
     if (!ctx->ready) {
-        print_message("[   SKIP   ] %s cannot run here: %s\n", ctx->ops->name, ctx->why);
+        print_message("[   SKIP   ] %s cannot run here: %s\n", stt_name(ctx->ops), ctx->why);
         skip();
     }
     return ctx;

@@ -17,7 +17,7 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
 
     while (send == NULL || recv == NULL) {
         if (send == NULL) {
-            status = ops->connect(dev, handle, &cfg, &send);
+            status = stt_connect(ops, dev, handle, &cfg, &send);
             if (status != STRATA_OK)
                 goto err;
         }
@@ -53,7 +53,7 @@ strata_status_t sts_pair_open(const stt_ops_t *ops, int dev, double timeout_s, s
     memset(pair, 0, sizeof(*pair));
     pair->ops = ops;
     pair->dev = dev;
-    status = ops->listen(dev, pair->handle, &pair->listen);
+    status = stt_listen(ops, dev, pair->handle, &pair->listen);
     if (status != STRATA_OK)
         goto err;
     if (pair->listen == NULL) {

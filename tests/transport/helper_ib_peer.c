@@ -33,7 +33,7 @@ static void peer_wait(stt_req_t *req)
 {
     int done = 0;
     while (!done)
-        peer_ok(ops->test(req, &done, NULL), "test");
+        peer_ok(stt_test(req, &done, NULL), "test");
 }
 
 int main(int argc, char **argv)
@@ -48,8 +48,8 @@ int main(int argc, char **argv)
         return 2;
     }
     int dev = atoi(argv[2]);
-    peer_ok(ops->init(), "init");
-    peer_ok(ops->devices(&ndev), "devices");
+    peer_ok(stt_init(ops), "init");
+    peer_ok(stt_devices(ops, &ndev), "devices");
     if (dev >= ndev)
         dev = 0;
     bool send = strcmp(argv[1], "send") == 0;
@@ -57,16 +57,16 @@ int main(int argc, char **argv)
         for (int i = 0; i < STT_HANDLE_SIZE; i++)
             sscanf(argv[3] + 2 * i, "%2hhx", &handle[i]);
         while (comm == NULL)
-            peer_ok(ops->connect(dev, handle, NULL, &comm), "connect");
+            peer_ok(stt_connect(ops, dev, handle, NULL, &comm), "connect");
     } else {
         stt_listen_t *l;
-        peer_ok(ops->listen(dev, handle, &l), "listen");
+        peer_ok(stt_listen(ops, dev, handle, &l), "listen");
         for (int i = 0; i < STT_HANDLE_SIZE; i++)
             printf("%02x", handle[i]);
         printf("\n");
         fflush(stdout);
         while (comm == NULL)
-            peer_ok(ops->accept(l, &comm), "accept");
+            peer_ok(stt_accept(l, &comm), "accept");
     }
     for (unsigned n = 0;; n++) {
         stt_req_t *req = NULL;
@@ -75,9 +75,9 @@ int main(int argc, char **argv)
         int tag = 0;
         while (req == NULL) {
             if (send)
-                peer_ok(ops->isend(comm, buf, size, tag, NULL, &req), "isend");
+                peer_ok(stt_isend(comm, buf, size, tag, NULL, &req), "isend");
             else
-                peer_ok(ops->irecv(comm, 1, data, &size, &tag, NULL, &req), "irecv");
+                peer_ok(stt_irecv(comm, 1, data, &size, &tag, NULL, &req), "irecv");
         }
         peer_wait(req);
         if (n == 0) {

@@ -49,12 +49,12 @@ static void perf_open(perf_pair_t *p, int ldev, int cdev)
     uint64_t start = stu_time_ns();
 
     memset(p, 0, sizeof(*p));
-    perf_check(ops->listen(ldev, p->handle, &p->listen), "listen");
+    perf_check(stt_listen(ops, ldev, p->handle, &p->listen), "listen");
     while (p->send == NULL || p->recv == NULL) {
         if (p->send == NULL)
-            perf_check(ops->connect(cdev, p->handle, NULL, &p->send), "connect");
+            perf_check(stt_connect(ops, cdev, p->handle, NULL, &p->send), "connect");
         if (p->recv == NULL)
-            perf_check(ops->accept(p->listen, &p->recv), "accept");
+            perf_check(stt_accept(p->listen, &p->recv), "accept");
         if (stu_time_ns() - start > PERF_DEADLINE_NS)
             perf_check(STRATA_ERR_TIMEOUT, "connecting");
     }
@@ -62,9 +62,9 @@ static void perf_open(perf_pair_t *p, int ldev, int cdev)
 
 static void perf_close(perf_pair_t *p)
 {
-    ops->close_send(p->send);
-    ops->close_recv(p->recv);
-    ops->close_listen(p->listen);
+    stt_close_send(p->send);
+    stt_close_recv(p->recv);
+    stt_close_listen(p->listen);
 }
 
 /* Tests until done; returns when the request finished. */
@@ -74,7 +74,7 @@ static void perf_wait(stt_req_t *req, const char *what)
     uint64_t start = stu_time_ns();
 
     while (!done) {
-        perf_check(ops->test(req, &done, NULL), what);
+        perf_check(stt_test(req, &done, NULL), what);
         if (stu_time_ns() - start > PERF_DEADLINE_NS)
             perf_check(STRATA_ERR_TIMEOUT, what);
     }
@@ -88,9 +88,9 @@ static stt_req_t *perf_post(perf_pair_t *p, bool send, void *buf, size_t size, v
 
     while (req == NULL) {
         if (send)
-            perf_check(ops->isend(p->send, buf, size, tag, mh, &req), "isend");
+            perf_check(stt_isend(p->send, buf, size, tag, mh, &req), "isend");
         else
-            perf_check(ops->irecv(p->recv, 1, data, &size, &tag, mhs, &req), "irecv");
+            perf_check(stt_irecv(p->recv, 1, data, &size, &tag, mhs, &req), "irecv");
     }
     return req;
 }
@@ -103,8 +103,8 @@ static double perf_bandwidth(perf_pair_t *p, size_t size, int iters, int window)
 
     if (sbuf == NULL || rbuf == NULL)
         perf_check(STRATA_ERR_NO_MEMORY, "buffers");
-    perf_check(ops->reg_mr(p->send, sbuf, size, STT_PTR_HOST, &smh), "reg_mr");
-    perf_check(ops->reg_mr(p->recv, rbuf, size, STT_PTR_HOST, &rmh), "reg_mr");
+    perf_check(stt_reg_mr(p->send, sbuf, size, STT_PTR_HOST, &smh), "reg_mr");
+    perf_check(stt_reg_mr(p->recv, rbuf, size, STT_PTR_HOST, &rmh), "reg_mr");
     /* warm-up: one full window */
     for (int w = 0; w < window; w++) {
         rreq[w] = perf_post(p, false, rbuf, size, rmh);
@@ -127,8 +127,8 @@ static double perf_bandwidth(perf_pair_t *p, size_t size, int iters, int window)
         }
     }
     double secs = (double)(stu_time_ns() - t0) / 1e9;
-    ops->dereg_mr(p->send, smh);
-    ops->dereg_mr(p->recv, rmh);
+    stt_dereg_mr(p->send, smh);
+    stt_dereg_mr(p->recv, rmh);
     free(sbuf);
     free(rbuf);
     return (double)iters * (double)size / secs / 1e6;
@@ -148,10 +148,10 @@ static double perf_latency(perf_pair_t *ab, perf_pair_t *ba, int iters)
 
     if (rtt == NULL)
         perf_check(STRATA_ERR_NO_MEMORY, "samples");
-    perf_check(ops->reg_mr(ab->send, a, sizeof(a), STT_PTR_HOST, &amh_s), "reg_mr");
-    perf_check(ops->reg_mr(ba->recv, a, sizeof(a), STT_PTR_HOST, &amh_r), "reg_mr");
-    perf_check(ops->reg_mr(ab->recv, b, sizeof(b), STT_PTR_HOST, &bmh_r), "reg_mr");
-    perf_check(ops->reg_mr(ba->send, b, sizeof(b), STT_PTR_HOST, &bmh_s), "reg_mr");
+    perf_check(stt_reg_mr(ab->send, a, sizeof(a), STT_PTR_HOST, &amh_s), "reg_mr");
+    perf_check(stt_reg_mr(ba->recv, a, sizeof(a), STT_PTR_HOST, &amh_r), "reg_mr");
+    perf_check(stt_reg_mr(ab->recv, b, sizeof(b), STT_PTR_HOST, &bmh_r), "reg_mr");
+    perf_check(stt_reg_mr(ba->send, b, sizeof(b), STT_PTR_HOST, &bmh_s), "reg_mr");
     for (int i = -10; i < iters; i++) {
         uint64_t t0 = stu_time_ns();
         stt_req_t *r = perf_post(ab, false, b, sizeof(b), bmh_r);
@@ -167,10 +167,10 @@ static double perf_latency(perf_pair_t *ab, perf_pair_t *ba, int iters)
     }
     qsort(rtt, (size_t)iters, sizeof(*rtt), perf_cmp);
     double median = rtt[iters / 2];
-    ops->dereg_mr(ab->send, amh_s);
-    ops->dereg_mr(ba->recv, amh_r);
-    ops->dereg_mr(ab->recv, bmh_r);
-    ops->dereg_mr(ba->send, bmh_s);
+    stt_dereg_mr(ab->send, amh_s);
+    stt_dereg_mr(ba->recv, amh_r);
+    stt_dereg_mr(ab->recv, bmh_r);
+    stt_dereg_mr(ba->send, bmh_s);
     free(rtt);
     return median / 2;
 }
@@ -189,8 +189,8 @@ int main(int argc, char **argv)
                 PERF_MAX_WINDOW);
         return 2;
     }
-    if (ops->probe() != STRATA_OK || ops->init() != STRATA_OK ||
-        ops->devices(&ndev) != STRATA_OK || ndev == 0) {
+    if (stt_probe(ops) != STRATA_OK || stt_init(ops) != STRATA_OK ||
+        stt_devices(ops, &ndev) != STRATA_OK || ndev == 0) {
         fprintf(stderr, "helper_ib_perf: no ib device here\n");
         return 77;
     }
@@ -200,8 +200,8 @@ int main(int argc, char **argv)
         return 2;
     }
     stt_props_t lp, cp;
-    ops->get_props(ldev, &lp);
-    ops->get_props(cdev, &cp);
+    stt_get_props(ops, ldev, &lp);
+    stt_get_props(ops, cdev, &cp);
     perf_pair_t ab, ba;
     perf_open(&ab, ldev, cdev);
     perf_open(&ba, cdev, ldev);
@@ -213,6 +213,6 @@ int main(int argc, char **argv)
            lp.name, PERF_LAT_BYTES, lat);
     perf_close(&ab);
     perf_close(&ba);
-    ops->fini();
+    stt_fini(ops);
     return 0;
 }

@@ -51,14 +51,14 @@ static int run_sender(int rfd, size_t size, long total, int window)
 
     if (read(rfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
         return fail("reading the handle", STRATA_ERR_IO);
-    if ((status = ops->init()) != STRATA_OK)
+    if ((status = stt_init(ops)) != STRATA_OK)
         return fail("init", status);
     char *buf = malloc(size);
     if (buf == NULL)
         return fail("malloc", STRATA_ERR_NO_MEMORY);
     memset(buf, 0x3c, size);
     while (send == NULL) {
-        if ((status = ops->connect(0, handle, NULL, &send)) != STRATA_OK)
+        if ((status = stt_connect(ops, 0, handle, NULL, &send)) != STRATA_OK)
             return fail("connect", status);
         if (stu_time_ns() - start > GIVE_UP_NS)
             return fail("connect", STRATA_ERR_TIMEOUT);
@@ -67,13 +67,13 @@ static int run_sender(int rfd, size_t size, long total, int window)
     while (done < total) {
         for (int w = 0; w < window; w++) {
             if (reqs[w] == NULL && posted < total) {
-                if ((status = ops->isend(send, buf, size, 0, NULL, &reqs[w])) != STRATA_OK)
+                if ((status = stt_isend(send, buf, size, 0, NULL, &reqs[w])) != STRATA_OK)
                     return fail("isend", status);
                 posted += reqs[w] != NULL;
             }
             if (reqs[w] != NULL) {
                 int d = 0;
-                if ((status = ops->test(reqs[w], &d, NULL)) != STRATA_OK)
+                if ((status = stt_test(reqs[w], &d, NULL)) != STRATA_OK)
                     return fail("test send", status);
                 if (d) {
                     reqs[w] = NULL;
@@ -84,8 +84,8 @@ static int run_sender(int rfd, size_t size, long total, int window)
         if (stu_time_ns() - start > GIVE_UP_NS)
             return fail("sending", STRATA_ERR_TIMEOUT);
     }
-    ops->close_send(send);
-    ops->fini();
+    stt_close_send(send);
+    stt_fini(ops);
     free(buf);
     return 0;
 }
@@ -100,12 +100,12 @@ static int run_receiver(int wfd, size_t size, long total, int window)
     uint64_t start = stu_time_ns(), t0 = 0, t1 = 0;
     long warm = 2L * window;
 
-    if ((status = ops->listen(0, handle, &listen)) != STRATA_OK)
+    if ((status = stt_listen(ops, 0, handle, &listen)) != STRATA_OK)
         return fail("listen", status);
     if (write(wfd, handle, sizeof(handle)) != (ssize_t)sizeof(handle))
         return fail("writing the handle", STRATA_ERR_IO);
     while (recv == NULL) {
-        if ((status = ops->accept(listen, &recv)) != STRATA_OK)
+        if ((status = stt_accept(listen, &recv)) != STRATA_OK)
             return fail("accept", status);
         if (stu_time_ns() - start > GIVE_UP_NS)
             return fail("accept", STRATA_ERR_TIMEOUT);
@@ -121,14 +121,14 @@ static int run_receiver(int wfd, size_t size, long total, int window)
                 void *data[1] = {bufs[w]};
                 size_t cap[1] = {size};
                 int tag[1] = {0};
-                if ((status = ops->irecv(recv, 1, data, cap, tag, NULL, &reqs[w])) != STRATA_OK)
+                if ((status = stt_irecv(recv, 1, data, cap, tag, NULL, &reqs[w])) != STRATA_OK)
                     return fail("irecv", status);
                 posted += reqs[w] != NULL;
             }
             if (reqs[w] != NULL) {
                 int d = 0;
                 size_t got[1];
-                if ((status = ops->test(reqs[w], &d, got)) != STRATA_OK)
+                if ((status = stt_test(reqs[w], &d, got)) != STRATA_OK)
                     return fail("test recv", status);
                 if (d) {
                     if (got[0] != size)
@@ -150,8 +150,8 @@ static int run_receiver(int wfd, size_t size, long total, int window)
            (long long)stu_param_int(STU_PARAM_SOCKET_NSOCKS), size, timed, window, secs,
            (double)timed * (double)size / secs / 1e9);
     fflush(stdout);
-    ops->close_recv(recv);
-    ops->close_listen(listen);
+    stt_close_recv(recv);
+    stt_close_listen(listen);
     for (int w = 0; w < window; w++)
         free(bufs[w]);
     return 0;
@@ -174,7 +174,7 @@ static int run_local(size_t size, long total, int window)
         _exit(run_sender(pfd[0], size, total, window));
     }
     close(pfd[0]);
-    if ((status = ops->init()) != STRATA_OK) {
+    if ((status = stt_init(ops)) != STRATA_OK) {
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
         return fail("init", status);
@@ -184,7 +184,7 @@ static int run_local(size_t size, long total, int window)
         kill(child, SIGKILL);
     waitpid(child, &wstatus, 0);
     close(pfd[1]);
-    ops->fini();
+    stt_fini(ops);
     return rc == 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? 0 : 1;
 }
 
@@ -200,10 +200,10 @@ static int netns_receiver(void *arg, int ctl)
     strata_status_t status;
 
     stu_param_reload();
-    if ((status = ops->init()) != STRATA_OK)
+    if ((status = stt_init(ops)) != STRATA_OK)
         return fail("init", status);
     int rc = run_receiver(ctl, a->size, a->total, a->window);
-    ops->fini();
+    stt_fini(ops);
     return rc;
 }
 

@@ -66,12 +66,12 @@ static inline int ib_group_setup(void **state)
 {
     stu_param_reload();
     ib_ndev = 0;
-    if (ops->probe() != STRATA_OK || ops->init() != STRATA_OK)
+    if (stt_probe(ops) != STRATA_OK || stt_init(ops) != STRATA_OK)
         return 0;
-    if (ops->devices(&ib_ndev) != STRATA_OK)
+    if (stt_devices(ops, &ib_ndev) != STRATA_OK)
         ib_ndev = 0;
     if (ib_ndev == 0)
-        ops->fini();
+        stt_fini(ops);
     ib_fds_at_start = ib_fd_count();
     return 0;
 }
@@ -80,7 +80,7 @@ static inline int ib_group_teardown(void **state)
 {
     if (ib_ndev > 0) {
         int now = ib_fd_count();
-        ops->fini();
+        stt_fini(ops);
         if (now != ib_fds_at_start) {
             fprintf(stderr, "file descriptors leaked: %d at start, %d at end\n",
                     ib_fds_at_start, now);
@@ -111,12 +111,12 @@ static inline void ib_pair_open_on(ib_pair_t *p, int ldev, int cdev)
     uint64_t start = stu_time_ns();
 
     memset(p, 0, sizeof(*p));
-    assert_int_equal(ops->listen(ldev, p->handle, &p->listen), STRATA_OK);
+    assert_int_equal(stt_listen(ops, ldev, p->handle, &p->listen), STRATA_OK);
     while (p->send == NULL || p->recv == NULL) {
         if (p->send == NULL)
-            assert_int_equal(ops->connect(cdev, p->handle, NULL, &p->send), STRATA_OK);
+            assert_int_equal(stt_connect(ops, cdev, p->handle, NULL, &p->send), STRATA_OK);
         if (p->recv == NULL)
-            assert_int_equal(ops->accept(p->listen, &p->recv), STRATA_OK);
+            assert_int_equal(stt_accept(p->listen, &p->recv), STRATA_OK);
         assert_false(ib_past(start));
     }
 }
@@ -128,9 +128,9 @@ static inline void ib_pair_open(ib_pair_t *p)
 
 static inline void ib_pair_close(ib_pair_t *p)
 {
-    ops->close_send(p->send);
-    ops->close_recv(p->recv);
-    ops->close_listen(p->listen);
+    stt_close_send(p->send);
+    stt_close_recv(p->recv);
+    stt_close_listen(p->listen);
     memset(p, 0, sizeof(*p));
 }
 
@@ -142,7 +142,7 @@ static inline strata_status_t ib_poke(stt_req_t **req, size_t *sizes)
 
     if (*req == NULL)
         return STRATA_OK;
-    status = ops->test(*req, &done, sizes);
+    status = stt_test(*req, &done, sizes);
     if (status != STRATA_OK || done)
         *req = NULL;
     return status;
@@ -204,9 +204,9 @@ static inline void ib_xfer_one(ib_pair_t *p, size_t size, size_t cap, int tag, u
     ib_fill(src, size, seed);
     memset(dst, 0xa5, cap + guard);
     if (reg) {
-        assert_int_equal(ops->reg_mr(p->send, src, size ? size : 1, STT_PTR_HOST, &smh),
+        assert_int_equal(stt_reg_mr(p->send, src, size ? size : 1, STT_PTR_HOST, &smh),
                          STRATA_OK);
-        assert_int_equal(ops->reg_mr(p->recv, dst, cap + guard, STT_PTR_HOST, &rmh),
+        assert_int_equal(stt_reg_mr(p->recv, dst, cap + guard, STT_PTR_HOST, &rmh),
                          STRATA_OK);
     }
     void *data[1] = {dst};
@@ -215,10 +215,10 @@ static inline void ib_xfer_one(ib_pair_t *p, size_t size, size_t cap, int tag, u
     void *mhs[1] = {rmh};
     for (int step = 0; step < 2; step++) {
         if ((step == 0) == recv_first) {
-            assert_int_equal(ops->irecv(p->recv, 1, data, caps, tags, mhs, &rreq), STRATA_OK);
+            assert_int_equal(stt_irecv(p->recv, 1, data, caps, tags, mhs, &rreq), STRATA_OK);
             assert_non_null(rreq);
         } else {
-            assert_int_equal(ops->isend(p->send, src, size, tag, smh, &sreq), STRATA_OK);
+            assert_int_equal(stt_isend(p->send, src, size, tag, smh, &sreq), STRATA_OK);
             assert_non_null(sreq);
         }
     }
@@ -231,8 +231,8 @@ static inline void ib_xfer_one(ib_pair_t *p, size_t size, size_t cap, int tag, u
     for (size_t i = cap; i < cap + guard; i++)
         assert_int_equal(dst[i], 0xa5);
     if (reg) {
-        assert_int_equal(ops->dereg_mr(p->send, smh), STRATA_OK);
-        assert_int_equal(ops->dereg_mr(p->recv, rmh), STRATA_OK);
+        assert_int_equal(stt_dereg_mr(p->send, smh), STRATA_OK);
+        assert_int_equal(stt_dereg_mr(p->recv, rmh), STRATA_OK);
     }
     free(src);
     free(dst);

@@ -69,13 +69,13 @@ static inline int tcp_pair_setup(void **state)
     env_set("1", "256K");
     unsetenv("STRATA_CONNECT_TIMEOUT");
     stu_param_reload();
-    return ops->init() == STRATA_OK ? 0 : -1;
+    return stt_init(ops) == STRATA_OK ? 0 : -1;
 }
 
 /* Every comm and listen comm was closed: no socket may be left open. */
 static inline int tcp_pair_teardown(void **state)
 {
-    ops->fini();
+    stt_fini(ops);
     int now = fd_count();
     if (now != fds_at_start) {
         fprintf(stderr, "file descriptors leaked: %d at start, %d at end\n", fds_at_start, now);
@@ -99,9 +99,9 @@ static inline void pair_connect_via(stt_listen_t *listen, const uint8_t *handle,
     p->recv = NULL;
     while (p->send == NULL || p->recv == NULL) {
         if (p->send == NULL)
-            assert_int_equal(ops->connect(0, p->handle, NULL, &p->send), STRATA_OK);
+            assert_int_equal(stt_connect(ops, 0, p->handle, NULL, &p->send), STRATA_OK);
         if (p->recv == NULL)
-            assert_int_equal(ops->accept(listen, &p->recv), STRATA_OK);
+            assert_int_equal(stt_accept(listen, &p->recv), STRATA_OK);
         assert_false(past(start));
     }
 }
@@ -110,18 +110,18 @@ static inline void pair_open(pair_t *p)
 {
     uint8_t handle[STT_HANDLE_SIZE];
 
-    assert_int_equal(ops->listen(0, handle, &p->listen), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &p->listen), STRATA_OK);
     pair_connect_via(p->listen, handle, p);
 }
 
 static inline void pair_close(pair_t *p)
 {
     if (p->send)
-        ops->close_send(p->send);
+        stt_close_send(p->send);
     if (p->recv)
-        ops->close_recv(p->recv);
+        stt_close_recv(p->recv);
     if (p->listen)
-        ops->close_listen(p->listen);
+        stt_close_listen(p->listen);
     memset(p, 0, sizeof(*p));
 }
 
@@ -133,7 +133,7 @@ static inline strata_status_t poke(stt_req_t **req, size_t *sizes)
 
     if (*req == NULL)
         return STRATA_OK;
-    status = ops->test(*req, &done, sizes);
+    status = stt_test(*req, &done, sizes);
     if (status != STRATA_OK || done)
         *req = NULL;
     return status;
@@ -188,9 +188,9 @@ static inline void xfer_one(pair_t *p, size_t size, size_t cap, int tag, unsigne
     assert_non_null(src);
     assert_non_null(dst);
     fill(src, size, seed);
-    assert_int_equal(ops->irecv(p->recv, 1, data, caps, tags, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p->recv, 1, data, caps, tags, NULL, &rreq), STRATA_OK);
     assert_non_null(rreq);
-    assert_int_equal(ops->isend(p->send, src, size, tag, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p->send, src, size, tag, NULL, &sreq), STRATA_OK);
     assert_non_null(sreq);
     assert_int_equal(pair_wait(sreq, rreq, got, &ss), STRATA_OK);
     assert_int_equal(ss, STRATA_OK);
@@ -223,11 +223,11 @@ static inline void accept_until_closed(stt_listen_t *l, int fd)
     char b;
 
     for (;;) {
-        assert_int_equal(ops->accept(l, &c), STRATA_OK);
+        assert_int_equal(stt_accept(l, &c), STRATA_OK);
         if (c != NULL) {
             /* A connection whose client gave up after its hello went out (the timeout
              * test) may still complete here; it is dead, so just close it. */
-            ops->close_recv(c);
+            stt_close_recv(c);
             c = NULL;
         }
         ssize_t r = recv(fd, &b, 1, MSG_DONTWAIT);

@@ -389,7 +389,7 @@ static void conf_null_retry(void **state)
         assert_int_equal(slots[rslot[i]].sizes[0], size);
         assert_pattern(rbuf.data + stride * (size_t)i, size, (uint32_t)i);
     }
-    print_message("  %s: %d messages, %d \"again\" answers retried\n", ctx->ops->name, total,
+    print_message("  %s: %d messages, %d \"again\" answers retried\n", stt_name(ctx->ops), total,
                   nulls);
     sts_buf_free(&sbuf);
     sts_buf_free(&rbuf);

@@ -31,14 +31,14 @@ static void conf_props(void **state)
     sts_conf_ctx_t *ctx = sts_conf_begin(state);
     int ndev = -1;
 
-    assert_ok(ctx->ops->devices(&ndev));
+    assert_ok(stt_devices(ctx->ops, &ndev));
     assert_int_equal(ndev, ctx->ndev);
-    assert_non_null(ctx->ops->name);
-    assert_true(ctx->ops->name[0] != '\0');
+    assert_non_null(stt_name(ctx->ops));
+    assert_true(stt_name(ctx->ops)[0] != '\0');
     for (int dev = 0; dev < ndev; dev++) {
         stt_props_t p;
         memset(&p, 0x5a, sizeof(p));
-        assert_ok(ctx->ops->get_props(dev, &p));
+        assert_ok(stt_get_props(ctx->ops, dev, &p));
         assert_non_null(memchr(p.name, '\0', sizeof(p.name)));
         assert_true(p.name[0] != '\0');
         assert_non_null(memchr(p.pci_path, '\0', sizeof(p.pci_path)));
@@ -52,8 +52,8 @@ static void conf_props(void **state)
         assert_true(p.reg_is_global == 0 || p.reg_is_global == 1);
     }
     stt_props_t p;
-    assert_true(ctx->ops->get_props(ndev, &p) != STRATA_OK);
-    assert_true(ctx->ops->get_props(-1, &p) != STRATA_OK);
+    assert_true(stt_get_props(ctx->ops, ndev, &p) != STRATA_OK);
+    assert_true(stt_get_props(ctx->ops, -1, &p) != STRATA_OK);
 }
 
 /* A small exchange on a fresh pair: the transport works right now. */
@@ -74,25 +74,25 @@ static void conf_init_refcount(void **state)
     int ndev = -1;
 
     /* A second reference, then dropping it, keeps the first one's devices working. */
-    assert_ok(ctx->ops->init());
-    ctx->ops->fini();
-    assert_ok(ctx->ops->devices(&ndev));
+    assert_ok(stt_init(ctx->ops));
+    stt_fini(ctx->ops);
+    assert_ok(stt_devices(ctx->ops, &ndev));
     assert_int_equal(ndev, ctx->ndev);
     conf_smoke(ctx);
 
     /* The last fini frees everything; init after it starts from scratch. */
-    ctx->ops->fini();
+    stt_fini(ctx->ops);
     ctx->ready = 0;
     assert_int_equal(sts_fd_count(), ctx->fds_before);
     for (int round = 0; round < 3; round++) {
-        assert_ok(ctx->ops->init());
+        assert_ok(stt_init(ctx->ops));
         ndev = -1;
-        assert_ok(ctx->ops->devices(&ndev));
+        assert_ok(stt_devices(ctx->ops, &ndev));
         assert_int_equal(ndev, ctx->ndev);
-        ctx->ops->fini();
+        stt_fini(ctx->ops);
         assert_int_equal(sts_fd_count(), ctx->fds_before);
     }
-    assert_ok(ctx->ops->init());
+    assert_ok(stt_init(ctx->ops));
     ctx->ready = 1;
     conf_smoke(ctx);
 }
@@ -136,7 +136,7 @@ static void conf_unaligned_handle(void **state)
     sts_pair_t pair = {.ops = ctx->ops};
     size_t got = 0;
 
-    assert_ok(ctx->ops->listen(0, handle, &listen));
+    assert_ok(stt_listen(ctx->ops, 0, handle, &listen));
     assert_ok(sts_connect_accept(ctx->ops, 0, listen, handle, STS_CONNECT_TIMEOUT_S, &send,
                                  &recv));
     pair.listen = listen;
@@ -169,12 +169,12 @@ static void conf_connect_closed_listener(void **state)
         strata_status_t status = STRATA_OK;
         uint64_t deadline = sts_deadline(STS_CONNECT_TIMEOUT_S);
 
-        assert_ok(ctx->ops->listen(0, handle, &listen));
+        assert_ok(stt_listen(ctx->ops, 0, handle, &listen));
         if (started)
-            status = ctx->ops->connect(0, handle, &cfg, &send);
+            status = stt_connect(ctx->ops, 0, handle, &cfg, &send);
         stt_close_listen(listen);
         while (status == STRATA_OK && send == NULL && !sts_expired(deadline)) {
-            status = ctx->ops->connect(0, handle, &cfg, &send);
+            status = stt_connect(ctx->ops, 0, handle, &cfg, &send);
             sts_relax();
         }
         if (send == NULL) {
@@ -215,15 +215,15 @@ static void conf_poll_fds(void **state)
     sts_conf_open(ctx, 0, &pair);
     for (int side = 0; side < 2; side++) {
         stt_comm_t *comm = side == 0 ? pair.send : pair.recv;
-        assert_int_equal(comm->ops->poll_fds(comm, fds, 0), 0);
-        n = comm->ops->poll_fds(comm, fds, 8);
+        assert_int_equal(stt_poll_fds(comm, fds, 0), 0);
+        n = stt_poll_fds(comm, fds, 8);
         assert_in_range(n, 0, 8);
         for (int i = 0; i < n; i++) {
             assert_true(fcntl(fds[i].fd, F_GETFD) != -1);
             assert_true(fds[i].events != 0);
         }
     }
-    n = pair.recv->ops->poll_fds(pair.recv, fds, 8);
+    n = stt_poll_fds(pair.recv, fds, 8);
     if (n > 0) {
         sts_req_slot_t slots[2];
         sts_reqset_t set = {.slots = slots, .cap = 2};
@@ -248,7 +248,7 @@ static void conf_poll_fds(void **state)
         }
         if (poll(fds, (nfds_t)n, timeout_ms) <= 0)
             fail_msg("%s: a message arrived but no poll_fds descriptor became ready",
-                     ctx->ops->name);
+                     stt_name(ctx->ops));
         assert_ok(sts_reqset_wait(&set, deadline));
         assert_int_equal(set.errors, 0);
         sts_buf_free(&sbuf);
@@ -315,15 +315,15 @@ static void *conf_thread_control(void *arg)
     while (!__atomic_load_n(t->stop, __ATOMIC_ACQUIRE)) {
         stt_props_t props;
         int ndev = 0;
-        strata_status_t status = t->ctx->ops->init();
+        strata_status_t status = stt_init(t->ctx->ops);
         if (status != STRATA_OK) {
             snprintf(t->err, sizeof(t->err), "init: %s", strata_status_str(status));
             return NULL;
         }
-        status = t->ctx->ops->devices(&ndev);
+        status = stt_devices(t->ctx->ops, &ndev);
         if (status == STRATA_OK && ndev == t->ctx->ndev)
-            status = t->ctx->ops->get_props(0, &props);
-        t->ctx->ops->fini();
+            status = stt_get_props(t->ctx->ops, 0, &props);
+        stt_fini(t->ctx->ops);
         if (status != STRATA_OK || ndev != t->ctx->ndev) {
             snprintf(t->err, sizeof(t->err), "devices/get_props: %s, %d devices",
                      strata_status_str(status), ndev);
@@ -360,7 +360,7 @@ static void conf_threads(void **state)
     pthread_join(t[NDATA].tid, NULL);
     for (int i = 0; i <= NDATA; i++)
         if (t[i].err[0] != '\0')
-            fail_msg("%s thread %d: %s", ctx->ops->name, i, t[i].err);
+            fail_msg("%s thread %d: %s", stt_name(ctx->ops), i, t[i].err);
 }
 
 /*
@@ -378,7 +378,7 @@ static void conf_accept_many(void **state)
     stt_listen_t *listen = NULL;
     uint64_t deadline;
 
-    assert_ok(ctx->ops->listen(0, handle, &listen));
+    assert_ok(stt_listen(ctx->ops, 0, handle, &listen));
     assert_non_null(listen);
     for (int k = 0; k < K; k++)
         memcpy(copies[k], handle, sizeof(handle));
@@ -387,7 +387,7 @@ static void conf_accept_many(void **state)
         for (int k = 0; k < K; k++) {
             if (send[k] != NULL)
                 continue;
-            assert_ok(ctx->ops->connect(0, copies[k], &cfg, &send[k]));
+            assert_ok(stt_connect(ctx->ops, 0, copies[k], &cfg, &send[k]));
             nsend += send[k] != NULL;
         }
         if (naccepted < K) {
@@ -564,7 +564,7 @@ static void conf_reg_mr(void **state)
             assert_status(stt_reg_mr(comm, mem, size, STT_PTR_CUDA, &bad),
                           STRATA_ERR_UNSUPPORTED);
         if (!(ctx->props.ptr_support & STT_PTR_DMABUF))
-            assert_status(comm->ops->reg_mr_dmabuf(comm, mem, size, STT_PTR_DMABUF, 0, -1, &bad),
+            assert_status(stt_reg_mr_dmabuf(comm, mem, size, STT_PTR_DMABUF, 0, -1, &bad),
                           STRATA_ERR_UNSUPPORTED);
     }
     /* A refused registration leaves the connection usable. */

@@ -28,7 +28,7 @@ static int fault_setup(void **state)
     if (sts_fake_set_inner(NULL) != STRATA_OK)
         return -1;
     sts_fake_reset(NULL);
-    return stt_fake_ops.init() == STRATA_OK ? 0 : -1;
+    return stt_init(&stt_fake_ops) == STRATA_OK ? 0 : -1;
 }
 
 static int fault_teardown(void **state)
@@ -37,7 +37,7 @@ static int fault_teardown(void **state)
 
     sts_fake_reset(NULL);
     sts_fake_counters(&c);
-    stt_fake_ops.fini();
+    stt_fini(&stt_fake_ops);
     if (c.live_requests != 0) {
         print_error("%d fake requests still live after the case\n", c.live_requests);
         return -1;
@@ -134,7 +134,7 @@ static void fault_setup_errors(void **state)
     uint64_t deadline = sts_deadline(STS_CONNECT_TIMEOUT_S);
     strata_status_t status;
     const stt_conn_cfg_t cfg = {.traffic_class = STT_TRAFFIC_CLASS_UNDEF};
-    while ((status = stt_fake_ops.connect(0, pair.handle, &cfg, &send)) == STRATA_OK &&
+    while ((status = stt_connect(&stt_fake_ops, 0, pair.handle, &cfg, &send)) == STRATA_OK &&
            send == NULL && !sts_expired(deadline))
         sts_relax();
     assert_null(send);

@@ -15,7 +15,7 @@ static void test_props(void **state)
 
     IB_NEED_DEVICE();
     for (int d = 0; d < ib_ndev; d++) {
-        assert_int_equal(ops->get_props(d, &props), STRATA_OK);
+        assert_int_equal(stt_get_props(ops, d, &props), STRATA_OK);
         assert_true(props.name[0] != '\0');
         assert_true(props.ptr_support & STT_PTR_HOST);
         assert_int_equal(props.reg_is_global, 1);
@@ -29,9 +29,9 @@ static void test_props(void **state)
                 props.name, props.port, props.speed_mbps, props.max_comms, props.ptr_support,
                 props.pci_path);
     }
-    assert_int_equal(ops->get_props(ib_ndev, &props), STRATA_ERR_NOT_FOUND);
-    assert_int_equal(ops->init(), STRATA_OK);     /* reference counted */
-    ops->fini();
+    assert_int_equal(stt_get_props(ops, ib_ndev, &props), STRATA_ERR_NOT_FOUND);
+    assert_int_equal(stt_init(ops), STRATA_OK);     /* reference counted */
+    stt_fini(ops);
 }
 
 static void test_connect_accept(void **state)
@@ -55,13 +55,13 @@ static void test_connect_accept(void **state)
     memcpy(h2, q.handle, sizeof(h2));
     while (s2 == NULL || r2 == NULL) {
         if (s2 == NULL)
-            assert_int_equal(ops->connect(ib_peer_dev(), h2, NULL, &s2), STRATA_OK);
+            assert_int_equal(stt_connect(ops, ib_peer_dev(), h2, NULL, &s2), STRATA_OK);
         if (r2 == NULL)
-            assert_int_equal(ops->accept(q.listen, &r2), STRATA_OK);
+            assert_int_equal(stt_accept(q.listen, &r2), STRATA_OK);
         assert_false(ib_past(start));
     }
-    ops->close_send(s2);
-    ops->close_recv(r2);
+    stt_close_send(s2);
+    stt_close_recv(r2);
     ib_pair_close(&q);
 }
 
@@ -116,12 +116,12 @@ static void grouped_once(ib_pair_t *p, int n, const int *tags, const size_t *ssz
         data[i] = dst[i];
         caps[i] = cap[i];
     }
-    assert_int_equal(ops->irecv(p->recv, n, data, caps, tags, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p->recv, n, data, caps, tags, NULL, &rreq), STRATA_OK);
     assert_non_null(rreq);
     assert_int_equal(rreq->nsizes, n);
     for (int k = 0; k < n; k++) {
         int i = perm[k];
-        assert_int_equal(ops->isend(p->send, src[i], ssz[i], tags[i], NULL, &sreq[k]),
+        assert_int_equal(stt_isend(p->send, src[i], ssz[i], tags[i], NULL, &sreq[k]),
                          STRATA_OK);
         assert_non_null(sreq[k]);
     }
@@ -200,8 +200,8 @@ static void test_truncation(void **state)
         int tags[1] = {1};
         stt_req_t *sreq = NULL, *rreq = NULL;
         strata_status_t ss;
-        assert_int_equal(ops->irecv(p.recv, 1, data, caps, tags, NULL, &rreq), STRATA_OK);
-        assert_int_equal(ops->isend(p.send, src, ssize, 1, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, caps, tags, NULL, &rreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, ssize, 1, NULL, &sreq), STRATA_OK);
         assert_int_equal(ib_wait2(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
         assert_int_equal(ss, STRATA_ERR_TRUNCATED);
         for (size_t j = 0; j < cap + 64; j++)
@@ -244,11 +244,11 @@ static void test_in_flight(void **state)
     for (int i = 0; i < nsend; i++)
         ib_fill(sbuf + off[i], flight_size(i), (unsigned)i);
     ib_pair_open(&p);
-    assert_int_equal(ops->reg_mr(p.send, sbuf, off[nsend], STT_PTR_HOST, &smh), STRATA_OK);
-    assert_int_equal(ops->reg_mr(p.recv, rbuf, off[nsend], STT_PTR_HOST, &rmh), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.send, sbuf, off[nsend], STT_PTR_HOST, &smh), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.recv, rbuf, off[nsend], STT_PTR_HOST, &rmh), STRATA_OK);
     for (int i = 0; i < nsend; i++) {
-        assert_int_equal(ops->isend(p.send, sbuf + off[i], flight_size(i), i % n, smh,
-                                    &sreq[i]), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, sbuf + off[i], flight_size(i), i % n, smh,
+                                   &sreq[i]), STRATA_OK);
         assert_non_null(sreq[i]);
     }
     for (int r = 0; r < nrecv; r++) {
@@ -262,7 +262,7 @@ static void test_in_flight(void **state)
             tags[b] = b;
             mhs[b] = rmh;
         }
-        assert_int_equal(ops->irecv(p.recv, n, data, caps, tags, mhs, &rreq[r]), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, n, data, caps, tags, mhs, &rreq[r]), STRATA_OK);
         assert_non_null(rreq[r]);
     }
     uint64_t start = stu_time_ns();
@@ -284,8 +284,8 @@ static void test_in_flight(void **state)
         assert_true(ib_check(rbuf + off[i], flight_size(i), (unsigned)i));
     }
     /* One more receive than the budget is refused with "again" while all are pending. */
-    assert_int_equal(ops->dereg_mr(p.send, smh), STRATA_OK);
-    assert_int_equal(ops->dereg_mr(p.recv, rmh), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.send, smh), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.recv, rmh), STRATA_OK);
     ib_pair_close(&p);
     free(sbuf);
     free(rbuf);
@@ -308,7 +308,7 @@ static void test_recv_budget(void **state)
         void *data[1] = {buf[r % STT_MAX_REQUESTS]};
         size_t caps[1] = {8};
         int tags[1] = {0};
-        assert_int_equal(ops->irecv(p.recv, 1, data, caps, tags, NULL, &rreq[r]), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, caps, tags, NULL, &rreq[r]), STRATA_OK);
         if (r < STT_MAX_REQUESTS)
             assert_non_null(rreq[r]);
         else
@@ -317,7 +317,7 @@ static void test_recv_budget(void **state)
     for (int r = 0; r < STT_MAX_REQUESTS; r++) {
         stt_req_t *sreq = NULL;
         uint8_t src[8] = {(uint8_t)r};
-        assert_int_equal(ops->isend(p.send, src, 8, 0, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, 8, 0, NULL, &sreq), STRATA_OK);
         assert_int_equal(ib_wait2(sreq, rreq[r], NULL, NULL), STRATA_OK);
         assert_int_equal(buf[r][0], (uint8_t)r);
     }
@@ -415,10 +415,10 @@ static void test_flush(void **state)
     flush_env_set("-1");
     ib_pair_open(&p);
     assert_null(((stt_ib_recv_t *)p.recv)->conn.flush_qp.qp);
-    assert_int_equal(ops->iflush(p.recv, 1, data, sizes, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_iflush(p.recv, 1, data, sizes, NULL, &req), STRATA_OK);
     assert_non_null(req);
     assert_int_equal(req->nsizes, 0);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 1);
     ib_pair_close(&p);
     flush_env_restore();
@@ -441,14 +441,14 @@ static void test_flush_read(void **state)
     ib_pair_open(&p);
     stt_ib_recv_t *rc = (stt_ib_recv_t *)p.recv;
     assert_non_null(rc->conn.flush_qp.qp);
-    assert_int_equal(ops->reg_mr(p.recv, b, sizeof(b), STT_PTR_HOST, &mh), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.recv, b, sizeof(b), STT_PTR_HOST, &mh), STRATA_OK);
     for (int round = 0; round < 3 * STT_IB_FIFO_DEPTH; round++) {
         stt_req_t *req = NULL;
         void *mhs[3] = {NULL, mh, NULL};
         b[0] = (uint8_t)(0x40 + round);
         /* buffers without a handle are registered for the read, then released */
-        assert_int_equal(ops->iflush(p.recv, round % 2 ? 2 : 3, data, sizes,
-                                     round % 3 ? mhs : NULL, &req), STRATA_OK);
+        assert_int_equal(stt_iflush(p.recv, round % 2 ? 2 : 3, data, sizes,
+                                    round % 3 ? mhs : NULL, &req), STRATA_OK);
         assert_non_null(req);
         uint64_t start = stu_time_ns();
         while (req != NULL) {
@@ -462,18 +462,18 @@ static void test_flush_read(void **state)
     int zero[1] = {0};
     int done = 0;
     *rc->flush_sink = 0;
-    assert_int_equal(ops->iflush(p.recv, 1, data, zero, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_iflush(p.recv, 1, data, zero, NULL, &req), STRATA_OK);
     if (req != NULL) {
-        assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+        assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
         assert_int_equal(done, 1);
     }
     assert_int_equal(*rc->flush_sink, 0);
     /* Data still flows on the comm with its flush QP. */
     ib_xfer_one(&p, 100000, 100000, 5, 77, false, true);
-    assert_int_equal(ops->dereg_mr(p.recv, mh), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.recv, mh), STRATA_OK);
     /* A flush still in flight at close (its on-the-fly registration goes with it). */
     req = NULL;
-    assert_int_equal(ops->iflush(p.recv, 2, data, sizes, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_iflush(p.recv, 2, data, sizes, NULL, &req), STRATA_OK);
     assert_non_null(req);
     ib_pair_close(&p);
     flush_env_restore();
@@ -490,18 +490,18 @@ static void test_mr_cache(void **state)
     uint8_t *buf = malloc(len);
     assert_non_null(buf);
     ib_pair_open(&p);
-    assert_int_equal(ops->reg_mr(p.send, buf, len, STT_PTR_HOST, &a), STRATA_OK);
-    assert_int_equal(ops->reg_mr(p.recv, buf + 4096, 8192, STT_PTR_HOST, &b), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.send, buf, len, STT_PTR_HOST, &a), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.recv, buf + 4096, 8192, STT_PTR_HOST, &b), STRATA_OK);
     if (p.send->dev == p.recv->dev)
         assert_ptr_equal(a, b);
     ib_xfer_one(&p, 1000, 1000, 0, 1, false, true);
-    assert_int_equal(ops->dereg_mr(p.recv, b), STRATA_OK);
-    assert_int_equal(ops->reg_mr(p.send, buf + 100, 10, STT_PTR_HOST, &c), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.recv, b), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.send, buf + 100, 10, STT_PTR_HOST, &c), STRATA_OK);
     assert_ptr_equal(a, c);
-    assert_int_equal(ops->dereg_mr(p.send, c), STRATA_OK);
-    assert_int_equal(ops->dereg_mr(p.send, a), STRATA_OK);
-    assert_int_equal(ops->dereg_mr(p.send, a), STRATA_ERR_INVALID);  /* gone */
-    assert_int_equal(ops->reg_mr(p.send, buf, len, STT_PTR_CUDA + 8, &a), STRATA_ERR_INVALID);
+    assert_int_equal(stt_dereg_mr(p.send, c), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.send, a), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.send, a), STRATA_ERR_INVALID);  /* gone */
+    assert_int_equal(stt_reg_mr(p.send, buf, len, STT_PTR_CUDA + 8, &a), STRATA_ERR_INVALID);
     ib_pair_close(&p);
     free(buf);
 }

@@ -64,7 +64,7 @@ static strata_status_t until_end(stt_req_t *req, double *secs)
     int done = 0;
 
     while (s == STRATA_OK && !done) {
-        s = ops->test(req, &done, NULL);
+        s = stt_test(req, &done, NULL);
         assert_false(ib_past(start));
     }
     *secs = (double)(stu_time_ns() - start) / 1e9;
@@ -85,22 +85,22 @@ static void test_killed_sender(void **state)
     double secs;
 
     IB_NEED_DEVICE();
-    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
     hex_of(handle, hex);
     peer_spawn(&pp, "send", ib_peer_dev(), hex);
     uint64_t start = stu_time_ns();
     while (rc == NULL) {
-        assert_int_equal(ops->accept(l, &rc), STRATA_OK);
+        assert_int_equal(stt_accept(l, &rc), STRATA_OK);
         assert_false(ib_past(start));
     }
     stt_req_t *req = NULL;
-    assert_int_equal(ops->irecv(rc, 1, data, &size, &tag, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_irecv(rc, 1, data, &size, &tag, NULL, &req), STRATA_OK);
     assert_int_equal(until_end(req, &secs), STRATA_OK);
     assert_non_null(fgets(line, sizeof(line), pp.out));      /* "ready" */
     /* Receives posted while the sender dies: all fail, none hangs. */
     stt_req_t *reqs[4];
     for (int i = 0; i < 4; i++)
-        assert_int_equal(ops->irecv(rc, 1, data, &size, &tag, NULL, &reqs[i]), STRATA_OK);
+        assert_int_equal(stt_irecv(rc, 1, data, &size, &tag, NULL, &reqs[i]), STRATA_OK);
     peer_kill(&pp);
     strata_status_t s = STRATA_OK;
     for (int i = 0; i < 4 && s == STRATA_OK; i++)
@@ -108,9 +108,9 @@ static void test_killed_sender(void **state)
     assert_int_equal(s, STRATA_ERR_REMOTE);
     fprintf(stderr, "receive failed %.3f s after the sender was killed\n", secs);
     stt_req_t *again = NULL;
-    assert_int_equal(ops->irecv(rc, 1, data, &size, &tag, NULL, &again), STRATA_ERR_REMOTE);
-    ops->close_recv(rc);
-    ops->close_listen(l);
+    assert_int_equal(stt_irecv(rc, 1, data, &size, &tag, NULL, &again), STRATA_ERR_REMOTE);
+    stt_close_recv(rc);
+    stt_close_listen(l);
 }
 
 static void test_killed_receiver(void **state)
@@ -129,23 +129,23 @@ static void test_killed_receiver(void **state)
         assert_int_equal(sscanf(hex + 2 * i, "%2hhx", &handle[i]), 1);
     uint64_t start = stu_time_ns();
     while (sc == NULL) {
-        assert_int_equal(ops->connect(0, handle, NULL, &sc), STRATA_OK);
+        assert_int_equal(stt_connect(ops, 0, handle, NULL, &sc), STRATA_OK);
         assert_false(ib_past(start));
     }
     stt_req_t *req = NULL;
-    assert_int_equal(ops->isend(sc, buf, sizeof(buf), 0, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_isend(sc, buf, sizeof(buf), 0, NULL, &req), STRATA_OK);
     assert_int_equal(until_end(req, &secs), STRATA_OK);
     assert_non_null(fgets(line, sizeof(line), pp.out));
     stt_req_t *reqs[8];
     for (int i = 0; i < 8; i++)
-        assert_int_equal(ops->isend(sc, buf, sizeof(buf), 0, NULL, &reqs[i]), STRATA_OK);
+        assert_int_equal(stt_isend(sc, buf, sizeof(buf), 0, NULL, &reqs[i]), STRATA_OK);
     peer_kill(&pp);
     strata_status_t s = STRATA_OK;
     for (int i = 0; i < 8 && s == STRATA_OK; i++)
         s = until_end(reqs[i], &secs);
     assert_int_equal(s, STRATA_ERR_REMOTE);
     fprintf(stderr, "send failed %.3f s after the receiver was killed\n", secs);
-    ops->close_send(sc);
+    stt_close_send(sc);
 }
 
 /* The peer closes its comm with work pending on ours: fails, does not hang. */
@@ -161,15 +161,15 @@ static void test_peer_closes(void **state)
 
     IB_NEED_DEVICE();
     ib_pair_open(&p);
-    assert_int_equal(ops->isend(p.send, buf, sizeof(buf), 0, NULL, &req), STRATA_OK);
-    ops->close_recv(p.recv);
+    assert_int_equal(stt_isend(p.send, buf, sizeof(buf), 0, NULL, &req), STRATA_OK);
+    stt_close_recv(p.recv);
     p.recv = NULL;
     assert_int_equal(until_end(req, &secs), STRATA_ERR_REMOTE);
     ib_pair_close(&p);
 
     ib_pair_open(&p);
-    assert_int_equal(ops->irecv(p.recv, 1, data, &size, &tag, NULL, &req), STRATA_OK);
-    ops->close_send(p.send);
+    assert_int_equal(stt_irecv(p.recv, 1, data, &size, &tag, NULL, &req), STRATA_OK);
+    stt_close_send(p.send);
     p.send = NULL;
     assert_int_equal(until_end(req, &secs), STRATA_ERR_REMOTE);
     ib_pair_close(&p);
@@ -197,13 +197,13 @@ static void test_qp_timeout(void **state)
     stu_param_reload();
     ib_pair_open(&p);
     stt_req_t *rreq = NULL, *sreq = NULL;
-    assert_int_equal(ops->irecv(p.recv, 1, data, &size, &tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, &size, &tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
     stt_ib_send_t *sc = (stt_ib_send_t *)p.send;
     uint64_t start = stu_time_ns();
     while (sc->q_head != sc->q_tail) {       /* until the CTS arrived and the payload is posted */
         int done = 0;
-        assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);
+        assert_int_equal(stt_test(sreq, &done, NULL), STRATA_OK);
         assert_false(done);
         assert_false(ib_past(start));
     }
@@ -239,20 +239,20 @@ static void test_cts_torn_heals(void **state)
     stt_ib_send_t *sc = (stt_ib_send_t *)p.send;
     volatile stt_ib_fifo_entry_t *e = &sc->fifo[0].e[0];
     stt_req_t *sreq = NULL, *rreq = NULL;
-    assert_int_equal(ops->irecv(p.recv, 1, data, &size, &tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, &size, &tag, NULL, &rreq), STRATA_OK);
     uint64_t start = stu_time_ns();
     while (e->seq != 1 || e->n != 1) {       /* the receiver's CTS write has landed */
         int done = 0;
-        assert_int_equal(ops->test(rreq, &done, NULL), STRATA_OK);
+        assert_int_equal(stt_test(rreq, &done, NULL), STRATA_OK);
         assert_false(ib_past(start));
     }
     e->n = 0;                                /* torn: no receive has that many buffers */
     ib_fill(src, sizeof(src), 31);
-    assert_int_equal(ops->isend(p.send, src, sizeof(src), tag, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, sizeof(src), tag, NULL, &sreq), STRATA_OK);
     assert_non_null(sreq);
     for (unsigned i = 0; i + 2 < STT_IB_FIFO_SETTLE_READS; i++) {
         int done = 0;
-        assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);   /* read again, no error */
+        assert_int_equal(stt_test(sreq, &done, NULL), STRATA_OK);   /* read again, no error */
         assert_false(done);
     }
     e->n = 1;                                /* the rest of the write lands */
@@ -277,7 +277,7 @@ static void test_cts_malformed_fails(void **state)
     e->n = STT_MAX_RECVS + 1;
     e->seq = 1;
     stt_req_t *sreq = NULL;
-    assert_int_equal(ops->isend(p.send, src, sizeof(src), 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, sizeof(src), 0, NULL, &sreq), STRATA_OK);
     assert_int_equal(until_end(sreq, &secs), STRATA_ERR_REMOTE);
     fprintf(stderr, "a malformed clear-to-send failed the send after %.3f s\n", secs);
     ib_pair_close(&p);
@@ -291,15 +291,15 @@ static void test_bad_handles(void **state)
 
     IB_NEED_DEVICE();
     memset(handle, 0x5a, sizeof(handle));
-    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
-    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
     stt_ib_handle_t *h = (stt_ib_handle_t *)handle;
     h->version++;
-    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
     h->version--;
-    assert_int_equal(ops->connect(ib_ndev + 3, handle, NULL, &c), STRATA_ERR_NOT_FOUND);
-    assert_int_equal(ops->listen(ib_ndev, handle, &l), STRATA_ERR_NOT_FOUND);
-    ops->close_listen(l);
+    assert_int_equal(stt_connect(ops, ib_ndev + 3, handle, NULL, &c), STRATA_ERR_NOT_FOUND);
+    assert_int_equal(stt_listen(ops, ib_ndev, handle, &l), STRATA_ERR_NOT_FOUND);
+    stt_close_listen(l);
 }
 
 /* Junk and a stale listener id on the side channel are dropped; the listener stays usable. */
@@ -333,7 +333,7 @@ static void test_listener_junk(void **state)
         for (;;) {
             stt_comm_t *c = NULL;
             char b;
-            assert_int_equal(ops->accept(p.listen, &c), STRATA_OK);
+            assert_int_equal(stt_accept(p.listen, &c), STRATA_OK);
             assert_null(c);
             ssize_t r = recv(fd, &b, 1, MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno == ECONNRESET))
@@ -348,13 +348,13 @@ static void test_listener_junk(void **state)
     uint64_t start = stu_time_ns();
     while (s2 == NULL || r2 == NULL) {
         if (s2 == NULL)
-            assert_int_equal(ops->connect(ib_peer_dev(), p.handle, NULL, &s2), STRATA_OK);
+            assert_int_equal(stt_connect(ops, ib_peer_dev(), p.handle, NULL, &s2), STRATA_OK);
         if (r2 == NULL)
-            assert_int_equal(ops->accept(p.listen, &r2), STRATA_OK);
+            assert_int_equal(stt_accept(p.listen, &r2), STRATA_OK);
         assert_false(ib_past(start));
     }
-    ops->close_send(s2);
-    ops->close_recv(r2);
+    stt_close_send(s2);
+    stt_close_recv(r2);
     ib_pair_close(&p);
 }
 

@@ -10,10 +10,10 @@ static void test_devices_and_props(void **state)
     int ndev = 0;
     stt_props_t props;
 
-    assert_int_equal(ops->probe(), STRATA_OK);
-    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_probe(ops), STRATA_OK);
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_OK);
     assert_int_equal(ndev, 1);
-    assert_int_equal(ops->get_props(0, &props), STRATA_OK);
+    assert_int_equal(stt_get_props(ops, 0, &props), STRATA_OK);
     assert_string_equal(props.name, "lo");
     assert_string_equal(props.pci_path, "");
     assert_int_equal(props.ptr_support, STT_PTR_HOST);
@@ -23,24 +23,24 @@ static void test_devices_and_props(void **state)
     assert_true(props.speed_mbps > 0);
     assert_true(props.max_p2p_bytes == (1ull << 40));
     assert_true(props.max_coll_bytes == (512ull << 20));
-    assert_int_equal(ops->get_props(1, &props), STRATA_ERR_NOT_FOUND);
-    assert_int_equal(ops->get_props(-1, &props), STRATA_ERR_NOT_FOUND);
+    assert_int_equal(stt_get_props(ops, 1, &props), STRATA_ERR_NOT_FOUND);
+    assert_int_equal(stt_get_props(ops, -1, &props), STRATA_ERR_NOT_FOUND);
 
     /* Reference counting: a second init is cheap, the table survives one fini. */
-    assert_int_equal(ops->init(), STRATA_OK);
-    ops->fini();
-    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);
+    stt_fini(ops);
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_OK);
     assert_int_equal(ndev, 1);
 
     /* A bad family is refused at init; the current table is untouched. */
     setenv("STRATA_SOCKET_FAMILY", "AF_UNIX", 1);
     stu_param_reload();
-    ops->fini();
-    assert_int_equal(ops->init(), STRATA_ERR_INVALID);
-    assert_int_equal(ops->devices(&ndev), STRATA_ERR_INVALID);   /* not initialised */
+    stt_fini(ops);
+    assert_int_equal(stt_init(ops), STRATA_ERR_INVALID);
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_ERR_INVALID);   /* not initialised */
     env_set("1", "256K");
-    assert_int_equal(ops->init(), STRATA_OK);                    /* init again after fini */
-    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);                    /* init again after fini */
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_OK);
     assert_int_equal(ndev, 1);
 }
 
@@ -50,14 +50,14 @@ static void test_default_discovery(void **state)
     int ndev = 0;
     stt_props_t props;
 
-    ops->fini();
+    stt_fini(ops);
     unsetenv("STRATA_SOCKET_IFNAME");
     stu_param_reload();
-    assert_int_equal(ops->init(), STRATA_OK);
-    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_OK);
     assert_true(ndev >= 1);
     for (int d = 0; d < ndev; d++) {
-        assert_int_equal(ops->get_props(d, &props), STRATA_OK);
+        assert_int_equal(stt_get_props(ops, d, &props), STRATA_OK);
         assert_true(strncmp(props.name, "docker", 6) != 0);
         if (strcmp(props.name, "lo") == 0)
             assert_int_equal(ndev, 1);
@@ -67,9 +67,9 @@ static void test_default_discovery(void **state)
     pair_open(&p);
     xfer_one(&p, 3000, 3000, 1, 5);
     pair_close(&p);
-    ops->fini();
+    stt_fini(ops);
     env_set("1", "256K");
-    assert_int_equal(ops->init(), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);
 }
 
 /* IPv6 loopback, where the machine has it. */
@@ -77,20 +77,20 @@ static void test_ipv6_loopback(void **state)
 {
     int ndev = 0;
 
-    ops->fini();
+    stt_fini(ops);
     setenv("STRATA_SOCKET_FAMILY", "AF_INET6", 1);
     stu_param_reload();
-    assert_int_equal(ops->init(), STRATA_OK);
-    assert_int_equal(ops->devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);
+    assert_int_equal(stt_devices(ops, &ndev), STRATA_OK);
     if (ndev > 0) {
         pair_t p = {0};
         pair_open(&p);
         xfer_one(&p, 100000, 100000, 2, 6);
         pair_close(&p);
     }
-    ops->fini();
+    stt_fini(ops);
     env_set("1", "256K");
-    assert_int_equal(ops->init(), STRATA_OK);
+    assert_int_equal(stt_init(ops), STRATA_OK);
     if (ndev == 0)
         skip();
 }
@@ -139,17 +139,17 @@ static void test_many_in_flight(void **state)
         fill(src[i], sizeof(src[i]), (unsigned)i);
         memset(dst[i], 0, sizeof(dst[i]));
         size_t len = (size_t)(i * 4) % 1024;
-        assert_int_equal(ops->isend(p.send, src[i], len, 1, NULL, &sreq[i]), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src[i], len, 1, NULL, &sreq[i]), STRATA_OK);
         assert_non_null(sreq[i]);
     }
     /* The ring is full: the next send must say "again" with OK and NULL. */
-    assert_int_equal(ops->isend(p.send, src[0], 1, 1, NULL, &extra), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src[0], 1, 1, NULL, &extra), STRATA_OK);
     assert_null(extra);
     for (int i = 0; i < N; i++) {
         void *data[1] = {dst[i]};
         size_t cap[1] = {sizeof(dst[i])};
         int tag[1] = {1};
-        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq[i]), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq[i]), STRATA_OK);
         assert_non_null(rreq[i]);
     }
     /* Release out of order: receives from the newest, sends from the oldest. */
@@ -190,10 +190,10 @@ static void test_grouped_receive(void **state)
 
     env_set("2", "4096");
     pair_open(&p);
-    assert_int_equal(ops->irecv(p.recv, 3, data, caps, tags, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 3, data, caps, tags, NULL, &rreq), STRATA_OK);
     for (int i = 0; i < 3; i++) {
         fill(src[i], send_sizes[i], (unsigned)i + 9);
-        assert_int_equal(ops->isend(p.send, src[i], send_sizes[i], send_tags[i], NULL, &sreq[i]),
+        assert_int_equal(stt_isend(p.send, src[i], send_sizes[i], send_tags[i], NULL, &sreq[i]),
                          STRATA_OK);
     }
     uint64_t start = stu_time_ns();
@@ -223,38 +223,38 @@ static void test_registration_and_flush(void **state)
     int done = 0;
 
     pair_open(&p);
-    assert_int_equal(ops->reg_mr(p.recv, buf, sizeof(buf), STT_PTR_HOST, &mh), STRATA_OK);
+    assert_int_equal(stt_reg_mr(p.recv, buf, sizeof(buf), STT_PTR_HOST, &mh), STRATA_OK);
     assert_non_null(mh);
-    assert_int_equal(ops->reg_mr(p.recv, buf, sizeof(buf), STT_PTR_CUDA, &dmh),
+    assert_int_equal(stt_reg_mr(p.recv, buf, sizeof(buf), STT_PTR_CUDA, &dmh),
                      STRATA_ERR_UNSUPPORTED);
     assert_null(dmh);
-    assert_int_equal(ops->reg_mr_dmabuf(p.recv, buf, sizeof(buf), STT_PTR_CUDA, 0, 3, &dmh),
+    assert_int_equal(stt_reg_mr_dmabuf(p.recv, buf, sizeof(buf), STT_PTR_CUDA, 0, 3, &dmh),
                      STRATA_ERR_UNSUPPORTED);
     assert_null(dmh);
 
     void *data[1] = {buf};
     int isz[1] = {100};
-    assert_int_equal(ops->iflush(p.recv, 1, data, isz, &mh, &req), STRATA_OK);
+    assert_int_equal(stt_iflush(p.recv, 1, data, isz, &mh, &req), STRATA_OK);
     assert_non_null(req);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 1);
     /* Released: testing it again is caught. */
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_ERR_INVALID);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_ERR_INVALID);
 
     /* A buffer outside its registration is refused. */
     size_t cap[1] = {sizeof(buf) + 1};
     int tag[1] = {0};
     void *mhs[1] = {mh};
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, mhs, &req), STRATA_ERR_INVALID);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, mhs, &req), STRATA_ERR_INVALID);
     /* Bad arguments are refused, not crashed on. */
-    assert_int_equal(ops->irecv(p.recv, 9, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
-    assert_int_equal(ops->irecv(p.recv, 0, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
-    assert_int_equal(ops->isend(p.recv, buf, 1, 0, NULL, &req), STRATA_ERR_INVALID);
-    assert_int_equal(ops->isend(p.send, NULL, 1, 0, NULL, &req), STRATA_ERR_INVALID);
-    assert_int_equal(ops->isend(p.send, buf, (1ull << 40) + 1, 0, NULL, &req),
+    assert_int_equal(stt_irecv(p.recv, 9, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
+    assert_int_equal(stt_irecv(p.recv, 0, data, cap, tag, NULL, &req), STRATA_ERR_INVALID);
+    assert_int_equal(stt_isend(p.recv, buf, 1, 0, NULL, &req), STRATA_ERR_INVALID);
+    assert_int_equal(stt_isend(p.send, NULL, 1, 0, NULL, &req), STRATA_ERR_INVALID);
+    assert_int_equal(stt_isend(p.send, buf, (1ull << 40) + 1, 0, NULL, &req),
                      STRATA_ERR_INVALID);
-    assert_int_equal(ops->dereg_mr(p.send, mh), STRATA_ERR_INVALID);   /* other comm */
-    assert_int_equal(ops->dereg_mr(p.recv, mh), STRATA_OK);
+    assert_int_equal(stt_dereg_mr(p.send, mh), STRATA_ERR_INVALID);   /* other comm */
+    assert_int_equal(stt_dereg_mr(p.recv, mh), STRATA_OK);
     pair_close(&p);
 }
 
@@ -271,9 +271,9 @@ static void test_close_in_flight(void **state)
 
     env_set("2", "64K");
     pair_open(&p);
-    assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq2), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq2), STRATA_OK);
     assert_non_null(sreq);
     assert_non_null(rreq2);
     pair_close(&p);
@@ -290,13 +290,13 @@ static void test_unaligned_handle(void **state)
     pair_t p = {0};
     uint64_t start = stu_time_ns();
 
-    assert_int_equal(ops->listen(0, lh, &p.listen), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, lh, &p.listen), STRATA_OK);
     memcpy(ch, lh, STT_HANDLE_SIZE);
     while (p.send == NULL || p.recv == NULL) {
         if (p.send == NULL)
-            assert_int_equal(ops->connect(0, ch, NULL, &p.send), STRATA_OK);
+            assert_int_equal(stt_connect(ops, 0, ch, NULL, &p.send), STRATA_OK);
         if (p.recv == NULL)
-            assert_int_equal(ops->accept(p.listen, &p.recv), STRATA_OK);
+            assert_int_equal(stt_accept(p.listen, &p.recv), STRATA_OK);
         assert_false(past(start));
     }
     xfer_one(&p, 70000, 70000, 3, 9);

@@ -23,8 +23,8 @@ static void test_truncation_keeps_connection(void **state)
 
         assert_non_null(src);
         fill(src, big, 1);
-        assert_int_equal(ops->isend(p.send, src, big, 3, NULL, &sreq), STRATA_OK);
-        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, big, 3, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
         assert_int_equal(pair_wait(sreq, rreq, got, &ss), STRATA_ERR_TRUNCATED);
         assert_int_equal(ss, STRATA_OK);
         /* The stream is still in sync: the next messages arrive intact. */
@@ -46,11 +46,11 @@ static void test_tag_mismatch_fails_comm(void **state)
     int tag[1] = {1};
 
     pair_open(&p);
-    assert_int_equal(ops->isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(sreq, rreq, got, NULL), STRATA_ERR_REMOTE);
     /* A failed comm keeps failing. */
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_ERR_REMOTE);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_ERR_REMOTE);
     pair_close(&p);
 }
 
@@ -75,16 +75,16 @@ static void test_peer_closed_mid_transfer(void **state)
         assert_non_null(src);
         assert_non_null(dst);
         pair_open(&p);
-        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-        assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
         /* Move some bytes, but not all: the socket buffers hold far less than 32 MiB. */
         for (int i = 0; i < 3; i++) {
-            assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);
+            assert_int_equal(stt_test(sreq, &done, NULL), STRATA_OK);
             assert_int_equal(done, 0);
-            assert_int_equal(ops->test(rreq, &done, got), STRATA_OK);
+            assert_int_equal(stt_test(rreq, &done, got), STRATA_OK);
             assert_int_equal(done, 0);
         }
-        ops->close_send(p.send);          /* with the send in flight */
+        stt_close_send(p.send);          /* with the send in flight */
         p.send = NULL;
         assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
         pair_close(&p);
@@ -118,19 +118,19 @@ static void test_sender_closes_after_send(void **state)
     assert_non_null(dst);
     fill(src, size, 21);
     pair_open(&p);
-    assert_int_equal(ops->isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
     while (sreq != NULL) {
         assert_int_equal(poke(&sreq, got), STRATA_OK);
         assert_false(past(start));
         poll(NULL, 0, 1);
     }
-    ops->close_send(p.send);
+    stt_close_send(p.send);
     p.send = NULL;
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
     assert_int_equal(got[0], size);
     assert_true(check(dst, size, 21));
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
     pair_close(&p);
     free(src);
@@ -149,9 +149,9 @@ static void test_receiver_closed(void **state)
 
     assert_non_null(src);
     pair_open(&p);
-    ops->close_recv(p.recv);
+    stt_close_recv(p.recv);
     p.recv = NULL;
-    assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &sreq), STRATA_OK);
     strata_status_t ss;
     pair_wait(sreq, NULL, NULL, &ss);
     assert_int_equal(ss, STRATA_ERR_REMOTE);
@@ -167,7 +167,7 @@ static void test_bad_hellos_keep_listener(void **state)
     stt_tcp_hello_t good = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 2,
                             .conn_id = 42};
 
-    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
     good.listener_id = h->listener_id;
 
     /* garbage */
@@ -204,7 +204,7 @@ static void test_bad_hellos_keep_listener(void **state)
         p.listen = NULL;
         pair_close(&p);
     }
-    ops->close_listen(l);
+    stt_close_listen(l);
 }
 
 static void test_handshake_timeouts(void **state)
@@ -217,12 +217,12 @@ static void test_handshake_timeouts(void **state)
 
     setenv("STRATA_CONNECT_TIMEOUT", "300", 1);
     stu_param_reload();
-    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
 
     /* Nobody calls accept: connect gives up with a timeout and resets the handle. */
     memcpy(copy, handle, sizeof(copy));
     do {
-        status = ops->connect(0, copy, NULL, &c);
+        status = stt_connect(ops, 0, copy, NULL, &c);
         assert_null(c);
         assert_false(past(start));
         poll(NULL, 0, 5);
@@ -246,7 +246,7 @@ static void test_handshake_timeouts(void **state)
     accept_until_closed(l, fd);
     close(fd);
 
-    ops->close_listen(l);
+    stt_close_listen(l);
     unsetenv("STRATA_CONNECT_TIMEOUT");
     stu_param_reload();
 }
@@ -260,14 +260,14 @@ static void test_garbage_stream(void **state)
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     uint64_t start = stu_time_ns();
 
-    assert_int_equal(ops->listen(0, handle, &l), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &l), STRATA_OK);
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 5};
     stt_tcp_hello_encode(&hello, buf);
     int fd = raw_connect(handle);
     raw_send(fd, buf, STT_TCP_HELLO_BYTES);
     while (rc == NULL) {
-        assert_int_equal(ops->accept(l, &rc), STRATA_OK);
+        assert_int_equal(stt_accept(l, &rc), STRATA_OK);
         assert_false(past(start));
     }
     /* A valid header for 1000 bytes, then only 10 bytes and EOF: a truncated stream. */
@@ -280,9 +280,9 @@ static void test_garbage_stream(void **state)
     size_t cap[1] = {sizeof(dst)}, got[1];
     int tag[1] = {0};
     stt_req_t *rreq = NULL;
-    assert_int_equal(ops->irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
-    ops->close_recv(rc);
+    stt_close_recv(rc);
 
     /* Again with a header whose magic is wrong. */
     rc = NULL;
@@ -291,16 +291,16 @@ static void test_garbage_stream(void **state)
     fd = raw_connect(handle);
     raw_send(fd, buf, STT_TCP_HELLO_BYTES);
     while (rc == NULL) {
-        assert_int_equal(ops->accept(l, &rc), STRATA_OK);
+        assert_int_equal(stt_accept(l, &rc), STRATA_OK);
         assert_false(past(start));
     }
     memset(buf, 0xee, sizeof(buf));
     raw_send(fd, buf, sizeof(buf));
-    assert_int_equal(ops->irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(rc, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_ERR_REMOTE);
     close(fd);
-    ops->close_recv(rc);
-    ops->close_listen(l);
+    stt_close_recv(rc);
+    stt_close_listen(l);
 }
 
 static void test_bad_handle(void **state)
@@ -309,9 +309,9 @@ static void test_bad_handle(void **state)
     stt_comm_t *c = NULL;
 
     memset(handle, 0, sizeof(handle));
-    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
     memset(handle, 0xff, sizeof(handle));
-    assert_int_equal(ops->connect(0, handle, NULL, &c), STRATA_ERR_INVALID);
+    assert_int_equal(stt_connect(ops, 0, handle, NULL, &c), STRATA_ERR_INVALID);
     assert_null(c);
 }
 

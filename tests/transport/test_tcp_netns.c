@@ -74,9 +74,9 @@ static int child_init(void)
     int ndev = 0;
 
     stu_param_reload();
-    CHILD_CHECK(ops->init() == STRATA_OK, "init");
-    CHILD_CHECK(ops->devices(&ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
-    CHILD_CHECK(ops->get_props(0, &props) == STRATA_OK, "get_props");
+    CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
+    CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
+    CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK, "get_props");
     CHILD_CHECK(strcmp(props.name, STS_NETNS_IFNAME) == 0, "device 0 is '%s', want '%s'",
                 props.name, STS_NETNS_IFNAME);
     return 0;
@@ -92,13 +92,13 @@ static strata_status_t child_wait(stt_comm_t *comm, stt_req_t *req, size_t *size
 
     for (;;) {
         int done = 0;
-        strata_status_t status = ops->test(req, &done, sizes);
+        strata_status_t status = stt_test(req, &done, sizes);
         if (status != STRATA_OK || done)
             return status;
         if (stu_time_ns() - start > CHILD_DEADLINE_NS)
             return STRATA_ERR_TIMEOUT;
         struct pollfd fds[CHILD_MAX_FDS];
-        int n = ops->poll_fds(comm, fds, CHILD_MAX_FDS);
+        int n = stt_poll_fds(comm, fds, CHILD_MAX_FDS);
         poll(n > 0 ? fds : NULL, (nfds_t)n, IDLE_POLL_MS);
     }
 }
@@ -113,7 +113,7 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
     uint8_t handle[STT_HANDLE_SIZE];
     uint64_t start = stu_time_ns();
 
-    CHILD_CHECK(ops->listen(0, handle, l_p) == STRATA_OK, "listen");
+    CHILD_CHECK(stt_listen(ops, 0, handle, l_p) == STRATA_OK, "listen");
     CHILD_CHECK(sts_netns_msg_send(ctl, handle, sizeof(handle), CTL_MS) == STRATA_OK,
                 "sending the handle");
     for (int p = 0; p < npeers; p++)
@@ -125,13 +125,13 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
         void *data[1] = {&who};
         size_t cap[1] = {sizeof(who)}, size[1] = {0};
         int tag[1] = {0};
-        CHILD_CHECK(ops->accept(*l_p, &c) == STRATA_OK, "accept");
+        CHILD_CHECK(stt_accept(*l_p, &c) == STRATA_OK, "accept");
         CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "accept timed out");
         if (c == NULL) {
             poll(NULL, 0, 1);
             continue;
         }
-        CHILD_CHECK(ops->irecv(c, 1, data, cap, tag, NULL, &req) == STRATA_OK && req != NULL,
+        CHILD_CHECK(stt_irecv(c, 1, data, cap, tag, NULL, &req) == STRATA_OK && req != NULL,
                     "irecv of the sender's index");
         CHILD_CHECK(child_wait(c, req, size) == STRATA_OK && size[0] == sizeof(who),
                     "receiving the sender's index");
@@ -152,13 +152,13 @@ static int child_connect(int ctl, int32_t who, stt_comm_t **send_p)
     CHILD_CHECK(sts_netns_msg_recv(ctl, handle, sizeof(handle), CTL_MS) == STRATA_OK,
                 "reading the handle");
     for (*send_p = NULL; *send_p == NULL;) {
-        strata_status_t status = ops->connect(0, handle, NULL, send_p);
+        strata_status_t status = stt_connect(ops, 0, handle, NULL, send_p);
         CHILD_CHECK(status == STRATA_OK, "connect: %s", strata_status_str(status));
         if (*send_p == NULL)
             poll(NULL, 0, 1);
         CHILD_CHECK(stu_time_ns() - start < CHILD_DEADLINE_NS, "connect timed out");
     }
-    CHILD_CHECK(ops->isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
+    CHILD_CHECK(stt_isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
                 req != NULL, "isend of the sender's index");
     CHILD_CHECK(child_wait(*send_p, req, NULL) == STRATA_OK, "sending the sender's index");
     return 0;
@@ -211,8 +211,8 @@ static int child_receiver(void *arg, int ctl)
             void *data[1] = {bufs[p][k]};
             size_t caps[1] = {cap};
             int tags[1] = {p};
-            strata_status_t status = ops->irecv(recvs[p], 1, data, caps, tags, NULL,
-                                                &reqs[p][k]);
+            strata_status_t status = stt_irecv(recvs[p], 1, data, caps, tags, NULL,
+                                               &reqs[p][k]);
             if (status != STRATA_OK)
                 return child_report_failure(ctl, status);
             CHILD_CHECK(reqs[p][k] != NULL, "irecv: no slot with 2 receives posted");
@@ -244,12 +244,12 @@ static int child_receiver(void *arg, int ctl)
     printf("    receiver: %.1f MiB in %.3f s, %.3f Gbit/s (after the first message)\n",
            (double)bytes / (1 << 20), secs, (double)bytes * 8 / secs / 1e9);
     for (int p = 0; p < job->npeers; p++) {
-        ops->close_recv(recvs[p]);
+        stt_close_recv(recvs[p]);
         free(bufs[p][0]);
         free(bufs[p][1]);
     }
-    ops->close_listen(l);
-    ops->fini();
+    stt_close_listen(l);
+    stt_fini(ops);
     return 0;
 }
 
@@ -275,8 +275,8 @@ static int child_sender(void *arg, int ctl)
         if (m < total) {
             int i = (int)(m % job->nsizes), k = (int)(m & 1);
             fill(bufs[k], job->sizes[i], (unsigned)(i * MAX_PEERS + job->peer));
-            strata_status_t status = ops->isend(send, bufs[k], job->sizes[i], job->peer, NULL,
-                                                &reqs[k]);
+            strata_status_t status = stt_isend(send, bufs[k], job->sizes[i], job->peer, NULL,
+                                               &reqs[k]);
             if (status != STRATA_OK)
                 return child_report_failure(ctl, status);
             CHILD_CHECK(reqs[k] != NULL, "isend: no slot with 2 sends posted");
@@ -287,8 +287,8 @@ static int child_sender(void *arg, int ctl)
                 return child_report_failure(ctl, status);
         }
     }
-    ops->close_send(send);
-    ops->fini();
+    stt_close_send(send);
+    stt_fini(ops);
     free(bufs[0]);
     free(bufs[1]);
     return 0;

@@ -19,7 +19,7 @@
 
 static int comm_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
-    int n = ops->poll_fds(comm, fds, max);
+    int n = stt_poll_fds(comm, fds, max);
     assert_true(n >= 0 && n <= max);
     return n;
 }
@@ -42,7 +42,7 @@ static void test_poll_recv_quiet_then_ready(void **state)
     assert_int_equal(poll(fds, (nfds_t)n, POLL_SHORT_MS), 0);
 
     /* A receive posted, still nothing sent. */
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_non_null(rreq);
     n = comm_fds(p.recv, fds, POLL_MAX_FDS);
     assert_int_equal(n, 1);
@@ -51,11 +51,11 @@ static void test_poll_recv_quiet_then_ready(void **state)
 
     /* The peer sends: ready, and one test() completes the receive. */
     fill(src, sizeof(src), 4);
-    assert_int_equal(ops->isend(p.send, src, sizeof(src), 9, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, sizeof(src), 9, NULL, &sreq), STRATA_OK);
     assert_non_null(sreq);
     assert_int_equal(poll(fds, (nfds_t)n, POLL_GENEROUS_MS), 1);
     assert_true(fds[0].revents & POLLIN);
-    assert_int_equal(ops->test(rreq, &done, got), STRATA_OK);
+    assert_int_equal(stt_test(rreq, &done, got), STRATA_OK);
     assert_int_equal(done, 1);
     assert_int_equal(got[0], sizeof(src));
     assert_true(check(dst, sizeof(src), 4));
@@ -82,8 +82,8 @@ static void test_poll_recv_quiet_while_unmatched(void **state)
     pair_open(&p);
     fill(a, sizeof(a), 1);
     fill(b, sizeof(b), 2);
-    assert_int_equal(ops->isend(p.send, a, sizeof(a), 5, NULL, &sreq[0]), STRATA_OK);
-    assert_int_equal(ops->isend(p.send, b, sizeof(b), 5, NULL, &sreq[1]), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, a, sizeof(a), 5, NULL, &sreq[0]), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, b, sizeof(b), 5, NULL, &sreq[1]), STRATA_OK);
     assert_int_equal(pair_wait(sreq[0], sreq[1], NULL, NULL), STRATA_OK);
     /* Both messages in the receiver's kernel buffer, so one receive reads a and b's header. */
     assert_int_equal(comm_fds(p.recv, fds, POLL_MAX_FDS), 1);
@@ -92,12 +92,12 @@ static void test_poll_recv_quiet_while_unmatched(void **state)
         assert_false(past(start));
         poll(NULL, 0, 1);
     }
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
     assert_true(check(dst, sizeof(a), 1));
     assert_int_equal(comm_fds(p.recv, fds, POLL_MAX_FDS), 0);
     rreq = NULL;
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(NULL, rreq, got, NULL), STRATA_OK);
     assert_true(check(dst, sizeof(b), 2));
     assert_int_equal(comm_fds(p.recv, fds, POLL_MAX_FDS), 1);    /* the next header is due */
@@ -112,7 +112,7 @@ static bool send_until_blocked(stt_comm_t *send, stt_req_t *sreq)
 
     for (;;) {
         int done = 0;
-        assert_int_equal(ops->test(sreq, &done, NULL), STRATA_OK);
+        assert_int_equal(stt_test(sreq, &done, NULL), STRATA_OK);
         if (done)
             return false;
         int n = comm_fds(send, fds, POLL_MAX_FDS);
@@ -151,12 +151,12 @@ static void test_poll_send_blocked_then_writable(void **state)
         stu_param_reload();
         pair_open(&p);
         memset(dst, 0, size);
-        assert_int_equal(ops->isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, size, 0, NULL, &sreq), STRATA_OK);
         assert_true(send_until_blocked(p.send, sreq));
 
         /* The receiver reads what has arrived: the sender's sockets drain and wake it. */
-        assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-        assert_int_equal(ops->test(rreq, &done, got), STRATA_OK);
+        assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+        assert_int_equal(stt_test(rreq, &done, got), STRATA_OK);
         assert_int_equal(done, 0);
         int n = comm_fds(p.send, fds, POLL_MAX_FDS);
         assert_true(poll(fds, (nfds_t)n, POLL_GENEROUS_MS) > 0);
@@ -196,8 +196,8 @@ static void event_loop_xfer(pair_t *p, size_t size, unsigned seed, int *wakeups)
     assert_non_null(src);
     assert_non_null(dst);
     fill(src, size, seed);
-    assert_int_equal(ops->irecv(p->recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
-    assert_int_equal(ops->isend(p->send, src, size, 2, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p->recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_isend(p->send, src, size, 2, NULL, &sreq), STRATA_OK);
     while (sreq != NULL || rreq != NULL) {
         assert_int_equal(poke(&sreq, NULL), STRATA_OK);
         assert_int_equal(poke(&rreq, got), STRATA_OK);
@@ -257,11 +257,11 @@ static void test_poll_send_sees_peer_close(void **state)
         int n = comm_fds(p.send, fds, POLL_MAX_FDS);
         assert_int_equal(n, atoi(nsocks[k]));
         assert_int_equal(poll(fds, (nfds_t)n, POLL_SHORT_MS), 0);
-        ops->close_recv(p.recv);
+        stt_close_recv(p.recv);
         p.recv = NULL;
         assert_true(poll(fds, (nfds_t)n, POLL_GENEROUS_MS) > 0);
         assert_int_equal(comm_fds(p.send, fds, POLL_MAX_FDS), 0);   /* failed: nap, test */
-        assert_int_equal(ops->isend(p.send, &byte, 1, 0, NULL, &sreq), STRATA_ERR_REMOTE);
+        assert_int_equal(stt_isend(p.send, &byte, 1, 0, NULL, &sreq), STRATA_ERR_REMOTE);
         pair_close(&p);
     }
     env_set("1", "256K");
@@ -277,23 +277,23 @@ static void test_poll_edge_cases(void **state)
     size_t cap[1] = {10}, got[1];
     int tag[1] = {1};
 
-    assert_int_equal(ops->poll_fds(NULL, fds, POLL_MAX_FDS), 0);
+    assert_int_equal(stt_tcp_poll_fds(NULL, fds, POLL_MAX_FDS), 0);   /* the implementation itself */
     env_set("4", "64K");
     pair_open(&p);
     /* A fresh receive comm waits on socket 0 only; the striping sockets owe nothing. */
-    assert_int_equal(ops->poll_fds(p.recv, fds, 0), 0);
-    assert_int_equal(ops->poll_fds(p.recv, fds, 1), 1);
+    assert_int_equal(stt_poll_fds(p.recv, fds, 0), 0);
+    assert_int_equal(stt_poll_fds(p.recv, fds, 1), 1);
     assert_int_equal(fds[0].events, POLLIN);
     /* Too small an array for a send comm's 4 sockets: nothing (a partial set could sleep
      * through the one that matters). */
-    assert_int_equal(ops->poll_fds(p.send, fds, 3), 0);
-    assert_int_equal(ops->poll_fds(p.send, NULL, POLL_MAX_FDS), 0);
-    assert_int_equal(ops->poll_fds(p.send, fds, 4), 4);
+    assert_int_equal(stt_poll_fds(p.send, fds, 3), 0);
+    assert_int_equal(stt_poll_fds(p.send, NULL, POLL_MAX_FDS), 0);
+    assert_int_equal(stt_poll_fds(p.send, fds, 4), 4);
     /* A failed comm has nothing to wait for: test() reports its error at once. */
-    assert_int_equal(ops->isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
-    assert_int_equal(ops->irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
+    assert_int_equal(stt_isend(p.send, src, 10, 2, NULL, &sreq), STRATA_OK);
+    assert_int_equal(stt_irecv(p.recv, 1, data, cap, tag, NULL, &rreq), STRATA_OK);
     assert_int_equal(pair_wait(sreq, rreq, got, NULL), STRATA_ERR_REMOTE);
-    assert_int_equal(ops->poll_fds(p.recv, fds, POLL_MAX_FDS), 0);
+    assert_int_equal(stt_poll_fds(p.recv, fds, POLL_MAX_FDS), 0);
     pair_close(&p);
     env_set("1", "256K");
 }

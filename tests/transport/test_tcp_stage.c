@@ -41,7 +41,7 @@ static stt_req_t *post_recv(stt_comm_t *recv, void *dst, size_t cap, int tag)
     int tags[1] = {tag};
     stt_req_t *req = NULL;
 
-    assert_int_equal(ops->irecv(recv, 1, data, caps, tags, NULL, &req), STRATA_OK);
+    assert_int_equal(stt_irecv(recv, 1, data, caps, tags, NULL, &req), STRATA_OK);
     assert_non_null(req);
     return req;
 }
@@ -74,7 +74,7 @@ static void expect_recv_fails(stt_comm_t *recv)
     size_t caps[1] = {sizeof(dst)};
     int tags[1] = {1};
     stt_req_t *req = NULL;
-    strata_status_t status = ops->irecv(recv, 1, data, caps, tags, NULL, &req);
+    strata_status_t status = stt_irecv(recv, 1, data, caps, tags, NULL, &req);
 
     if (status == STRATA_OK) {
         assert_non_null(req);
@@ -98,7 +98,7 @@ static void raw_open(raw_peer_t *rp)
     uint64_t start = stu_time_ns();
 
     memset(rp, 0, sizeof(*rp));
-    assert_int_equal(ops->listen(0, handle, &rp->listen), STRATA_OK);
+    assert_int_equal(stt_listen(ops, 0, handle, &rp->listen), STRATA_OK);
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 77};
@@ -106,7 +106,7 @@ static void raw_open(raw_peer_t *rp)
     rp->fd = raw_connect(handle);
     raw_send(rp->fd, hello_buf, sizeof(hello_buf));
     while (rp->recv == NULL) {
-        assert_int_equal(ops->accept(rp->listen, &rp->recv), STRATA_OK);
+        assert_int_equal(stt_accept(rp->listen, &rp->recv), STRATA_OK);
         assert_false(past(start));
     }
 }
@@ -115,8 +115,8 @@ static void raw_close(raw_peer_t *rp)
 {
     if (rp->fd >= 0)
         close(rp->fd);
-    ops->close_recv(rp->recv);
-    ops->close_listen(rp->listen);
+    stt_close_recv(rp->recv);
+    stt_close_listen(rp->listen);
 }
 
 /* Appends one message (header and a fill(seed) payload) to buf at *len. */
@@ -205,7 +205,7 @@ static void test_many_small_back_to_back(void **state)
             want += STT_TCP_HDR_BYTES + size[i];
         }
         for (int i = 0; i < N; i++)
-            assert_int_equal(ops->isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]),
+            assert_int_equal(stt_isend(p.send, src + i * 8192, size[i], 5, NULL, &sreq[i]),
                              STRATA_OK);
         for (int i = 0; i < N; i++)
             assert_int_equal(pair_wait(sreq[i], NULL, NULL, NULL), STRATA_OK);
@@ -241,7 +241,7 @@ static void test_burst_is_read_once(void **state)
     pair_open(&p);
     for (int i = 0; i < 3; i++) {
         fill(src[i], sizeof(src[i]), (unsigned)i + 40);
-        assert_int_equal(ops->isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq),
+        assert_int_equal(stt_isend(p.send, src[i], sizeof(src[i]), 1, NULL, &sreq),
                          STRATA_OK);
         assert_int_equal(pair_wait(sreq, NULL, NULL, NULL), STRATA_OK);
     }
@@ -269,11 +269,11 @@ static void test_header_split_across_reads(void **state)
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 7);
     int done = 0;
     raw_push(&rp, buf, 10, 0);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 0);
     assert_int_equal(queued(rp.recv, 0), 0);       /* the 10 bytes are staged */
     raw_push(&rp, buf + 10, 14 + 100, 0);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 0);
     raw_push(&rp, buf + 124, len - 124, 0);
     assert_int_equal(finish(req, &got), STRATA_OK);
@@ -291,7 +291,7 @@ static void test_header_split_across_reads(void **state)
     assert_int_equal(got, 20);
     assert_true(check(dst, 20, 10));
     req = post_recv(rp.recv, dst, sizeof(dst), 7);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 0);
     raw_push(&rp, buf + first + 5, len - first - 5, 0);
     assert_int_equal(finish(req, &got), STRATA_OK);
@@ -361,9 +361,9 @@ static void test_small_then_large(void **state)
         pair_open(&p);
         fill(small_src, sizeof(small_src), 3);
         fill(src, big, 4);
-        assert_int_equal(ops->isend(p.send, small_src, 60, 0, NULL, &s1), STRATA_OK);
-        assert_int_equal(ops->isend(p.send, src, big, 0, NULL, &s2), STRATA_OK);
-        assert_int_equal(ops->isend(p.send, small_src, 60, 0, NULL, &s3), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, small_src, 60, 0, NULL, &s1), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, big, 0, NULL, &s2), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, small_src, 60, 0, NULL, &s3), STRATA_OK);
         r1 = post_recv(p.recv, small_dst, sizeof(small_dst), 0);
         r2 = post_recv(p.recv, dst, big, 0);
         assert_int_equal(pair_wait(s1, r1, &got, NULL), STRATA_OK);
@@ -402,7 +402,7 @@ static void test_truncation_of_staged(void **state)
     pair_open(&p);
     fill(src, 20000, 8);
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(ops->isend(p.send, src, sizes[i], 2, NULL, &sreq), STRATA_OK);
+        assert_int_equal(stt_isend(p.send, src, sizes[i], 2, NULL, &sreq), STRATA_OK);
         assert_int_equal(pair_wait(sreq, NULL, NULL, NULL), STRATA_OK);
         total += STT_TCP_HDR_BYTES + (int)sizes[i];
     }
@@ -438,7 +438,7 @@ static void test_garbage_after_staged(void **state)
         stt_req_t *r1 = post_recv(rp.recv, dst, sizeof(dst), 1);
         stt_req_t *r2 = posted ? post_recv(rp.recv, dst, sizeof(dst), 1) : NULL;
         /* One pass reads all of it: the message is in, the garbage is seen. */
-        assert_int_equal(ops->test(r1, &done, &got), STRATA_OK);
+        assert_int_equal(stt_test(r1, &done, &got), STRATA_OK);
         assert_int_equal(done, 1);
         assert_int_equal(got, 50);
         assert_true(check(dst, 50, 13));
@@ -514,18 +514,18 @@ static void test_poll_with_staged_bytes(void **state)
     assert_true(check(dst, 30, 18));
     assert_int_equal(queued(rp.recv, 0), 0);           /* all staged */
     /* The second header waits for a receive: no socket to sleep on. */
-    assert_int_equal(ops->poll_fds(rp.recv, fds, 4), 0);
+    assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 0);
     /* Posting one completes it from the stage, with the kernel empty. */
     stt_req_t *req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_int_equal(ops->test(req, &done, &got), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, &got), STRATA_OK);
     assert_int_equal(done, 1);
     assert_int_equal(got, 30);
     assert_true(check(dst, 30, 19));
     /* 10 bytes of the third header are staged: socket 0, which owes the rest, is named. */
     req = post_recv(rp.recv, dst, sizeof(dst), 1);
-    assert_int_equal(ops->test(req, &done, NULL), STRATA_OK);
+    assert_int_equal(stt_test(req, &done, NULL), STRATA_OK);
     assert_int_equal(done, 0);
-    assert_int_equal(ops->poll_fds(rp.recv, fds, 4), 1);
+    assert_int_equal(stt_poll_fds(rp.recv, fds, 4), 1);
     assert_int_equal(fds[0].fd, fd0);
     assert_true(fds[0].events & POLLIN);
     raw_send(rp.fd, buf + cut, len - cut);

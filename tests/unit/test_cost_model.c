@@ -4,7 +4,7 @@
  * applicability, names, the STRATA_ALGO parser and n* = α·β.
  *
  * The hand model, M: shm α = 1 µs, β = 10 GB/s; net α = 20 µs, β = 1 GB/s;
- * γ = 10 GB/s. At n = 10^6 B: n/β_n = 1000 µs, n/β_s = 100 µs, n/γ = 100 µs.
+ * γ = 10 GB/s; ω = 0 (and dims leave the host unknown: no wake-ups) unless a test says. At n = 10^6 B: n/β_n = 1000 µs, n/β_s = 100 µs, n/γ = 100 µs.
  * A flat step of m bytes costs 20 + 2·m/β_s when every partner is on the same node and
  * 20 + σ·m/β_n when s ranks of a node cross, σ = max(1, s/R).
  */
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "algos/cost_model.h"
+#include "algos/node_shm.h"
 
 #define MB 1000000
 
@@ -46,13 +47,13 @@ static void assert_us(double got, double want)
 
 static void test_allreduce(void **state)
 {
-    /* ring (flat group, one rank per node crosses): 2·3·(20 + 250) = 1620, + 3/4·100 = 75
-     * -> 1695 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1695.0);
-    /* recursive: p2 = 4, r = 0. Distance 1: 2 divides L = 2, in the node: 20 + 2·100 + 100
-     * = 320. Distance 2: both ranks of a node on one NIC, σ = 2: 20 + 2·1000 + 100 = 2120.
-     * -> 2440 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2440.0);
+    /* ring (flat group, one rank per node crosses): the input into the output, 100, then
+     * 2·3·(20 + 250) = 1620, + 3/4·100 = 75 -> 1795 */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1795.0);
+    /* recursive: the copy, 100; p2 = 4, r = 0. Distance 1: 2 divides L = 2, in the node:
+     * 20 + 2·100 + 100 = 320. Distance 2: both ranks of a node on one NIC, σ = 2:
+     * 20 + 2·1000 + 100 = 2120. -> 2540 */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2540.0);
     /* hierarchical: [1 + 100 + 1/2·100] = 151
      *   + [2·1·20 + 2·1/2·10^6/(1·1 GB/s) + 1/2·(10^6/2)/γ] = 40 + 1000 + 25 = 1065
      *   + [1 + 100] = 101 -> 1317 */
@@ -70,44 +71,47 @@ static void test_allreduce_shapes(void **state)
 
     /* recursive, P = 6: p2 = 4, r = 2: participants are not aligned to nodes, so both steps
      * are charged with L = 2 crossing: 2·(20 + 2·1000 + 100) = 4240; the fold pairs (0,1),
-     * (2,3) are inside nodes (L even): 2·(20 + 2·100) + 100 = 540 -> 4780 */
-    assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4780.0);
-    /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 320 + (20 + 1000 + 100) = 1440 */
-    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1440.0);
+     * (2,3) are inside nodes (L even): 2·(20 + 2·100) + 100 = 540, + the copy 100 -> 4880 */
+    assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4880.0);
+    /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 100 + 320 + (20 + 1000 + 100) */
+    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1540.0);
     /* hierarchical with 2 rails: net bracket 40 + 2·1/2·10^6/(2 GB/s) = 500, + 25 -> 565;
      * 151 + 565 + 101 = 817 */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 817.0);
     /* N = 1: no net bracket. hierarchical 151 + 101 = 252; leader 201 + 101 = 302;
      * flat steps stay in the node (two copies at β_s): ring over P = 2:
-     * 2·(20 + 2·50) + 50 = 290; recursive: 20 + 2·100 + 100 = 320 */
+     * 100 + 2·(20 + 2·50) + 50 = 390; recursive: 100 + 20 + 2·100 + 100 = 420 */
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 252.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
-    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 290.0);
-    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 320.0);
-    /* L = 1: the shm brackets stay (a copy each): [1 + 100 + 0] + ring of 2 (1090) + [101] */
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 390.0);
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 420.0);
+    /* L = 1: the shm brackets stay (a copy each): [1 + 100 + 0] + ring of 2 (1090) + [101];
+     * the flat ring: 100 + 1090 */
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1292.0);
-    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1090.0);
+    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1190.0);
 }
 
 static void test_reduce_scatter_allgather(void **state)
 {
-    /* reduce_scatter ring in rank order, contiguous: one rank per node crosses per step:
-     * 3·(20 + 250) + 3/4·100 = 810 + 75 = 885. Placement unknown: both ranks of a node
-     * cross, σ = 2: 3·(20 + 500) + 75 = 1635 */
-    assert_us(cost(&dims_4x1c, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 885.0);
-    assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 1635.0);
+    /* reduce_scatter ring in rank order, contiguous: the P blocks into the work buffer and
+     * this rank's out, (1 + 1/4)·100 = 125; one rank per node crosses per step:
+     * 3·(20 + 250) + 3/4·100 = 885 -> 1010. Placement unknown: both ranks of a node
+     * cross, σ = 2: 125 + 3·(20 + 500) + 75 = 1760 */
+    assert_us(cost(&dims_4x1c, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 1010.0);
+    assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_RING, MB), 1760.0);
     /* reduce_scatter hierarchical: permute 100 + [1 + 100 + 50]
      * + [20 + 1/2·1000 + 1/2·(5·10^5)/γ = 25] = 100 + 151 + 545 = 796 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 796.0);
-    /* allgather, contiguous: ring 3·(20 + 250) = 810; recursive: distance 1 in the node,
-     * 20 + 2·(2.5·10^5)/β_s = 70, distance 2 sends n/2 from both ranks of a node over one
-     * NIC, 20 + 2·500 = 1020 -> 1090: the ring is cheaper at 1 MB. */
-    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 810.0);
-    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1090.0);
-    /* placement unknown: every step crosses with σ = 2. ring 3·(20 + 2·250) = 1560;
-     * recursive (20 + 2·250) + (20 + 2·500) = 1540 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1560.0);
-    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1540.0);
+    /* allgather, contiguous: this rank's block into place, n/4/β_s = 25; ring
+     * 3·(20 + 250) = 810 -> 835; recursive: distance 1 in the node, 20 + 2·(2.5·10^5)/β_s
+     * = 70, distance 2 sends n/2 from both ranks of a node over one NIC, 20 + 2·500 = 1020
+     * -> 1115: the ring is cheaper at 1 MB. */
+    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 835.0);
+    assert_us(cost(&dims_4x1c, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1115.0);
+    /* placement unknown: every step crosses with σ = 2. ring 25 + 3·(20 + 2·250) = 1585;
+     * recursive 25 + (20 + 2·250) + (20 + 2·500) = 1565 */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1585.0);
+    assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1565.0);
     /* allgather hierarchical: [20 + 1/2·(5·10^5 B / 1 GB/s = 500)·(2/1)] + [1 + 100]
      * + permute 100 = 721 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 721.0);
@@ -132,61 +136,116 @@ static void test_shared_link_l4(void **state)
     c2.nrails = 2;
     mixed.contiguous = 0;
 
-    /* allgather recursive, contiguous, one NIC: (20 + 2·12.5) + (20 + 2·25)
-     * + (20 + σ = 4 · 500) = 45 + 70 + 2020 = 2135; ring 7·(20 + 125) = 1015 */
-    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 2135.0);
-    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1015.0);
-    /* two NICs: σ = 4/2 at distance 4: 45 + 70 + 1020 = 1135; the ring does not change */
-    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1135.0);
-    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1015.0);
-    /* placement unknown: σ = 4 everywhere. ring 7·(20 + 500) = 3640; recursive
-     * (20 + 500) + (20 + 1000) + (20 + 2000) = 3560 */
-    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 3640.0);
-    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 3560.0);
-    /* allreduce recursive (flat group, node-major whatever the rank order): distances 1, 2
-     * in the node, 2·(20 + 200 + 100) = 640; distance 4: 20 + 4·1000 + 100 = 4120 -> 4760 */
-    assert_us(cost(&c1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4760.0);
-    assert_us(cost(&mixed, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4760.0);
+    /* allgather (own block into place first, n/8/β_s = 12.5) recursive, contiguous, one
+     * NIC: 12.5 + (20 + 2·12.5) + (20 + 2·25) + (20 + σ = 4 · 500) = 2147.5; ring
+     * 12.5 + 7·(20 + 125) = 1027.5 */
+    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 2147.5);
+    assert_us(cost(&c1, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1027.5);
+    /* two NICs: σ = 4/2 at distance 4: 12.5 + 45 + 70 + 1020; the ring does not change */
+    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 1147.5);
+    assert_us(cost(&c2, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 1027.5);
+    /* placement unknown: σ = 4 everywhere. ring 12.5 + 7·(20 + 500) = 3652.5; recursive
+     * 12.5 + (20 + 500) + (20 + 1000) + (20 + 2000) = 3572.5 */
+    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RING, MB), 3652.5);
+    assert_us(cost(&mixed, STA_COLL_ALLGATHER, STA_ALGO_RECURSIVE, MB), 3572.5);
+    /* allreduce recursive (flat group, node-major whatever the rank order): the copy, 100;
+     * distances 1, 2 in the node, 2·(20 + 200 + 100) = 640; distance 4: 20 + 4·1000 + 100
+     * = 4120 -> 4860 */
+    assert_us(cost(&c1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4860.0);
+    assert_us(cost(&mixed, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4860.0);
     /* L = 3 (P = 6, p2 = 4, r = 2): both doubling steps charged with 3 crossing, σ = 3:
      * 2·(20 + 3000 + 100) = 6240; the fold pair (2,3) straddles the node boundary, one rank
-     * per node crossing: 2·(20 + 1000) + 100 = 2140 -> 8380 */
-    assert_us(cost(&odd, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 8380.0);
+     * per node crossing: 2·(20 + 1000) + 100 = 2140; + the copy 100 -> 8480 */
+    assert_us(cost(&odd, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 8480.0);
 }
 
 static void test_broadcast_reduce(void **state)
 {
     sta_dims_t p6 = {.nranks = 6, .nnodes = 3, .local_size = 2, .nrails = 1};
 
-    /* c = 524288, k = ceil(10^6 / 524288) = 2; ring: (4-2+2)·(20 + 524.288) = 2177.152 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 2177.152);
-    /* binomial: ceil(log2 4) = 2: 2·(20 + 1000) = 2040 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 2040.0);
-    /* hierarchical: ceil(log2 2)·1020 + [1 + 100] = 1121 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, MB), 1121.0);
-    /* P = 6: ceil(log2 6) = 3 rounds: 3060 */
-    assert_us(cost(&p6, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 3060.0);
-    /* Below one chunk, k = 1: (4-2+1)·(20 + 1000 B/1 GB/s = 1) = 63; at n = 0, k = 1: 60 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 1000), 63.0);
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 60.0);
-    /* Exactly one chunk: k = 1: 3·(20 + 524.288) = 1632.864; one byte more: k = 2, 2177.152 */
-    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, STA_PIPELINE_CHUNK), 1632.864);
+    /* Rooted collectives run back to back: a call costs its busiest rank's work. Every
+     * broadcast starts with the root's copy into its output, n/β_s (100 at 1 MB).
+     * ring (chain), c = 524288, k = 2: a middle rank receives and forwards each chunk,
+     * 2·(2·20), and the whole buffer crosses the node boundary once, 1000: 100 + 80 + 1000 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 1180.0);
+    /* binomial: the root sends ceil(log2 4) = 2 times: 100 + 2·(20 + 1000) = 2140 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 2140.0);
+    /* hierarchical: 100 + ceil(log2 2)·1020 + [1 + 100] = 1221 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, MB), 1221.0);
+    /* P = 6: ceil(log2 6) = 3 rounds: 100 + 3060 */
+    assert_us(cost(&p6, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 3160.0);
+    /* Below one chunk, k = 1: 0.1 + 2·20 + 1000 B/1 GB/s = 41.1; at n = 0, k = 1: 40 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 1000), 41.1);
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 40.0);
+    /* Exactly one chunk: k = 1: 52.4288 + 40 + 524.288; one byte more: k = 2 */
+    assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, STA_PIPELINE_CHUNK),
+              52.4288 + 40 + 524.288);
     assert_us(cost(&dims_4x1, STA_COLL_BROADCAST, STA_ALGO_RING, STA_PIPELINE_CHUNK + 1),
-              2177.152);
+              52.4289 + 80 + 524.289);
 
-    /* reduce ring: 4·(20 + 524.288 + 52.4288) = 2386.8672 */
-    assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RING, MB), 2386.8672);
+    /* reduce ring: k = 2 chunks, each received, reduced (52.4288) and forwarded (2·20), and
+     * the buffer across the node boundary once: 2·(40 + 52.4288) + 1000 = 1184.8576 */
+    assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RING, MB), 1184.8576);
     /* reduce binomial: 2·(20 + 1000 + 100) = 2240 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 2240.0);
     /* reduce hierarchical: [1 + 100 + (2-1)·100] + 1·(20 + 1000 + 100) = 201 + 1120 = 1321 */
     assert_us(cost(&dims_4x1, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, MB), 1321.0);
 
-    /* N = 1: chain and tree hops stay in the node, two copies at β_s. broadcast ring over
-     * P = 2, k = 2: 2·(20 + 2·52.4288) = 249.7152; binomial: 20 + 2·100 = 220;
-     * reduce binomial: 220 + 100 = 320 */
+    /* N = 1: chain and tree hops stay in the node, two copies at β_s (200 for the buffer).
+     * broadcast ring over P = 2 (no middle rank), k = 2: 100 + 2·20 + 200 = 340; binomial:
+     * 100 + 20 + 200 = 320; reduce binomial (no root copy): 20 + 200 + 100 = 320 */
     sta_dims_t one_node = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
-    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 249.7152);
-    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 220.0);
+    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RING, MB), 340.0);
+    assert_us(cost(&one_node, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, MB), 320.0);
     assert_us(cost(&one_node, STA_COLL_REDUCE, STA_ALGO_RECURSIVE, MB), 320.0);
+}
+
+/* Waits block where the ranks that wait outnumber the host's cores: ω per step and per shm
+ * phase (ω = 30 here). P = 4 as 2 x 2 on one host of 2 cores, at n = 0. */
+static void test_wakeups(void **state)
+{
+    sta_model_t m = model_m;
+    sta_dims_t d = dims_4x1;
+
+    m.wake_us = 30.0;
+    d.host_ranks = 4;
+    d.host_cores = 2;
+    /* ring: 2·3 steps of 20 + 30 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 300.0);
+    /* hierarchical: shm phase 1 + 30, the rails' ring 2·(20 + 30), shm phase 1 + 30 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
+    /* leader: two leaders on the host's two cores spin: 2·(1 + 30) + 2·20 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 102.0);
+    /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
+     * node's shm phases wait for nobody */
+    sta_dims_t four = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1,
+                       .host_ranks = 4, .host_cores = 2};
+    assert_us(sta_cost_us(&m, &four, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0),
+              2 * 1 + 2 * 3 * (20 + 30));
+    /* back-to-back broadcasts overlap their waits: no ω (chain: 2·20) */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 0), 40.0);
+    /* enough cores, or cores unknown: no wake-ups */
+    d.host_cores = 4;
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 120.0);
+    d.host_cores = 0;
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 120.0);
+    d.host_cores = -1;
+    assert_int_equal(sta_dims_check(&d), STRATA_ERR_INVALID);
+    m.wake_us = -1.0;
+    assert_int_equal(sta_model_check(&m), STRATA_ERR_INVALID);
+}
+
+/* One node, up to STA_NODE_SMALL_BYTES: hierarchical allreduce is one shm round
+ * (1 + n/10^4 + (L-1)·n/10^4); above, reduce-scatter + allgather. */
+static void test_small_node_allreduce(void **state)
+{
+    sta_dims_t one = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
+    double n = STA_NODE_SMALL_BYTES, n1 = n + 1;
+
+    assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES),
+              1 + n / 1e4 + n / 1e4);
+    assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES + 1),
+              (1 + n1 / 1e4 + 0.5 * n1 / 1e4) + (1 + n1 / 1e4));
 }
 
 static void test_single_rank_and_applicability(void **state)
@@ -288,6 +347,8 @@ int main(void)
         cmocka_unit_test(test_reduce_scatter_allgather),
         cmocka_unit_test(test_shared_link_l4),
         cmocka_unit_test(test_broadcast_reduce),
+        cmocka_unit_test(test_wakeups),
+        cmocka_unit_test(test_small_node_allreduce),
         cmocka_unit_test(test_single_rank_and_applicability),
         cmocka_unit_test(test_invalid_inputs),
         cmocka_unit_test(test_crossover),

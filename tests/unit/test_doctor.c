@@ -202,6 +202,52 @@ static void test_memlock(void **state)
     free(text);
 }
 
+static char *run_build(stb_doc_t *doc, const stu_build_info_t *info, const char *env, int ports)
+{
+    char *text = NULL;
+    size_t len = 0;
+    memset(doc, 0, sizeof(*doc));
+    doc->out = open_memstream(&text, &len);
+    assert_non_null(doc->out);
+    stb_doc_check_build(doc, info, env, ports);
+    fclose(doc->out);
+    return text;
+}
+
+/* A build without ib and ucx, asked for ib by name and by active ports; a full build. */
+static void test_build(void **state)
+{
+    const stu_build_info_t lean = {"0.1.0", "tcp loop", "ib:libibverbs-dev ucx:libucx-dev",
+                                   "none", 0, "strata 0.1.0: transports tcp loop"};
+    const stu_build_info_t full = {"0.1.0", "ib ucx tcp loop", "", "asan ubsan", 0,
+                                   "strata 0.1.0: transports ib ucx tcp loop"};
+    stb_doc_t doc;
+
+    char *text = run_build(&doc, &lean, "IB", 0);
+    assert_int_equal(doc.count[STB_DOC_INFO], 1);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(text, "[info] build: strata 0.1.0: transports tcp loop\n"));
+    assert_non_null(strstr(text, "[FAIL] build: STRATA_TRANSPORT=IB is not built in (built in: "
+                                 "tcp loop): install libibverbs-dev"));
+    free(text);
+    text = run_build(&doc, &lean, "tcp", 2);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(text, "[FAIL] build: 2 RDMA port(s) are active but this build has no "
+                                 "ib transport"));
+    free(text);
+    text = run_build(&doc, &lean, "auto", 0);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 0);
+    free(text);
+    text = run_build(&doc, &full, "ucx", 1);
+    assert_int_equal(doc.count[STB_DOC_FAIL], 0);
+    assert_int_equal(doc.count[STB_DOC_INFO], 1);
+    free(text);
+    text = run_build(&doc, &full, "verbs", 0);   /* no such transport at all */
+    assert_int_equal(doc.count[STB_DOC_FAIL], 1);
+    assert_non_null(strstr(text, "STRATA_TRANSPORT=verbs names no transport (built in: ib ucx"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +255,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_infiniband, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roce, setup, teardown),
         cmocka_unit_test(test_memlock),
+        cmocka_unit_test(test_build),
     };
     return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
 }

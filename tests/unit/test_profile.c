@@ -25,7 +25,7 @@
 
 static const char *const model_vars[] = {
     "STRATA_PROFILE", "STRATA_SHM_ALPHA_US", "STRATA_SHM_BETA_GBPS", "STRATA_NET_ALPHA_US",
-    "STRATA_NET_BETA_GBPS", "STRATA_GAMMA_GBPS",
+    "STRATA_NET_BETA_GBPS", "STRATA_GAMMA_GBPS", "STRATA_WAKE_US",
 };
 
 static char last_warn[1024];
@@ -77,6 +77,7 @@ static void test_defaults(void **state)
     assert_true(m.net.alpha_us == STA_DEFAULT_NET_ALPHA_US);
     assert_true(m.net.beta_gbps == STA_DEFAULT_NET_BETA_GBPS);
     assert_true(m.gamma_gbps == STA_DEFAULT_GAMMA_GBPS);
+    assert_true(m.wake_us == STA_DEFAULT_WAKE_US);
     for (int f = 0; f < STA_FIELD_COUNT; f++)
         assert_int_equal(m.source[f], STA_SRC_DEFAULT);
     assert_int_equal(sta_model_check(&m), STRATA_OK);
@@ -94,6 +95,7 @@ static void test_profile_good(void **state)
         "   net.beta_gbps=2.9   # measured with strata-netperf\r\n"
         "\tshm.alpha_us\t=\t0\n"            /* α = 0 is allowed */
         "gamma_gbps = 1.5e1\n"
+        "wake_us = 0\n"                     /* ω = 0 too */
         "   # indented comment\n");
     sta_model_t m;
 
@@ -104,6 +106,8 @@ static void test_profile_good(void **state)
     assert_true(m.net.beta_gbps == 2.9);
     assert_true(m.shm.alpha_us == 0.0);
     assert_true(m.gamma_gbps == 15.0);
+    assert_true(m.wake_us == 0.0);
+    assert_int_equal(m.source[STA_FIELD_WAKE], STA_SRC_PROFILE);
     assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);   /* not in the file */
     assert_int_equal(m.source[STA_FIELD_NET_ALPHA], STA_SRC_PROFILE);
     assert_int_equal(m.source[STA_FIELD_SHM_ALPHA], STA_SRC_PROFILE);
@@ -135,6 +139,7 @@ static void test_profile_bad(void **state)
     expect_bad("\nnet.beta_gbps = 2.5x\n", "2:", STRATA_ERR_INVALID);
     expect_bad("net.beta_gbps = 0\n", "1:", STRATA_ERR_INVALID);      /* β must be > 0 */
     expect_bad("shm.alpha_us = -1\n", "1:", STRATA_ERR_INVALID);      /* α must be >= 0 */
+    expect_bad("wake_us = -5\n", "1:", STRATA_ERR_INVALID);           /* ω likewise */
     expect_bad("gamma_gbps = inf\n", "1:", STRATA_ERR_INVALID);
     expect_bad("gamma_gbps = nan\n", "1:", STRATA_ERR_INVALID);
     expect_bad("gamma_gbps =\n", "1:", STRATA_ERR_INVALID);

@@ -63,21 +63,21 @@ static void test_example_crossover(void **state)
     assert_int_equal(sta_select_build(&model_m, &dims_4x1, STA_ALGO_AUTO, &t), STRATA_OK);
     /*
      * allreduce, with x = n/(1 GB/s) = n/1000 µs and y = n/γ = n/10^4 µs:
-     *   recursive     [20 + 2·n/10^4 + y] + [20 + 2·x + y]   = 40 + 0.0024·n
-     *                 (distance 1 stays in the node: two copies at β_s; distance 2 puts both
-     *                 ranks of a node on the one NIC: 2·x)
+     *   recursive     n/10^4 + [20 + 2·n/10^4 + y] + [20 + 2·x + y]   = 40 + 0.0025·n
+     *                 (the input into the output buffer; distance 1 stays in the node: two
+     *                 copies at β_s; distance 2 puts both ranks of a node on the one NIC: 2·x)
      *   hierarchical  [1 + n/10^4 + 1/2·y] + [40 + x + 1/2·y/2] + [1 + n/10^4]
      *                                                        = 42 + 0.001275·n
-     *   ring          120 + 1.5·x + 0.75·y = 120 + 0.001575·n  (never cheapest)
+     *   ring          120 + n/10^4 + 1.5·x + 0.75·y = 120 + 0.001675·n  (never cheapest)
      *   leader        42 + 1.2·x + 1.5·y   = 42 + 0.00135·n    (never cheapest)
-     * recursive = hierarchical at n = 2 / 0.001125 = 1777.78 B.
+     * recursive = hierarchical at n = 2 / 0.001225 = 1632.65 B.
      */
-    double cross = 2.0 / (0.0024 - 0.001275);
+    double cross = 2.0 / (0.0025 - 0.001275);
     assert_int_equal(t.nranges[STA_COLL_ALLREDUCE], 2);
     assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][0].algo, STA_ALGO_RECURSIVE);
     assert_int_equal(t.ranges[STA_COLL_ALLREDUCE][1].algo, STA_ALGO_HIERARCHICAL);
     size_t upper = t.ranges[STA_COLL_ALLREDUCE][0].upper;
-    assert_int_equal(upper, 1777);
+    assert_int_equal(upper, 1632);
     assert_true(fabs((double)upper - cross) <= 1.0);
     assert_true(cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, upper) <
                 cost(&t, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, upper));
@@ -87,8 +87,8 @@ static void test_example_crossover(void **state)
 
     /* Lookups at 0, on both sides of the boundary, and at the far end. */
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 0), STA_ALGO_RECURSIVE);
-    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1777), STA_ALGO_RECURSIVE);
-    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1778), STA_ALGO_HIERARCHICAL);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1632), STA_ALGO_RECURSIVE);
+    assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, 1633), STA_ALGO_HIERARCHICAL);
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, (size_t)1 << 40),
                      STA_ALGO_HIERARCHICAL);
     assert_int_equal(sta_select_lookup(&t, STA_COLL_ALLREDUCE, SIZE_MAX),
@@ -166,12 +166,16 @@ static void check_table(const sta_select_t *t)
 static void test_property_many_shapes(void **state)
 {
     static const sta_dims_t shapes[] = {
-        {1, 1, 1, 1, 0, 0}, {2, 1, 2, 1, 0, 0}, {2, 2, 1, 1, 0, 0}, {4, 2, 2, 1, 0, 0},
-        {4, 2, 2, 2, 0, 0}, {6, 3, 2, 1, 0, 0}, {8, 2, 4, 2, 0, 0}, {16, 4, 4, 4, 0, 0},
-        {12, 3, 4, 1, 0, 0}, {64, 8, 8, 2, 0, 0}, {5, 5, 1, 1, 0, 0}, {5, 2, 3, 1, 1, 0},
+        {1, 1, 1, 1, 0, 0, 0, 0}, {2, 1, 2, 1, 0, 0, 0, 0}, {2, 2, 1, 1, 0, 0, 0, 0},
+        {4, 2, 2, 1, 0, 0, 0, 0}, {4, 2, 2, 2, 0, 0, 0, 0}, {6, 3, 2, 1, 0, 0, 0, 0},
+        {8, 2, 4, 2, 0, 0, 0, 0}, {16, 4, 4, 4, 0, 0, 0, 0}, {12, 3, 4, 1, 0, 0, 0, 0},
+        {64, 8, 8, 2, 0, 0, 0, 0}, {5, 5, 1, 1, 0, 0, 0, 0}, {5, 2, 3, 1, 1, 0, 0, 0},
         /* the same with ranks known to be contiguous per node */
-        {4, 2, 2, 1, 0, 1}, {8, 2, 4, 2, 0, 1}, {16, 4, 4, 4, 0, 1}, {12, 3, 4, 1, 0, 1},
-        {6, 2, 3, 1, 0, 1}, {5, 2, 3, 1, 1, 1},
+        {4, 2, 2, 1, 0, 1, 0, 0}, {8, 2, 4, 2, 0, 1, 0, 0}, {16, 4, 4, 4, 0, 1, 0, 0},
+        {12, 3, 4, 1, 0, 1, 0, 0}, {6, 2, 3, 1, 0, 1, 0, 0}, {5, 2, 3, 1, 1, 1, 0, 0},
+        /* ranks outnumbering a host's cores (emulated nodes on one host), and not */
+        {4, 2, 2, 1, 0, 1, 4, 2}, {4, 4, 1, 1, 0, 1, 4, 2}, {8, 2, 4, 1, 0, 1, 8, 2},
+        {8, 2, 4, 1, 0, 1, 4, 8},
     };
     sta_model_t models[3];
     sta_select_t t;

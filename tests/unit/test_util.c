@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "plugin/plugin.h"
+#include "strata/strata.h"
+#include "util/build_info.h"
 #include "util/name_filter.h"
 #include "util/param.h"
 
@@ -135,6 +137,25 @@ static void test_status_names_and_translation(void **state)
     assert_int_equal(stp_status_to_nccl((strata_status_t)-999), ncclSystemError);
 }
 
+/* What make wrote into the build's configuration is what the library holds. */
+static void test_build_info(void **state)
+{
+    const stu_build_info_t *b = stu_build_info();
+    char names[128] = "";
+
+    for (int i = 0; i < stt_registry_count(); i++) {
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? " " : "",
+                 stt_registry_at(i)->name);
+    }
+    assert_string_equal(names, b->transports);
+    assert_string_equal(b->version, STRATA_VERSION_STRING);
+    assert_non_null(strstr(b->summary, b->transports));
+    assert_non_null(strstr(b->summary, b->sanitizers));
+#ifdef __SANITIZE_ADDRESS__
+    assert_non_null(strstr(b->sanitizers, "asan"));
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_params_documented),
         cmocka_unit_test(test_name_filter),
         cmocka_unit_test(test_status_names_and_translation),
+        cmocka_unit_test(test_build_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DOC_MAX_GIDS 256
 #define DOC_ROCE_MTU_MIN 4200      /* a netdev MTU that carries 4096-byte RoCE frames */
@@ -262,4 +263,56 @@ void stb_doc_check_memlock(stb_doc_t *doc, uint64_t soft_limit_bytes, int unlimi
         stb_doc_report(doc, STB_DOC_WARN, "memlock", "%llu KiB: RDMA registrations pin memory "
                        "and fail past this (`ulimit -l unlimited`, or memlock in "
                        "/etc/security/limits.conf)", (unsigned long long)(soft_limit_bytes >> 10));
+}
+
+/* 1 when the space-separated list holds word (case-insensitive, as STRATA_TRANSPORT is). */
+static int doc_has_word(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p != '\0'; p += strcspn(p, " ")) {
+        p += strspn(p, " ");
+        if (strncasecmp(p, word, n) == 0 && (p[n] == ' ' || p[n] == ':' || p[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+/* The package that brings a missing transport, from "ib:libibverbs-dev" words; 0 if none. */
+static int doc_missing_package(const char *missing, const char *name, char *pkg, size_t len)
+{
+    size_t n = strlen(name);
+    for (const char *p = missing; *p != '\0'; p += strcspn(p, " ")) {
+        p += strspn(p, " ");
+        if (strncasecmp(p, name, n) == 0 && p[n] == ':') {
+            snprintf(pkg, len, "%.*s", (int)strcspn(p + n + 1, " "), p + n + 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void stb_doc_check_build(stb_doc_t *doc, const stu_build_info_t *info, const char *transport_env,
+                         int rdma_ports)
+{
+    char pkg[64];
+    const char *want = transport_env;
+
+    stb_doc_report(doc, STB_DOC_INFO, "build", "%s", info->summary);
+    if (want != NULL && *want != '\0' && strcasecmp(want, "auto") != 0 &&
+        !doc_has_word(info->transports, want)) {
+        if (doc_missing_package(info->missing, want, pkg, sizeof(pkg)))
+            stb_doc_report(doc, STB_DOC_FAIL, "build", "STRATA_TRANSPORT=%s is not built in "
+                           "(built in: %s): install %s (scripts/setup-debian.sh), then run make "
+                           "again", want, info->transports, pkg);
+        else
+            stb_doc_report(doc, STB_DOC_FAIL, "build", "STRATA_TRANSPORT=%s names no transport "
+                           "(built in: %s)", want, info->transports);
+    }
+    if (rdma_ports > 0 && !doc_has_word(info->transports, "ib")) {
+        if (!doc_missing_package(info->missing, "ib", pkg, sizeof(pkg)))
+            snprintf(pkg, sizeof(pkg), "libibverbs-dev");
+        stb_doc_report(doc, STB_DOC_FAIL, "build", "%d RDMA port(s) are active but this build has "
+                       "no ib transport, so traffic goes over TCP: install %s "
+                       "(scripts/setup-debian.sh), then run make again", rdma_ports, pkg);
+    }
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util/build_info.h"
 #include "util/compiler.h"
 
 typedef enum stb_doc_level {
@@ -42,5 +43,14 @@ int stb_doc_check_rdma(stb_doc_t *doc, const char *sysroot);
 
 /* The memlock limit RDMA registration needs: unlimited or at least 1 GiB, else a warning. */
 void stb_doc_check_memlock(stb_doc_t *doc, uint64_t soft_limit_bytes, int unlimited);
+
+/*
+ * The build itself: its summary line (version, transports, sanitizers) as info, and a
+ * failure, with the package to install, when the host asks for what the build lacks:
+ * STRATA_TRANSPORT (transport_env, may be NULL) naming a transport not built in, or
+ * active RDMA ports (rdma_ports, from stb_doc_check_rdma) and no ib transport.
+ */
+void stb_doc_check_build(stb_doc_t *doc, const stu_build_info_t *info, const char *transport_env,
+                         int rdma_ports);
 
 #endif /* STB_DOCTOR_H */

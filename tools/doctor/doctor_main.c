@@ -5,7 +5,8 @@
  *   strata-doctor --write-profile FILE [--ranks N] [--nodes K]
  *
  * Reads the RDMA devices and ports from sysfs (state, link, rate, LID or RoCE v2 GID,
- * netdev MTU, uverbs node, GPU peer memory), the memlock limit, then loads the plugin as
+ * netdev MTU, uverbs node, GPU peer memory), what this build has (version, transports,
+ * sanitizers) against what the host asks, the memlock limit, then loads the plugin as
  * NCCL does and moves 1 MiB through it over a connection to itself on every device, checking
  * the bytes. One line per finding with what to do; exit status 0 when nothing failed, 1 when
  * something did, 2 for a bad command line. Between two hosts, strata-netperf's --listen /
@@ -209,7 +210,8 @@ int main(int argc, char **argv)
     if (o.write_profile != NULL)
         return stb_doc_profile_run("/proc/self/exe", o.write_profile, o.ranks, o.nodes);
     printf("# strata-doctor: the fabric as Strata sees it (sysfs %s)\n", o.sysroot);
-    stb_doc_check_rdma(&doc, o.sysroot);
+    int rdma_ports = stb_doc_check_rdma(&doc, o.sysroot);
+    stb_doc_check_build(&doc, stu_build_info(), getenv("STRATA_TRANSPORT"), rdma_ports);
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
         stb_doc_check_memlock(&doc, (uint64_t)rl.rlim_cur, rl.rlim_cur == RLIM_INFINITY);
     if (!o.no_plugin)

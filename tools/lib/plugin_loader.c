@@ -13,6 +13,7 @@
 #include "tools/lib/tool_util.h"
 /* The one bench file that speaks the NCCL ABI (like plugin/, it has to). */
 #include "nccl/net.h"
+#include "nccl/tuner.h"
 
 struct stb_plugin {
     void *dl;
@@ -240,4 +241,86 @@ void stb_plugin_close_listen(stb_plugin_t *plugin, void *lcomm)
 {
     if (lcomm != NULL)
         plugin_result(plugin->net->closeListen(lcomm), "closeListen");
+}
+
+struct stb_tuner {
+    void *dl;
+    int version;
+    const ncclTuner_v6_t *v6;     /* the table, read as v6 (v5 is its prefix) */
+    void *ctx;
+    int inited;
+};
+
+strata_status_t stb_tuner_open(const stb_plugin_t *plugin, int version, stb_tuner_t **tuner_p)
+{
+    char sym[32];
+    stb_tuner_t *t;
+
+    if (version != 5 && version != 6) {
+        stb_log_err("tuner version %d: only 5 and 6 are known", version);
+        return STRATA_ERR_INVALID;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    t->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(sym, sizeof(sym), "ncclTunerPlugin_v%d", version);
+    t->v6 = t->dl != NULL ? dlsym(t->dl, sym) : NULL;
+    if (t->v6 == NULL) {
+        stb_log_err("%s: no %s", plugin->path, sym);
+        if (t->dl != NULL)
+            dlclose(t->dl);
+        free(t);
+        return STRATA_ERR_NOT_FOUND;
+    }
+    t->version = version;
+    *tuner_p = t;
+    return STRATA_OK;
+}
+
+void stb_tuner_close(stb_tuner_t *t)
+{
+    if (t == NULL)
+        return;
+    if (t->inited)
+        plugin_result(t->v6->finalize(t->ctx), "tuner finalize");
+    dlclose(t->dl);
+    free(t);
+}
+
+const char *stb_tuner_name(const stb_tuner_t *t)
+{
+    return t->v6->name != NULL ? t->v6->name : "(unnamed)";
+}
+
+strata_status_t stb_tuner_init(stb_tuner_t *t, uint64_t comm_id, size_t nranks, size_t nnodes,
+                               int min_ppn, int max_ppn, void *constants, int *active_p)
+{
+    ncclNvlDomainInfo_v5_t nvl = {.nNvlDomains = (int)nnodes, .minRanksPerNvlDomain = min_ppn,
+                                  .maxRanksPerNvlDomain = max_ppn};
+    strata_status_t status = plugin_result(t->v6->init(&t->ctx, comm_id, nranks, nnodes,
+                                                       plugin_logger, &nvl, constants),
+                                           "tuner init");
+    t->inited = 1;       /* NCCL finalizes whatever init left, as here */
+    if (status == STRATA_OK)
+        *active_p = t->ctx != NULL;
+    return status;
+}
+
+strata_status_t stb_tuner_coll_info(stb_tuner_t *t, int func, size_t nbytes, int pipe_ops,
+                                    float *table, int reg_buff, int *nchannels_p)
+{
+    return plugin_result(t->v6->getCollInfo(t->ctx, (ncclFunc_t)func, nbytes, pipe_ops,
+                                            (float **)(void *)table, NCCL_NUM_ALGORITHMS,
+                                            NCCL_NUM_PROTOCOLS, reg_buff, nchannels_p),
+                         "tuner getCollInfo");
+}
+
+strata_status_t stb_tuner_chunk(stb_tuner_t *t, int func, size_t nbytes, int algo, int proto,
+                                int nchannels, size_t *chunk_p)
+{
+    if (t->version < 6 || t->v6->getChunkSize == NULL)
+        return STRATA_OK;
+    return plugin_result(t->v6->getChunkSize(t->ctx, (ncclFunc_t)func, nbytes, algo, proto,
+                                             nchannels, chunk_p), "tuner getChunkSize");
 }

@@ -85,4 +85,31 @@ void stb_plugin_close_send(stb_plugin_t *plugin, void *scomm);
 void stb_plugin_close_recv(stb_plugin_t *plugin, void *rcomm);
 void stb_plugin_close_listen(stb_plugin_t *plugin, void *lcomm);
 
+/*
+ * The tuner in the same library, as NCCL finds it when no tuner library is named: the net
+ * plugin's file opened again (the same loaded image, so it shares the net's state) and
+ * ncclTunerPlugin_v<version> looked up (5 or 6). Open it after stb_plugin_open (whose init
+ * made the net context a Strata tuner looks for) and close it before stb_plugin_close.
+ */
+typedef struct stb_tuner stb_tuner_t;
+
+strata_status_t stb_tuner_open(const stb_plugin_t *plugin, int version, stb_tuner_t **tuner_p);
+/* finalize (if init ran) and dlclose. NULL is a no-op. */
+void stb_tuner_close(stb_tuner_t *tuner);
+const char *stb_tuner_name(const stb_tuner_t *tuner);
+
+/*
+ * init(&ctx, comm_id, nranks, nnodes, logger, {nnodes, min_ppn, max_ppn}, constants), as
+ * NCCL calls it; constants is an ncclTunerConstants_v5_t (tools/lib/nccl_model.h), in and
+ * out. *active_p = 0 when the tuner opted out with a NULL context.
+ */
+strata_status_t stb_tuner_init(stb_tuner_t *tuner, uint64_t comm_id, size_t nranks, size_t nnodes,
+                               int min_ppn, int max_ppn, void *constants, int *active_p);
+/* getCollInfo on table, NCCL's float[7][3] (passed cast to float**, as NCCL does). */
+strata_status_t stb_tuner_coll_info(stb_tuner_t *tuner, int func, size_t nbytes, int pipe_ops,
+                                    float *table, int reg_buff, int *nchannels_p);
+/* v6's getChunkSize; a v5 tuner, or a v6 one without it, leaves *chunk_p. */
+strata_status_t stb_tuner_chunk(stb_tuner_t *tuner, int func, size_t nbytes, int algo, int proto,
+                                int nchannels, size_t *chunk_p);
+
 #endif /* STB_PLUGIN_H */

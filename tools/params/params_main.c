@@ -1,12 +1,14 @@
 /*
  * strata-params: prints every STRATA_* variable with its default, its current
  * value, what it accepts and its help text, from the one parameter table
- * (util/param_table.c); secrets are never shown. --markdown prints the
- * README's table. Exits 1 when a variable set in the environment is bad.
+ * (util/param_table.c); secrets are never shown. The first line says what this
+ * build has (version, transports, sanitizers). --markdown prints the README's
+ * table. Exits 1 when a variable set in the environment is bad.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "util/build_info.h"
 #include "util/param.h"
 
 int main(int argc, char **argv)
@@ -19,6 +21,8 @@ int main(int argc, char **argv)
     }
     if (markdown)
         printf("| variable | default | accepts | meaning |\n|---|---|---|---|\n");
+    else
+        printf("# %s\n", stu_build_info()->summary);
     for (int i = 0; i < STU_PARAM_COUNT; i++) {
         const stu_param_def_t *d = stu_param_def((stu_param_id_t)i);
         char range[128];

@@ -5,7 +5,8 @@
  *
  * prints the tiers (α, β, crossover n* = α·β), the selection table Strata would build
  * for that shape, and per size every selectable algorithm's predicted time, the choice,
- * and the algbw/busbw nccl-tests would report for it. Nothing runs on a network; the
+ * and the algbw/busbw nccl-tests would report for it. `strata-plan nccl ...` shows instead
+ * what the plugin's NCCL tuner hands NCCL (tools/plan/plan_nccl.h). Nothing runs on a network; the
  * figures are the model's, and docs/benchmarks.md says how far they held where measured.
  *
  *   strata-plan train --params 70B --layers 80 --hidden 8192 --nodes 16 --tp 8 --pp 4 ...
@@ -18,6 +19,7 @@
 
 #include "algos/profile.h"
 #include "algos/select.h"
+#include "tools/plan/plan_nccl.h"
 #include "tools/plan/plan_table.h"
 #include "tools/plan/plan_train_cli.h"
 #include "util/log.h"
@@ -93,6 +95,8 @@ int main(int argc, char **argv)
     stu_log_init();
     if (argc > 1 && strcmp(argv[1], "train") == 0)
         return stb_train_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "nccl") == 0)
+        return stb_plan_nccl_main(argc - 1, argv + 1);   /* tools/plan/plan_nccl.h */
     if (stb_plan_opts_parse(argc, argv, &o, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-plan: %s\n", err);
         return 2;
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
         fputs(stb_plan_usage(), stdout);
         fputs("strata-plan train [options]: what a training step costs per parallel axis "
               "(strata-plan train -h)\n", stdout);
+        fputs("strata-plan nccl [options]: the table Strata's NCCL tuner hands NCCL, and "
+              "NCCL's picks (strata-plan nccl -h)\n", stdout);
         return 0;
     }
     if (sta_model_load(&model) != STRATA_OK)
@@ -123,6 +129,9 @@ int main(int argc, char **argv)
     print_tier(&o, "net", &model.net, &model, STA_FIELD_NET_ALPHA, STA_FIELD_NET_BETA);
     printf("# gamma    : %.3f GB/s (%s)\n", model.gamma_gbps,
            source_of(&o, &model, STA_FIELD_GAMMA));
+    printf("# wake-up  : %.3f us (%s), paid per wait: %d rank(s) on a host of %d core(s)%s\n",
+           model.wake_us, source_of(&o, &model, STA_FIELD_WAKE), o.host_ranks, o.host_cores,
+           o.host_cores > 0 ? "" : " (unknown: never)");
     for (int c = 0; c < STA_COLL_COUNT; c++)
         if (o.all_colls || (sta_coll_t)c == o.coll)
             print_ranges(&table, (sta_coll_t)c);

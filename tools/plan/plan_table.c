@@ -15,7 +15,7 @@
 static const char *const field_flags[STA_FIELD_COUNT] = {
     [STA_FIELD_SHM_ALPHA] = "--shm-alpha", [STA_FIELD_SHM_BETA] = "--shm-beta",
     [STA_FIELD_NET_ALPHA] = "--net-alpha", [STA_FIELD_NET_BETA] = "--net-beta",
-    [STA_FIELD_GAMMA] = "--gamma",
+    [STA_FIELD_GAMMA] = "--gamma", [STA_FIELD_WAKE] = "--wake",
 };
 
 void stb_plan_opts_default(stb_plan_opts_t *opts)
@@ -48,6 +48,8 @@ const char *stb_plan_usage(void)
            "  --shm-alpha US --shm-beta GBPS    the intra-node tier (NVLink, shared memory)\n"
            "  --net-alpha US --net-beta GBPS    the inter-node tier, per NIC\n"
            "  --gamma GBPS        reduction rate\n"
+           "  --wake US           waking a blocked rank, paid where ranks outnumber cores\n"
+           "  --host-ranks N --host-cores C   ranks sharing a host's cores, and its cores\n"
            "Values not given come from the profile, then STRATA_* variables, then the defaults.\n";
 }
 
@@ -139,6 +141,12 @@ static int parse_one(int argc, char *const argv[], int *i, stb_plan_opts_t *o, c
         return v != NULL && parse_int(v, 1, STB_PLAN_MAX_PER_NODE, &o->rails)
                    ? 1 : fail(err, errlen, arg, "a rail count from 1 to 1024");
     }
+    if (opt_is(arg, NULL, "--host-ranks", &len) || opt_is(arg, NULL, "--host-cores", &len)) {
+        int *dst = arg[7] == 'r' ? &o->host_ranks : &o->host_cores;
+        v = opt_value(argc, argv, i, arg, len);
+        return v != NULL && parse_int(v, 0, 1 << 20, dst)
+                   ? 1 : fail(err, errlen, arg, "a count from 0 (unknown) to 1048576");
+    }
     if (opt_is(arg, NULL, "--coll", &len)) {
         v = opt_value(argc, argv, i, arg, len);
         if (v != NULL && strcmp(v, "all") == 0) {
@@ -165,7 +173,8 @@ static int parse_one(int argc, char *const argv[], int *i, stb_plan_opts_t *o, c
     }
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         if (opt_is(arg, NULL, field_flags[f], &len)) {
-            int positive = f != STA_FIELD_SHM_ALPHA && f != STA_FIELD_NET_ALPHA;
+            int positive = f != STA_FIELD_SHM_ALPHA && f != STA_FIELD_NET_ALPHA &&
+                           f != STA_FIELD_WAKE;
             v = opt_value(argc, argv, i, arg, len);
             return v != NULL && parse_double(v, positive, &o->value[f])
                        ? 1 : fail(err, errlen, arg, "a finite number (alpha >= 0 us, beta and"
@@ -199,7 +208,8 @@ sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts)
 {
     sta_dims_t d = {.nranks = opts->nodes * opts->per_node, .nnodes = opts->nodes,
                     .local_size = opts->per_node, .nrails = opts->rails,
-                    .contiguous = !opts->interleaved};
+                    .contiguous = !opts->interleaved, .host_ranks = opts->host_ranks,
+                    .host_cores = opts->host_cores};
     return d;
 }
 
@@ -208,7 +218,7 @@ void stb_plan_model_apply(const stb_plan_opts_t *opts, sta_model_t *model)
     double *field[STA_FIELD_COUNT] = {
         [STA_FIELD_SHM_ALPHA] = &model->shm.alpha_us, [STA_FIELD_SHM_BETA] = &model->shm.beta_gbps,
         [STA_FIELD_NET_ALPHA] = &model->net.alpha_us, [STA_FIELD_NET_BETA] = &model->net.beta_gbps,
-        [STA_FIELD_GAMMA] = &model->gamma_gbps,
+        [STA_FIELD_GAMMA] = &model->gamma_gbps, [STA_FIELD_WAKE] = &model->wake_us,
     };
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         if (opts->value[f] >= 0.0) {

@@ -225,6 +225,8 @@ strata_status_t loop_test(stt_req_t *base, int *done, size_t *sizes)
 void loop_comm_close(stt_comm_t *base)
 {
     loop_comm_t *comm = (loop_comm_t *)base;
+    if (comm == NULL)
+        return;   /* closing nothing is fine (the contract) */
     loop_channel_t *chan = comm->chan;
 
     pthread_mutex_lock(&chan->lock);

@@ -241,6 +241,8 @@ static void loop_close_listen(stt_listen_t *base)
 {
     loop_listen_t *l = (loop_listen_t *)base;
 
+    if (l == NULL)
+        return;   /* closing nothing is fine (the contract) */
     pthread_mutex_lock(&loop_lock);
     for (loop_listen_t **pp = &loop_listeners; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == l) {
