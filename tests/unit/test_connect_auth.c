@@ -61,7 +61,7 @@ static void rank_init(rank_ctx_t *r, int rank)
     r->comm.dev = 0;
     memcpy(r->comm.boot.key, key, sizeof(key));
     memcpy(r->comm.boot.session, session, sizeof(session));
-    assert_int_equal(stt_loop_ops.listen(0, handles + rank * STT_HANDLE_SIZE, &r->comm.listen),
+    assert_int_equal(stt_listen(&stt_loop_ops, 0, handles + rank * STT_HANDLE_SIZE, &r->comm.listen),
                      STRATA_OK);
 }
 
@@ -103,7 +103,7 @@ static void *stranger_main(void *arg)
     if (s->kind == S_WRONG_MAGIC)
         stu_le_put32(msg, 0x44495453u);                          /* protocol 1's "STID" */
     while (s->send == NULL) {
-        if (stt_loop_ops.connect(0, s->handle, &cfg, &s->send) != STRATA_OK)
+        if (stt_connect(&stt_loop_ops, 0, s->handle, &cfg, &s->send) != STRATA_OK)
             return NULL;
         pthread_mutex_lock(&lock);
         s->queued = 1;
@@ -154,8 +154,8 @@ static void test_strangers_with_a_handle_are_dropped(void **state)
     static stranger_t s[NSTRANGERS];
     int ndev = 0;
 
-    assert_int_equal(stt_loop_ops.init(), STRATA_OK);
-    assert_int_equal(stt_loop_ops.devices(&ndev), STRATA_OK);
+    assert_int_equal(stt_init(&stt_loop_ops), STRATA_OK);
+    assert_int_equal(stt_devices(&stt_loop_ops, &ndev), STRATA_OK);
     for (size_t i = 0; i < sizeof(key); i++)
         key[i] = (uint8_t)(i * 7 + 1);
     for (size_t i = 0; i < sizeof(session); i++)
@@ -195,7 +195,7 @@ static void test_strangers_with_a_handle_are_dropped(void **state)
         stt_close_listen(r[i].comm.listen);
         free(r[i].comm.ctx.peers);
     }
-    stt_loop_ops.fini();
+    stt_fini(&stt_loop_ops);
 }
 
 int main(void)
