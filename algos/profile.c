@@ -251,8 +251,8 @@ strata_status_t sta_profile_read(const char *path, sta_model_t *model)
 {
     char *text;
     size_t len;
-    strata_status_t status = stu_file_read(path, STA_PROFILE_MAX_BYTES, 0, "STRATA_PROFILE",
-                                           &text, &len);
+    strata_status_t status =
+        stu_file_read(path, STA_PROFILE_MAX_BYTES, 0, "STRATA_PROFILE", &text, &len);
     if (status != STRATA_OK)
         return status;
     status = sta_profile_parse(text, len, path, model);

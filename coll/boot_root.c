@@ -31,11 +31,11 @@
 
 /* Why a connection was closed before it joined, for the closing summary. */
 enum {
-    ROOT_DROP_SILENT,        /* no complete hello within STC_BOOT_AUTH_NS */
-    ROOT_DROP_CLOSED,        /* closed or reset by the peer */
-    ROOT_DROP_FOREIGN,       /* not a hello of this protocol version */
-    ROOT_DROP_BAD_MAC,       /* did not prove the job key */
-    ROOT_DROP_REFUSED,       /* this job's key, refused (rank count, range, duplicate) */
+    ROOT_DROP_SILENT,  /* no complete hello within STC_BOOT_AUTH_NS */
+    ROOT_DROP_CLOSED,  /* closed or reset by the peer */
+    ROOT_DROP_FOREIGN, /* not a hello of this protocol version */
+    ROOT_DROP_BAD_MAC, /* did not prove the job key */
+    ROOT_DROP_REFUSED, /* this job's key, refused (rank count, range, duplicate) */
     ROOT_DROP_COUNT
 };
 
@@ -90,7 +90,8 @@ static void root_summary(const root_t *r)
         return;
     STU_WARN("bootstrap: closed %u connection(s) that did not join: %u silent past %llu ms, %u "
              "closed by the peer, %u not a Strata rendezvous, %u without the job secret, %u "
-             "refused ranks", total, r->drops[ROOT_DROP_SILENT],
+             "refused ranks",
+             total, r->drops[ROOT_DROP_SILENT],
              (unsigned long long)(STC_BOOT_AUTH_NS / 1000000), r->drops[ROOT_DROP_CLOSED],
              r->drops[ROOT_DROP_FOREIGN], r->drops[ROOT_DROP_BAD_MAC],
              r->drops[ROOT_DROP_REFUSED]);
@@ -107,7 +108,8 @@ static void root_warn_missing(const stc_boot_t *boot)
             continue;
         missing++;
         if (used + 16 < sizeof(list))
-            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? "," : "", i);
+            used +=
+                (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? "," : "", i);
     }
     STU_WARN("bootstrap: %d of %d ranks never arrived: %s%s", missing, boot->nranks, list,
              used + 16 >= sizeof(list) ? ",..." : "");
@@ -179,8 +181,8 @@ static void root_judge(root_t *r, int i)
         return;
     }
     stc_boot_welcome_encode(boot->key, p->hello, &w, out);
-    strata_status_t status = stu_sock_send_all(p->fd, out, sizeof(out),
-                                               stu_time_ns() + STC_BOOT_AUTH_NS);
+    strata_status_t status =
+        stu_sock_send_all(p->fd, out, sizeof(out), stu_time_ns() + STC_BOOT_AUTH_NS);
     if (w.verdict != STC_BOOT_OK) {
         STU_WARN("bootstrap: refused rank %d (of %d) from %s: %s; this job has %d ranks",
                  h.rank, h.nranks, p->peer, stc_boot_verdict_str(w.verdict), boot->nranks);
@@ -188,7 +190,7 @@ static void root_judge(root_t *r, int i)
         return;
     }
     if (status != STRATA_OK) {
-        root_drop(r, i, ROOT_DROP_CLOSED, NULL);   /* the rank connects again */
+        root_drop(r, i, ROOT_DROP_CLOSED, NULL); /* the rank connects again */
         return;
     }
     boot->fds[h.rank] = p->fd;
@@ -294,7 +296,7 @@ strata_status_t stc_boot_root_accept(stc_boot_t *boot, int lfd)
         status = root_loop(r, stu_time_ns() + boot->timeout_ns);
     }
     for (int i = 0; i < r->npend; i++)
-        close(r->pend[i].fd);   /* still pending when the join ended: never a rank */
+        close(r->pend[i].fd); /* still pending when the join ended: never a rank */
     root_summary(r);
     close(lfd);
     free(r);

@@ -75,7 +75,8 @@ void stc_boot_challenge_encode(const uint8_t nonce[STC_BOOT_NONCE_BYTES], uint8_
     memcpy(buf + 8, nonce, STC_BOOT_NONCE_BYTES);
 }
 
-strata_status_t stc_boot_challenge_decode(const uint8_t *buf, uint8_t nonce[STC_BOOT_NONCE_BYTES],
+strata_status_t stc_boot_challenge_decode(const uint8_t *buf,
+                                          uint8_t nonce[STC_BOOT_NONCE_BYTES],
                                           const char **why_p)
 {
     strata_status_t status = boot_head_check(buf, STC_BOOT_CHALLENGE_MAGIC,
@@ -104,9 +105,9 @@ strata_status_t stc_boot_hello_check(const uint8_t key[STC_BOOT_KEY_BYTES],
     stc_boot_hello_t h;
     int authentic = 0;
 
-    strata_status_t status = boot_open(key, boot_label_hello, challenge,
-                                       STC_BOOT_CHALLENGE_BYTES, buf, STC_BOOT_HELLO_MAGIC,
-                                       "not a Strata rendezvous hello", &authentic, why_p);
+    strata_status_t status =
+        boot_open(key, boot_label_hello, challenge, STC_BOOT_CHALLENGE_BYTES, buf,
+                  STC_BOOT_HELLO_MAGIC, "not a Strata rendezvous hello", &authentic, why_p);
     if (status != STRATA_OK)
         return status;
     if (!authentic) {
@@ -148,9 +149,9 @@ strata_status_t stc_boot_welcome_check(const uint8_t key[STC_BOOT_KEY_BYTES],
     stc_boot_welcome_t w;
     int authentic = 0;
 
-    strata_status_t status = boot_open(key, boot_label_welcome, hello_buf, STC_BOOT_HELLO_BYTES,
-                                       buf, STC_BOOT_WELCOME_MAGIC,
-                                       "not a Strata rendezvous welcome", &authentic, why_p);
+    strata_status_t status =
+        boot_open(key, boot_label_welcome, hello_buf, STC_BOOT_HELLO_BYTES, buf,
+                  STC_BOOT_WELCOME_MAGIC, "not a Strata rendezvous welcome", &authentic, why_p);
     if (status != STRATA_OK)
         return status;
     w.verdict = stu_le_get32(buf + 8);
@@ -170,8 +171,8 @@ strata_status_t stc_boot_welcome_check(const uint8_t key[STC_BOOT_KEY_BYTES],
 }
 
 void stc_boot_token_make(const uint8_t key[STC_BOOT_KEY_BYTES],
-                        const uint8_t session[STC_BOOT_NONCE_BYTES], int from, int to,
-                        uint8_t out[STC_BOOT_MAC_BYTES])
+                         const uint8_t session[STC_BOOT_NONCE_BYTES], int from, int to,
+                         uint8_t out[STC_BOOT_MAC_BYTES])
 {
     uint8_t ids[8];
     stu_le_put32(ids, (uint32_t)from);

@@ -37,11 +37,11 @@
 #include "util/hmac.h"
 
 #define STC_BOOT_VERSION 2
-#define STC_BOOT_CHALLENGE_MAGIC 0x43425453u   /* "STBC" as bytes on the wire */
-#define STC_BOOT_HELLO_MAGIC 0x48425453u       /* "STBH" */
-#define STC_BOOT_WELCOME_MAGIC 0x57425453u     /* "STBW" */
+#define STC_BOOT_CHALLENGE_MAGIC 0x43425453u /* "STBC" as bytes on the wire */
+#define STC_BOOT_HELLO_MAGIC 0x48425453u     /* "STBH" */
+#define STC_BOOT_WELCOME_MAGIC 0x57425453u   /* "STBW" */
 
-#define STC_BOOT_NONCE_BYTES 16                /* 128 bits: never repeats in practice */
+#define STC_BOOT_NONCE_BYTES 16 /* 128 bits: never repeats in practice */
 #define STC_BOOT_MAC_BYTES STU_SHA256_BYTES
 #define STC_BOOT_CHALLENGE_BYTES 24
 #define STC_BOOT_HELLO_BYTES 64
@@ -51,10 +51,10 @@
 /* The root's verdict on a hello, carried in the WELCOME. */
 typedef enum stc_boot_verdict {
     STC_BOOT_OK = 0,
-    STC_BOOT_BAD_MAC = 1,       /* not this job's key: a stranger, or a different secret */
-    STC_BOOT_BAD_NRANKS = 2,    /* this job's key, another rank count */
-    STC_BOOT_BAD_RANK = 3,      /* rank outside 1..nranks-1 */
-    STC_BOOT_DUPLICATE = 4,     /* the rank has joined already */
+    STC_BOOT_BAD_MAC = 1,    /* not this job's key: a stranger, or a different secret */
+    STC_BOOT_BAD_NRANKS = 2, /* this job's key, another rank count */
+    STC_BOOT_BAD_RANK = 3,   /* rank outside 1..nranks-1 */
+    STC_BOOT_DUPLICATE = 4,  /* the rank has joined already */
     STC_BOOT_VERDICT_COUNT
 } stc_boot_verdict_t;
 
@@ -75,7 +75,8 @@ const char *stc_boot_verdict_str(uint32_t verdict);
 
 void stc_boot_challenge_encode(const uint8_t nonce[STC_BOOT_NONCE_BYTES], uint8_t *buf);
 /* STRATA_ERR_REMOTE with *why_p on a bad magic or version; *nonce written on success. */
-strata_status_t stc_boot_challenge_decode(const uint8_t *buf, uint8_t nonce[STC_BOOT_NONCE_BYTES],
+strata_status_t stc_boot_challenge_decode(const uint8_t *buf,
+                                          uint8_t nonce[STC_BOOT_NONCE_BYTES],
                                           const char **why_p);
 
 /* A HELLO answering challenge (STC_BOOT_CHALLENGE_BYTES), signed with key. */
@@ -111,7 +112,7 @@ strata_status_t stc_boot_welcome_check(const uint8_t key[STC_BOOT_KEY_BYTES],
 
 /* The token rank `from` presents on its data connection to rank `to`. */
 void stc_boot_token_make(const uint8_t key[STC_BOOT_KEY_BYTES],
-                        const uint8_t session[STC_BOOT_NONCE_BYTES], int from, int to,
-                        uint8_t out[STC_BOOT_MAC_BYTES]);
+                         const uint8_t session[STC_BOOT_NONCE_BYTES], int from, int to,
+                         uint8_t out[STC_BOOT_MAC_BYTES]);
 
 #endif /* STC_BOOT_WIRE_H */

@@ -40,7 +40,8 @@ static strata_status_t boot_refused(const stc_boot_t *boot, const char *root_add
     case STC_BOOT_BAD_MAC:
         STU_WARN("bootstrap: rank 0 at %s refused rank %d's job secret: every rank must hold "
                  "the same one (STRATA_JOB_SECRET_FILE, STRATA_JOB_SECRET or strata-run's; "
-                 "docs/reliability.md)", root_addr, boot->rank);
+                 "docs/reliability.md)",
+                 root_addr, boot->rank);
         return STRATA_ERR_AUTH;
     case STC_BOOT_BAD_NRANKS:
         STU_WARN("bootstrap: rank 0 at %s runs a job of %d ranks; rank %d was started with %d",
@@ -90,7 +91,7 @@ static strata_status_t boot_join_once(stc_boot_t *boot, const stu_addr_t *addr,
     if (status == STRATA_OK)
         status = stu_sock_recv_all(fd, welcome, sizeof(welcome), deadline);
     if (status == STRATA_ERR_REMOTE) {
-        close(fd);             /* closed unanswered: rank 0 was busy, or this rank too slow */
+        close(fd); /* closed unanswered: rank 0 was busy, or this rank too slow */
         return STRATA_INPROGRESS;
     }
     if (status == STRATA_OK &&
@@ -109,7 +110,8 @@ static strata_status_t boot_join_once(stc_boot_t *boot, const stu_addr_t *addr,
     return STRATA_OK;
 }
 
-static strata_status_t boot_join(stc_boot_t *boot, const stu_addr_t *addr, const char *root_addr)
+static strata_status_t boot_join(stc_boot_t *boot, const stu_addr_t *addr,
+                                 const char *root_addr)
 {
     uint64_t deadline = boot_deadline(boot);
     int attempts = 0;
@@ -120,11 +122,14 @@ static strata_status_t boot_join(stc_boot_t *boot, const stu_addr_t *addr, const
         if (status != STRATA_INPROGRESS) {
             if (status != STRATA_OK)
                 STU_WARN("bootstrap: rank %d could not join the root at %s after %d attempt(s) "
-                         "(%s)", boot->rank, root_addr, attempts, strata_status_str(status));
+                         "(%s)",
+                         boot->rank, root_addr, attempts, strata_status_str(status));
             return status;
         }
-        STU_INFO(STU_LOG_INIT, "bootstrap: rank 0 at %s closed rank %d's connection before "
-                 "answering; joining again", root_addr, boot->rank);
+        STU_INFO(STU_LOG_INIT,
+                 "bootstrap: rank 0 at %s closed rank %d's connection before "
+                 "answering; joining again",
+                 root_addr, boot->rank);
         if (stu_time_ns() + BOOT_RETRY_NS >= deadline) {
             STU_WARN("bootstrap: rank %d could not join the root at %s before the timeout",
                      boot->rank, root_addr);
@@ -171,7 +176,8 @@ strata_status_t stc_boot_init(stc_boot_t *boot, const char *root_addr, int root_
     }
     if (root_fd < 0 && (status = stu_addr_parse(root_addr, &addr)) != STRATA_OK) {
         STU_WARN("bootstrap: the root address '%s' (STRATA_ROOT_ADDR, or MASTER_ADDR and "
-                 "MASTER_PORT) is not host:port", root_addr);
+                 "MASTER_PORT) is not host:port",
+                 root_addr);
         goto err_fds;
     }
     if (rank == 0) {

@@ -38,8 +38,8 @@ typedef struct stc_boot {
     int nranks;
     int *fds;             /* rank 0: one per rank (fds[0] unused); others: fds[0] = root */
     uint64_t timeout_ns;
-    uint8_t key[STC_BOOT_KEY_BYTES];          /* the job key (coll/secret.h) */
-    uint8_t session[STC_BOOT_NONCE_BYTES];    /* rank 0's, random per communicator */
+    uint8_t key[STC_BOOT_KEY_BYTES];       /* the job key (coll/secret.h) */
+    uint8_t session[STC_BOOT_NONCE_BYTES]; /* rank 0's, random per communicator */
 } stc_boot_t;
 
 /*

@@ -33,14 +33,14 @@ typedef struct rank_info {
     char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
-    int32_t ncpu;          /* cores online on this rank's host */
+    int32_t ncpu; /* cores online on this rank's host */
 } rank_info_t;
 
 /* What each rank says after making (local rank 0) or not making its node's segment. */
 typedef struct shm_info {
     int32_t status;
     int32_t pid;
-    int32_t fd;            /* local rank 0: its descriptor of the segment; others -1 */
+    int32_t fd; /* local rank 0: its descriptor of the segment; others -1 */
 } shm_info_t;
 
 void strata_comm_config_init(strata_comm_config_t *config)
@@ -193,7 +193,7 @@ static strata_status_t comm_shm(strata_comm_t *comm)
     }
     free(all);
     status = comm_agree(comm, status);
-    stu_shm_release(&comm->shm);   /* everyone mapped it or failed */
+    stu_shm_release(&comm->shm); /* everyone mapped it or failed */
     if (status == STRATA_OK)
         status = sta_node_open(comm->shm.base, comm->shm.size, ctx->local_rank, ctx->local_size,
                                &ctx->node_tier);
@@ -406,9 +406,9 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     }
 
     stc_job_key_t key;
-    status = stc_job_key_load(config->job_secret, config->job_secret_len,
-                              launch.single_host || comm_root_is_local(launch.root_addr, root_fd),
-                              &key);
+    status = stc_job_key_load(
+        config->job_secret, config->job_secret_len,
+        launch.single_host || comm_root_is_local(launch.root_addr, root_fd), &key);
     if (status != STRATA_OK) {
         if (root_fd >= 0)
             close(root_fd);
@@ -428,8 +428,8 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
                                                 : stu_param_int(STU_PARAM_TIMEOUT);
     ctx->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
 
-    status = stc_boot_init(&comm->boot, launch.root_addr, root_fd, ctx->rank,
-                           ctx->nranks, ctx->timeout_ns, key.key);
+    status = stc_boot_init(&comm->boot, launch.root_addr, root_fd, ctx->rank, ctx->nranks,
+                           ctx->timeout_ns, key.key);
     stu_secure_zero(&key, sizeof(key));
     if (status != STRATA_OK) {
         sta_ctx_fail(ctx, status, "rendezvous at '%s' failed", launch.root_addr);

@@ -23,7 +23,7 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define CONNECT_IDENT_MAGIC 0x32495453u    /* "STI2" as bytes on the wire */
+#define CONNECT_IDENT_MAGIC 0x32495453u /* "STI2" as bytes on the wire */
 #define CONNECT_IDENT_BYTES (8 + STC_BOOT_MAC_BYTES)
 /* Unidentified connections held beyond the expected peers: strangers cannot take them all. */
 #define CONNECT_PENDING_EXTRA 16
@@ -98,7 +98,7 @@ int stc_peer_set(const strata_comm_t *comm, int me, int *peers, int max)
 }
 
 typedef struct pending_recv {
-    stt_comm_t *comm;                  /* NULL: a free slot */
+    stt_comm_t *comm; /* NULL: a free slot */
     stt_req_t *req;
     uint64_t since;
     ident_t msg;
@@ -108,7 +108,7 @@ typedef struct pending_recv {
 typedef struct recv_side {
     pending_recv_t *slots;
     int nslots;
-    int done;                          /* identified connections */
+    int done; /* identified connections */
     int rejected;
 } recv_side_t;
 
@@ -200,7 +200,7 @@ static void recv_drop(recv_side_t *rs, pending_recv_t *r, const char *why)
     if (why != NULL && rs->rejected++ < CONNECT_WARN_MAX)
         STU_WARN("connect: closed an incoming connection: %s%s", why,
                  rs->rejected == CONNECT_WARN_MAX ? " (further ones are only counted)" : "");
-    stt_close_recv(r->comm);     /* releases a request still posted on it */
+    stt_close_recv(r->comm); /* releases a request still posted on it */
     memset(r, 0, sizeof(*r));
 }
 
@@ -243,9 +243,10 @@ static strata_status_t recv_progress(strata_comm_t *comm, recv_side_t *rs, pendi
     int d = 0;
     size_t got = 0;
     if ((status = stt_test(r->req, &d, &got)) != STRATA_OK) {
-        r->req = NULL;               /* released by the failed test */
-        recv_drop(rs, r, status == STRATA_ERR_TRUNCATED ? "its first message is too long"
-                                                        : "it failed before its greeting");
+        r->req = NULL; /* released by the failed test */
+        recv_drop(rs, r,
+                  status == STRATA_ERR_TRUNCATED ? "its first message is too long"
+                                                 : "it failed before its greeting");
         return STRATA_OK;
     }
     if (!d)
@@ -314,15 +315,15 @@ strata_status_t stc_connect_peers(strata_comm_t *comm, const char *handles)
         if (status != STRATA_OK || (sends_done == npeers && rs.done == npeers))
             break;
         if (sta_backoff_step(&b) != STRATA_OK) {
-            status = sta_ctx_fail(&comm->ctx, STRATA_ERR_TIMEOUT, "connections to %d peers: "
-                                  "%d outgoing and %d incoming ready at the timeout", npeers,
-                                  sends_done, rs.done);
+            status = sta_ctx_fail(&comm->ctx, STRATA_ERR_TIMEOUT,
+                                  "connections to %d peers: "
+                                  "%d outgoing and %d incoming ready at the timeout",
+                                  npeers, sends_done, rs.done);
             break;
         }
     }
     if (rs.rejected > CONNECT_WARN_MAX)
-        STU_WARN("connect: closed %d incoming connections that were not a peer's",
-                 rs.rejected);
+        STU_WARN("connect: closed %d incoming connections that were not a peer's", rs.rejected);
     /* Accepted connections never identified are closed here; identified ones belong to ctx. */
     for (int i = 0; i < rs.nslots; i++)
         if (rs.slots[i].comm != NULL)

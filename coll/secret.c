@@ -17,7 +17,7 @@
 #include "util/param.h"
 
 #define SECRET_LABEL "strata job key 1"
-#define SECRET_RANDOM_BYTES 32        /* a made secret: 256 random bits, written as hex */
+#define SECRET_RANDOM_BYTES 32 /* a made secret: 256 random bits, written as hex */
 #define SECRET_DIR_LEN 512
 #define SECRET_PATH_LEN (SECRET_DIR_LEN + 32)
 
@@ -32,12 +32,14 @@ void stc_job_key_derive(const void *secret, size_t len, uint8_t key[STC_BOOT_KEY
 static strata_status_t secret_take(const char *bytes, size_t len, int trim, const char *source,
                                    stc_job_key_t *out)
 {
-    while (trim && len > 0 && (bytes[len - 1] == '\n' || bytes[len - 1] == '\r' ||
-                               bytes[len - 1] == ' ' || bytes[len - 1] == '\t'))
+    while (trim && len > 0 &&
+           (bytes[len - 1] == '\n' || bytes[len - 1] == '\r' || bytes[len - 1] == ' ' ||
+            bytes[len - 1] == '\t'))
         len--;
     if (len < STC_SECRET_MIN || len > STC_SECRET_MAX) {
         STU_WARN("job secret from %s has %zu bytes; it takes %d to %d (e.g. openssl rand -hex "
-                 "32)", source, len, STC_SECRET_MIN, STC_SECRET_MAX);
+                 "32)",
+                 source, len, STC_SECRET_MIN, STC_SECRET_MAX);
         return STRATA_ERR_INVALID;
     }
     stc_job_key_derive(bytes, len, out->key);
@@ -61,8 +63,10 @@ static int secret_dir_ok(const char *dir, mode_t forbidden)
     if (lstat(dir, &st) != 0)
         return 0;
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & forbidden) != 0) {
-        STU_INFO(STU_LOG_INIT, "job secret: %s is not a directory of uid %u closed to others; "
-                 "not used", dir, (unsigned)geteuid());
+        STU_INFO(STU_LOG_INIT,
+                 "job secret: %s is not a directory of uid %u closed to others; "
+                 "not used",
+                 dir, (unsigned)geteuid());
         return 0;
     }
     return 1;
@@ -75,7 +79,8 @@ static strata_status_t secret_user_path(char *path, size_t len)
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     const char *home = getenv("HOME");
 
-    if (xdg != NULL && xdg[0] == '/' && strlen(xdg) < sizeof(dir) - 32 && secret_dir_ok(xdg, 077)) {
+    if (xdg != NULL && xdg[0] == '/' && strlen(xdg) < sizeof(dir) - 32 &&
+        secret_dir_ok(xdg, 077)) {
         snprintf(path, len, "%s/strata-job-secret", xdg);
         return STRATA_OK;
     }
@@ -96,7 +101,8 @@ static strata_status_t secret_user_path(char *path, size_t len)
         return STRATA_OK;
     }
     STU_WARN("job secret: no private directory for the user's secret file ($XDG_RUNTIME_DIR, "
-             "~/.strata, %s); set STRATA_JOB_SECRET_FILE", dir);
+             "~/.strata, %s); set STRATA_JOB_SECRET_FILE",
+             dir);
     return STRATA_ERR_IO;
 }
 
@@ -145,7 +151,8 @@ static strata_status_t secret_user(stc_job_key_t *out)
     if (status == STRATA_OK)
         status = secret_user_make(path);
     if (status == STRATA_OK)
-        status = stu_file_read(path, STC_SECRET_MAX, STU_FILE_PRIVATE, "job secret", &buf, &len);
+        status =
+            stu_file_read(path, STC_SECRET_MAX, STU_FILE_PRIVATE, "job secret", &buf, &len);
     if (status != STRATA_OK)
         return status;
     snprintf(source, sizeof(source), "the user's file %.120s (a single-host run)", path);

@@ -31,13 +31,13 @@
 #include "coll/boot_wire.h"
 #include "strata/status.h"
 
-#define STC_SECRET_MIN 16     /* bytes: 128 bits when random */
-#define STC_SECRET_MAX 4096   /* bytes read from a file or descriptor at most */
+#define STC_SECRET_MIN 16   /* bytes: 128 bits when random */
+#define STC_SECRET_MAX 4096 /* bytes read from a file or descriptor at most */
 #define STC_SECRET_SOURCE_LEN 160
 
 typedef struct stc_job_key {
     uint8_t key[STC_BOOT_KEY_BYTES];
-    char source[STC_SECRET_SOURCE_LEN];   /* where the secret came from, for messages */
+    char source[STC_SECRET_SOURCE_LEN]; /* where the secret came from, for messages */
 } stc_job_key_t;
 
 /*

@@ -43,7 +43,7 @@ static strata_status_t state_open(void)
     int ndev;
 
     if ((status = stu_param_reload()) != STRATA_OK)
-        return status;           /* each bad STRATA_* variable was logged with what it takes */
+        return status; /* each bad STRATA_* variable was logged with what it takes */
     status = stt_registry_select(stu_param_str(STU_PARAM_TRANSPORT), &ops, &ndev);
     if (status != STRATA_OK)
         return status;

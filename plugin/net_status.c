@@ -15,7 +15,7 @@ ncclResult_t stp_status_to_nccl(strata_status_t status)
     case STRATA_ERR_REMOTE:
     case STRATA_ERR_TIMEOUT:
     case STRATA_ERR_AUTH:
-        result = ncclRemoteError;        /* the peer died, reset, broke protocol, never came,
+        result = ncclRemoteError; /* the peer died, reset, broke protocol, never came,
                                             or did not prove the secret */
         break;
     case STRATA_ERR_TRUNCATED:

@@ -43,8 +43,9 @@ static strata_status_t file_check(const struct stat *st, size_t max_bytes, int f
     }
     if ((flags & STU_FILE_PRIVATE) && (st->st_uid != geteuid() || (st->st_mode & 077) != 0)) {
         STU_WARN("%s: %s must be owned by uid %u and closed to group and others (chmod 600); "
-                 "it is owned by uid %u with mode %03o", what, name, (unsigned)geteuid(),
-                 (unsigned)st->st_uid, (unsigned)(st->st_mode & 0777));
+                 "it is owned by uid %u with mode %03o",
+                 what, name, (unsigned)geteuid(), (unsigned)st->st_uid,
+                 (unsigned)(st->st_mode & 0777));
         return STRATA_ERR_INVALID;
     }
     return STRATA_OK;

@@ -16,7 +16,7 @@
 #include "strata/status.h"
 
 /* stu_file_read's checks beyond "regular file, at most max_bytes". */
-#define STU_FILE_PRIVATE 0x1   /* owned by this user, no access for group or others */
+#define STU_FILE_PRIVATE 0x1 /* owned by this user, no access for group or others */
 
 /*
  * Reads the file at path into a new NUL-terminated buffer (*buf_p, free() it)

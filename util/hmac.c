@@ -25,7 +25,7 @@ static const uint32_t sha256_h0[8] = {
     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 };
 
-#define HMAC_IPAD 0x36   /* RFC 2104 section 2 */
+#define HMAC_IPAD 0x36 /* RFC 2104 section 2 */
 #define HMAC_OPAD 0x5c
 
 static inline uint32_t rotr(uint32_t x, int n)

@@ -14,14 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STU_SHA256_BYTES 32        /* digest size, FIPS 180-4 section 1 */
-#define STU_SHA256_BLOCK 64        /* message block size, FIPS 180-4 section 1 */
+#define STU_SHA256_BYTES 32 /* digest size, FIPS 180-4 section 1 */
+#define STU_SHA256_BLOCK 64 /* message block size, FIPS 180-4 section 1 */
 
 typedef struct stu_sha256 {
     uint32_t h[8];
-    uint64_t bytes;                /* message length so far */
+    uint64_t bytes; /* message length so far */
     uint8_t block[STU_SHA256_BLOCK];
-    size_t used;                   /* bytes of block filled */
+    size_t used; /* bytes of block filled */
 } stu_sha256_t;
 
 void stu_sha256_init(stu_sha256_t *s);

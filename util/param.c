@@ -14,7 +14,7 @@
 typedef struct param_value {
     int loaded;
     int from_env;
-    int bad;              /* the environment's value was rejected (logged at load) */
+    int bad; /* the environment's value was rejected (logged at load) */
     int64_t ival;
     char *sval;
 } param_value_t;

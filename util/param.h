@@ -69,7 +69,7 @@ typedef enum stu_param_type {
     STU_PARAM_TYPE_STR,
 } stu_param_type_t;
 
-#define STU_PARAM_SECRET 0x1   /* the value is never logged or printed */
+#define STU_PARAM_SECRET 0x1 /* the value is never logged or printed */
 
 /* A value check beyond type and range: OK, or STRATA_ERR_INVALID with why[] filled. */
 typedef strata_status_t (*stu_param_check_fn)(const char *value, char *why, size_t len);
@@ -79,10 +79,10 @@ typedef struct stu_param_def {
     stu_param_type_t type;
     const char *dflt;     /* default as text; "" for an empty string */
     const char *help;
-    int64_t min, max;     /* INT: the accepted values, inclusive (the default among them) */
-    const char *choices;  /* STR: the accepted values, '|'-separated, any case; NULL: any */
-    stu_param_check_fn check;   /* STR: NULL, or a syntax check (filters) */
-    int flags;            /* STU_PARAM_SECRET */
+    int64_t min, max;         /* INT: the accepted values, inclusive (the default among them) */
+    const char *choices;      /* STR: the accepted values, '|'-separated, any case; NULL: any */
+    stu_param_check_fn check; /* STR: NULL, or a syntax check (filters) */
+    int flags;                /* STU_PARAM_SECRET */
 } stu_param_def_t;
 
 /* The table, indexed by stu_param_id_t. */

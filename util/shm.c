@@ -12,7 +12,7 @@
 
 #include "util/log.h"
 
-#define SHM_LINK_PREFIX "/memfd:"   /* how /proc/<pid>/fd/<n> names a memfd (memfd_create(2)) */
+#define SHM_LINK_PREFIX "/memfd:" /* how /proc/<pid>/fd/<n> names a memfd (memfd_create(2)) */
 
 static strata_status_t shm_map(int fd, size_t size, const char *what, stu_shm_t *shm_p)
 {
@@ -67,7 +67,8 @@ strata_status_t stu_shm_attach(int pid, int fd, const char *tag, size_t size, st
     ssize_t n = readlink(path, link, sizeof(link) - 1);
     if (n < 0) {
         STU_WARN("shm: cannot see the segment at %s: %s (ranks sharing memory must run as one "
-                 "user in one PID namespace)", path, strerror(errno));
+                 "user in one PID namespace)",
+                 path, strerror(errno));
         return STRATA_ERR_IO;
     }
     link[n] = '\0';
@@ -79,7 +80,8 @@ strata_status_t stu_shm_attach(int pid, int fd, const char *tag, size_t size, st
     int sfd = open(path, O_RDWR | O_CLOEXEC);
     if (sfd < 0) {
         STU_WARN("shm: open %s: %s (ranks sharing memory must run as one user in one PID "
-                 "namespace)", path, strerror(errno));
+                 "namespace)",
+                 path, strerror(errno));
         return STRATA_ERR_IO;
     }
     strata_status_t status = STRATA_ERR_IO;

@@ -24,7 +24,7 @@
 typedef struct stu_shm {
     void *base;
     size_t size;
-    int fd;                       /* the creator's descriptor until released; else -1 */
+    int fd; /* the creator's descriptor until released; else -1 */
 } stu_shm_t;
 
 /* An empty (unmapped) segment: stu_shm_detach on it is a no-op. */

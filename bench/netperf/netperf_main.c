@@ -160,9 +160,8 @@ static strata_status_t np_buffers_alloc(stb_np_ctx_t *np)
 /* Everything before the sweep. Each step ends in a sync, so both sides fail together. */
 static strata_status_t np_setup(stb_np_ctx_t *np)
 {
-    strata_status_t status = np->greeted ? STRATA_OK
-                                         : stb_boot_hello(&np->boot, "strata-netperf",
-                                                          NP_PROTO_VERSION);
+    strata_status_t status =
+        np->greeted ? STRATA_OK : stb_boot_hello(&np->boot, "strata-netperf", NP_PROTO_VERSION);
 
     if (status == STRATA_OK)
         status = np_config_exchange(np);
@@ -402,7 +401,8 @@ static strata_status_t np_listen_client(stb_np_ctx_t *np, int lfd)
         if (status == STRATA_OK)
             return STRATA_OK;
         printf("# strata-netperf: %s is not a strata-netperf client (%s); closed, still "
-               "listening\n", np->boot.peer, strata_status_str(status));
+               "listening\n",
+               np->boot.peer, strata_status_str(status));
         fflush(stdout);
         stb_boot_close(&np->boot);
     }
@@ -418,8 +418,9 @@ static int np_run_listen(stb_np_ctx_t *np)
         stb_boot_listen(host, np->listen_port, &lfd, &port) != STRATA_OK)
         return 1;
     printf("# strata-netperf: listening on %s port %d (%s); on the other host run: "
-           "strata-netperf --connect %s%s%s:%d\n", host, port, how,
-           strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
+           "strata-netperf --connect %s%s%s:%d\n",
+           host, port, how, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+           port);
     fflush(stdout);
     strata_status_t status = np_listen_client(np, lfd);
     close(lfd);

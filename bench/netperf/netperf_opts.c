@@ -93,7 +93,8 @@ static const struct option np_long_opts[] = {
 
 static void np_usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: strata-netperf [options]                 both ends on this host (fork)\n"
         "       strata-netperf --listen [PORT] [options] server of a two-host run\n"
         "       strata-netperf --connect HOST:PORT [options]  client of a two-host run\n"
@@ -131,8 +132,9 @@ static void np_usage(FILE *out)
         "  -h, --help             this text\n"
         "\n"
         "Transport choice is the plugin's: STRATA_TRANSPORT, STRATA_SOCKET_NSOCKS, ...\n",
-        NP_DEFAULT_ITERS, NP_MIN_ITERS, NP_DEFAULT_WARMUP, STB_P2P_MAX_WINDOW, NP_DEFAULT_WINDOW,
-        NP_DEFAULT_TIMEOUT_S, STRATA_PLUGIN_PATH, NP_DEFAULT_ACCEPT_TIMEOUT_S, STB_NP_MAX_RUNS);
+        NP_DEFAULT_ITERS, NP_MIN_ITERS, NP_DEFAULT_WARMUP, STB_P2P_MAX_WINDOW,
+        NP_DEFAULT_WINDOW, NP_DEFAULT_TIMEOUT_S, STRATA_PLUGIN_PATH,
+        NP_DEFAULT_ACCEPT_TIMEOUT_S, STB_NP_MAX_RUNS);
 }
 
 /* Parses a decimal integer in [lo, hi]; logs and returns -1 when it is not one. */
@@ -383,7 +385,8 @@ strata_status_t stb_np_listen_host(const stb_np_ctx_t *ctx, char *host, size_t l
         return STRATA_OK;
     }
     if (stt_netif_discover("strata-netperf", ifs, STT_NETIF_MAX, &n) != STRATA_OK || n == 0) {
-        stb_log_err("--listen: no interface to listen on (see STRATA_SOCKET_IFNAME, or --bind)");
+        stb_log_err(
+            "--listen: no interface to listen on (see STRATA_SOCKET_IFNAME, or --bind)");
         return STRATA_ERR_NOT_FOUND;
     }
     if (getnameinfo(&ifs[0].addr.sa, stt_netif_addr_len(&ifs[0].addr), host, (socklen_t)len,

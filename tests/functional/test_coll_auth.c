@@ -41,15 +41,15 @@
 #include "sts_util.h"
 
 #define MAX_STRANGERS 16
-#define STRANGER_LIFE_S 120      /* strangers hold their sockets until killed, at most this */
-#define SILENT_SOCKETS 100       /* more than rank 0 serves at once (STC_BOOT_PENDING_MAX) */
+#define STRANGER_LIFE_S 120 /* strangers hold their sockets until killed, at most this */
+#define SILENT_SOCKETS 100  /* more than rank 0 serves at once (STC_BOOT_PENDING_MAX) */
 
 typedef enum {
-    ST_CLAIM,           /* a well-formed hello for a rank, signed with a random key */
-    ST_WRONG_NRANKS,    /* the right magic and version, another rank count, no secret */
-    ST_OLD_HELLO,       /* the 16-byte hello of protocol 1 */
-    ST_GARBAGE,         /* 4 KiB of random bytes */
-    ST_SILENT,          /* SILENT_SOCKETS connections that never send */
+    ST_CLAIM,        /* a well-formed hello for a rank, signed with a random key */
+    ST_WRONG_NRANKS, /* the right magic and version, another rank count, no secret */
+    ST_OLD_HELLO,    /* the 16-byte hello of protocol 1 */
+    ST_GARBAGE,      /* 4 KiB of random bytes */
+    ST_SILENT,       /* SILENT_SOCKETS connections that never send */
 } stranger_kind_t;
 
 static pid_t strangers[MAX_STRANGERS];
@@ -144,7 +144,7 @@ static int stranger_main(stranger_kind_t kind, const char *root_addr, int rank, 
         if (getrandom(junk, sizeof(junk), 0) != (ssize_t)sizeof(junk))
             return 1;
         if (kind == ST_OLD_HELLO) {
-            const uint64_t magic = 0x5354424f4f543031ull;   /* protocol 1's "STBOOT01" */
+            const uint64_t magic = 0x5354424f4f543031ull; /* protocol 1's "STBOOT01" */
             int32_t ids[2] = {rank, nranks};
             memcpy(junk, &magic, 8);
             memcpy(junk + 8, ids, 8);
@@ -156,15 +156,16 @@ static int stranger_main(stranger_kind_t kind, const char *root_addr, int rank, 
     }
     if (st_read(fd, challenge, sizeof(challenge)) != 0)
         return 1;
-    stc_boot_hello_t h = {.rank = rank, .nranks = kind == ST_WRONG_NRANKS ? nranks + 5 : nranks};
+    stc_boot_hello_t h = {.rank = rank,
+                          .nranks = kind == ST_WRONG_NRANKS ? nranks + 5 : nranks};
     if (getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce) ||
         getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
         return 1;
     stc_boot_hello_encode(key, challenge, &h, hello);
     if (write(fd, hello, sizeof(hello)) != (ssize_t)sizeof(hello))
-        return 0;                /* closed already */
+        return 0; /* closed already */
     if (st_read(fd, welcome, sizeof(welcome)) != 0)
-        return 0;                /* closed unanswered: the ranks had all joined */
+        return 0; /* closed unanswered: the ranks had all joined */
     /* refused with "not this job's secret", unsigned: nothing computed from the key */
     uint8_t zero[STC_BOOT_MAC_BYTES] = {0};
     stc_boot_welcome_t w;
@@ -231,8 +232,8 @@ static int rank_allreduce(strata_comm_t *comm, int rank, void *arg)
     int32_t *buf = malloc(n * sizeof(int32_t));
     cc_fill(buf, n, STRATA_INT32, STRATA_SUM, rank, 0);
     strata_status_t st = strata_allreduce(buf, buf, n, STRATA_INT32, STRATA_SUM, comm);
-    size_t wrong = st == STRATA_OK ? cc_check(buf, n, STRATA_INT32, STRATA_SUM, P, 0, "auth")
-                                   : 1;
+    size_t wrong =
+        st == STRATA_OK ? cc_check(buf, n, STRATA_INT32, STRATA_SUM, P, 0, "auth") : 1;
     free(buf);
     return wrong != 0;
 }
@@ -250,8 +251,12 @@ static void claimers_start(const char *root_addr, void *arg)
 static void test_strangers_take_no_rank(void **state)
 {
     int nranks = 3, codes[3];
-    sts_ranks_opts_t o = {.nranks = nranks, .nodes = 1, .timeout_ms = 60000, .wall_s = 120,
-                          .env = {"STRATA_SOCKET_IFNAME==lo"}, .on_listen = claimers_start,
+    sts_ranks_opts_t o = {.nranks = nranks,
+                          .nodes = 1,
+                          .timeout_ms = 60000,
+                          .wall_s = 120,
+                          .env = {"STRATA_SOCKET_IFNAME==lo"},
+                          .on_listen = claimers_start,
                           .hook_arg = &nranks};
     assert_int_equal(sts_ranks_run(&o, rank_allreduce, NULL, codes), 0);
     strangers_check();
@@ -269,8 +274,12 @@ static void silent_start(const char *root_addr, void *arg)
 static void test_silent_sockets_do_not_stall_init(void **state)
 {
     int codes[3];
-    sts_ranks_opts_t o = {.nranks = 3, .nodes = 1, .timeout_ms = 30000, .wall_s = 120,
-                          .env = {"STRATA_SOCKET_IFNAME==lo"}, .on_listen = silent_start};
+    sts_ranks_opts_t o = {.nranks = 3,
+                          .nodes = 1,
+                          .timeout_ms = 30000,
+                          .wall_s = 120,
+                          .env = {"STRATA_SOCKET_IFNAME==lo"},
+                          .on_listen = silent_start};
     assert_int_equal(sts_ranks_run(&o, rank_allreduce, NULL, codes), 0);
     strangers_check();
 }
@@ -328,8 +337,12 @@ static void late_rank_start(const char *root_addr, void *arg)
 static void test_wrong_rank_count_fails_only_itself(void **state)
 {
     int codes[3], st = 0;
-    sts_ranks_opts_t o = {.nranks = 3, .nodes = 1, .timeout_ms = 60000, .wall_s = 120,
-                          .absent_rank = 2 + 1, .env = {"STRATA_SOCKET_IFNAME==lo"},
+    sts_ranks_opts_t o = {.nranks = 3,
+                          .nodes = 1,
+                          .timeout_ms = 60000,
+                          .wall_s = 120,
+                          .absent_rank = 2 + 1,
+                          .env = {"STRATA_SOCKET_IFNAME==lo"},
                           .on_listen = late_rank_start};
     sts_ranks_run(&o, rank_allreduce, NULL, codes);
     assert_int_equal(waitpid(late_rank, &st, 0), late_rank);
@@ -376,12 +389,16 @@ static void other_secret_start(const char *root_addr, void *arg)
 static void test_other_secret_is_refused(void **state)
 {
     int codes[2], st = 0;
-    sts_ranks_opts_t o = {.nranks = 2, .nodes = 1, .timeout_ms = 4000, .wall_s = 60,
-                          .expect_init_fail = 1, .absent_rank = 1 + 1,
+    sts_ranks_opts_t o = {.nranks = 2,
+                          .nodes = 1,
+                          .timeout_ms = 4000,
+                          .wall_s = 60,
+                          .expect_init_fail = 1,
+                          .absent_rank = 1 + 1,
                           .env = {"STRATA_SOCKET_IFNAME==lo"},
                           .on_listen = other_secret_start};
     sts_ranks_run(&o, rank_allreduce, NULL, codes);
-    assert_int_equal(codes[0], STS_RANKS_INIT_FAILED);   /* rank 1 never joined */
+    assert_int_equal(codes[0], STS_RANKS_INIT_FAILED); /* rank 1 never joined */
     assert_int_equal(waitpid(other_secret_rank, &st, 0), other_secret_rank);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), -STRATA_ERR_AUTH);

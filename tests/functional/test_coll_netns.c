@@ -110,7 +110,7 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
 
     if (sts_netns_create(nodes, STS_NETNS_AUTO, &net) != STRATA_OK)
         skip();   /* no namespaces here (not root, or no kernel support) */
-    sts_job_secret_export();   /* ranks across "hosts" need one, as under mpirun */
+    sts_job_secret_export(); /* ranks across "hosts" need one, as under mpirun */
     if (qdisc != NULL)
         for (int n = 0; n < nodes; n++)
             assert_int_equal(sts_netns_shape(net, n, qdisc), STRATA_OK);

@@ -27,7 +27,7 @@
 #include "sts_util.h"
 
 #define NETPERF_BIN STRATA_BUILD_DIR "/bin/strata-netperf"
-#define WAIT_S 120           /* bounds for a loaded 2-core machine; none measures speed */
+#define WAIT_S 120 /* bounds for a loaded 2-core machine; none measures speed */
 
 /* Runs argv with stdout and stderr into the file at out; returns its pid. */
 static pid_t spawn_logged(char *const argv[], const char *out)
@@ -111,7 +111,8 @@ static void test_listen_survives_strangers(void **state)
     char slog[] = "/tmp/strata-np-server-XXXXXX", clog[] = "/tmp/strata-np-client-XXXXXX";
     close(mkstemp(slog));
     close(mkstemp(clog));
-    char *server[] = {NETPERF_BIN, "--listen", "0", "--accept-timeout", "100", "-T", "60", NULL};
+    char *server[] = {NETPERF_BIN, "--listen", "0",  "--accept-timeout",
+                      "100",       "-T",       "60", NULL};
     pid_t sp = spawn_logged(server, slog);
 
     int port = 0;
@@ -159,7 +160,7 @@ static void test_listen_survives_strangers(void **state)
     assert_null(strchr(out, '\x1b'));
     assert_null(strchr(out, '\x07'));
     assert_null(strstr(out, "\xff\xfe"));
-    assert_non_null(strstr(out, "\\x1b"));      /* shown escaped */
+    assert_non_null(strstr(out, "\\x1b")); /* shown escaped */
     unlink(slog);
     unlink(clog);
 }

@@ -27,12 +27,12 @@ static inline void fuzz_quiet(void)
 }
 
 /* An invariant of the parser under test; a failure is a finding. */
-#define FUZZ_CHECK(cond)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
+#define FUZZ_CHECK(cond)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
             fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-            abort();                                                           \
-        }                                                                      \
+            abort();                                                                       \
+        }                                                                                  \
     } while (0)
 
 typedef struct fuzz_in {

@@ -44,15 +44,15 @@ static void fuzz_hello(fuzz_in_t *in, int sign)
     fuzz_take(in, buf, sizeof(buf));
     if (sign) {
         /* the fields as given, signed as a rank holding the key would */
-        stc_boot_hello_t mine = {.rank = (int32_t)(buf[8] | buf[9] << 8 | buf[10] << 16 |
-                                                   (uint32_t)buf[11] << 24),
-                                 .nranks = (int32_t)(buf[12] | buf[13] << 8 | buf[14] << 16 |
-                                                     (uint32_t)buf[15] << 24)};
+        stc_boot_hello_t mine = {
+            .rank = (int32_t)(buf[8] | buf[9] << 8 | buf[10] << 16 | (uint32_t)buf[11] << 24),
+            .nranks =
+                (int32_t)(buf[12] | buf[13] << 8 | buf[14] << 16 | (uint32_t)buf[15] << 24)};
         memcpy(mine.nonce, buf + 16, sizeof(mine.nonce));
         stc_boot_hello_encode(fuzz_key, challenge, &mine, buf);
     }
-    strata_status_t st = stc_boot_hello_check(fuzz_key, challenge, buf, nranks, &h, &verdict,
-                                              &why);
+    strata_status_t st =
+        stc_boot_hello_check(fuzz_key, challenge, buf, nranks, &h, &verdict, &why);
     if (st != STRATA_OK) {
         FUZZ_CHECK(!sign && why != NULL);
         return;
@@ -113,7 +113,7 @@ static void fuzz_token(fuzz_in_t *in)
     FUZZ_CHECK(memcmp(a, b, sizeof(a)) == 0);
     if (from != to) {
         stc_boot_token_make(fuzz_key, session, to, from, b);
-        FUZZ_CHECK(memcmp(a, b, sizeof(a)) != 0);   /* each direction has its own token */
+        FUZZ_CHECK(memcmp(a, b, sizeof(a)) != 0); /* each direction has its own token */
     }
 }
 

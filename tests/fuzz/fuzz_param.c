@@ -57,8 +57,14 @@ static void fuzz_variable(stu_param_id_t id, const char *text)
 /* An environment of launcher variables, the values cut from the input. */
 static const char *launch_vals[8];
 static const char *const launch_names[8] = {
-    "STRATA_RANK", "STRATA_NRANKS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "STRATA_ROOT_ADDR", "MASTER_PORT", "STRATA_NODE_ID",
+    "STRATA_RANK",
+    "STRATA_NRANKS",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "STRATA_ROOT_ADDR",
+    "MASTER_PORT",
+    "STRATA_NODE_ID",
 };
 
 static const char *launch_env(const char *name)

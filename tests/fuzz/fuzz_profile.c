@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sta_model_t m, before;
     if (size > STA_PROFILE_MAX_BYTES)
-        return 0;                 /* the bounded read refuses it before any parsing */
+        return 0; /* the bounded read refuses it before any parsing */
     sta_model_default(&m);
     before = m;
     if (sta_profile_parse((const char *)data, size, "fuzz", &m) != STRATA_OK) {

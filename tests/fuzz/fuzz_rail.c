@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static sta_rail_map_t map;
     fuzz_in_t in = {data, size};
-    int local_size = (int)(fuzz_u32(&in) % (STA_RAIL_MAP_MAX + 2));   /* 0 and max+1 too */
+    int local_size = (int)(fuzz_u32(&in) % (STA_RAIL_MAP_MAX + 2)); /* 0 and max+1 too */
     int ndev = (int)(fuzz_u8(&in) % 18);
     char *spec = fuzz_rest_str(&in);
 

@@ -47,8 +47,11 @@ static void seed_text(const char *harness, const char *name, const char *head, s
 static void seeds_tcp(void)
 {
     uint8_t b[STT_TCP_HDR_BYTES + 4];
-    stt_tcp_hello_t h = {.version = STT_TCP_PROTO_VERSION, .index = 1, .nsocks = 4,
-                         .listener_id = 0x1122334455667788ull, .conn_id = 42};
+    stt_tcp_hello_t h = {.version = STT_TCP_PROTO_VERSION,
+                         .index = 1,
+                         .nsocks = 4,
+                         .listener_id = 0x1122334455667788ull,
+                         .conn_id = 42};
     stt_tcp_hello_encode(&h, b);
     seed("tcp_wire", "hello", "\x00", 1, b, STT_TCP_HELLO_BYTES);
     stt_tcp_ack_t a = {.version = STT_TCP_PROTO_VERSION, .nsocks = 4, .conn_id = 42};
@@ -64,9 +67,16 @@ static void seeds_tcp(void)
 static void seeds_ib(void)
 {
     uint8_t b[STT_IB_META_BYTES];
-    stt_ib_meta_t m = {.kind = STT_IB_META_HELLO, .nqps = 2, .mtu = 5, .port = 1,
-                       .byte_order = STT_IB_BYTE_ORDER, .listener_id = 9, .conn_id = 10,
-                       .addr = 0x7f0000001000ull, .rkey = 0x1234, .qpn = {0x11, 0x12}};
+    stt_ib_meta_t m = {.kind = STT_IB_META_HELLO,
+                       .nqps = 2,
+                       .mtu = 5,
+                       .port = 1,
+                       .byte_order = STT_IB_BYTE_ORDER,
+                       .listener_id = 9,
+                       .conn_id = 10,
+                       .addr = 0x7f0000001000ull,
+                       .rkey = 0x1234,
+                       .qpn = {0x11, 0x12}};
     stt_ib_meta_encode(&m, b);
     seed("ib_wire", "hello", "\x01\x00", 2, b, sizeof(b));
     m.kind = STT_IB_META_REPLY;
@@ -101,8 +111,8 @@ static void seeds_ucx(void)
     h.addr.in4.sin_addr.s_addr = 0x0100007f;
     stt_ucx_handle_encode(&h, b);
     seed("ucx_wire", "handle", "\x00", 1, b, sizeof(b));
-    stt_ucx_hello_t hello = {.kind = STT_UCX_HELLO_CONNECT, .listener_id = 5, .conn_id = 3,
-                             .addr_len = 300};
+    stt_ucx_hello_t hello = {
+        .kind = STT_UCX_HELLO_CONNECT, .listener_id = 5, .conn_id = 3, .addr_len = 300};
     stt_ucx_hello_encode(&hello, b);
     seed("ucx_wire", "hello", "\x01", 1, b, STT_UCX_HELLO_BYTES);
 }
@@ -116,7 +126,7 @@ static void seeds_boot(void)
     seed("boot_wire", "challenge", "\x00", 1, ch, sizeof(ch));
     stc_boot_hello_t h = {.rank = 3, .nranks = 8};
     stc_boot_hello_encode(key, ch, &h, hello);
-    uint32_t nranks = 7;                        /* the harness's count: 8 */
+    uint32_t nranks = 7; /* the harness's count: 8 */
     memcpy(both, &nranks, 4);
     memcpy(both + 4, ch, sizeof(ch));
     memcpy(both + 4 + sizeof(ch), hello, sizeof(hello));
@@ -138,8 +148,7 @@ static void seeds_text(void)
     seed_text("param", "timeout", "\x01\x0f", 2, "120000");
     seed_text("param", "family", "\x01\x04", 2, "AF_INET6");
     seed_text("param", "ifname", "\x01\x03", 2, "^=docker0,lo:1");
-    seed_text("param", "launch", "\x02\x00", 2,
-              "3\n8\n\n\n\n10.0.0.1:29500\n\nnode-a");
+    seed_text("param", "launch", "\x02\x00", 2, "3\n8\n\n\n\n10.0.0.1:29500\n\nnode-a");
     seed_text("param", "launch-ompi", "\x02\x00", 2, "\n\n1\n4\n4\n\n29500\n");
     seed_text("profile", "full", "", 0,
               "# measured\nshm.alpha_us = 0.6\nshm.beta_gbps = 12\nnet.alpha_us = 9 # lo\n"

@@ -30,7 +30,13 @@ typedef struct rank_ctx {
 } rank_ctx_t;
 
 typedef enum {
-    S_WRONG_TOKEN, S_FOREIGN_RANK, S_WRONG_MAGIC, S_SHORT, S_LONG, S_SILENT, S_KINDS
+    S_WRONG_TOKEN,
+    S_FOREIGN_RANK,
+    S_WRONG_MAGIC,
+    S_SHORT,
+    S_LONG,
+    S_SILENT,
+    S_KINDS
 } stranger_kind_t;
 
 typedef struct stranger {
@@ -38,7 +44,7 @@ typedef struct stranger {
     stranger_kind_t kind;
     _Alignas(16) char handle[STT_HANDLE_SIZE];
     stt_comm_t *send;
-    int queued;                 /* its connect is in the listener's queue */
+    int queued; /* its connect is in the listener's queue */
 } stranger_t;
 
 static char handles[2 * STT_HANDLE_SIZE];
@@ -61,8 +67,9 @@ static void rank_init(rank_ctx_t *r, int rank)
     r->comm.dev = 0;
     memcpy(r->comm.boot.key, key, sizeof(key));
     memcpy(r->comm.boot.session, session, sizeof(session));
-    assert_int_equal(stt_listen(&stt_loop_ops, 0, handles + rank * STT_HANDLE_SIZE, &r->comm.listen),
-                     STRATA_OK);
+    assert_int_equal(
+        stt_listen(&stt_loop_ops, 0, handles + rank * STT_HANDLE_SIZE, &r->comm.listen),
+        STRATA_OK);
 }
 
 static void *rank_main(void *arg)
@@ -97,11 +104,11 @@ static void *stranger_main(void *arg)
 
     memset(msg, 0, sizeof(msg));
     stu_le_put32(msg, IDENT_MAGIC);
-    stu_le_put32(msg + 4, s->kind == S_FOREIGN_RANK ? 7 : 0);   /* rank 0 is rank 1's peer */
+    stu_le_put32(msg + 4, s->kind == S_FOREIGN_RANK ? 7 : 0); /* rank 0 is rank 1's peer */
     for (size_t i = 8; i < sizeof(msg); i++)
-        msg[i] = (uint8_t)(i * 13 + (unsigned)s->kind);          /* not the token */
+        msg[i] = (uint8_t)(i * 13 + (unsigned)s->kind); /* not the token */
     if (s->kind == S_WRONG_MAGIC)
-        stu_le_put32(msg, 0x44495453u);                          /* protocol 1's "STID" */
+        stu_le_put32(msg, 0x44495453u); /* protocol 1's "STID" */
     while (s->send == NULL) {
         if (stt_connect(&stt_loop_ops, 0, s->handle, &cfg, &s->send) != STRATA_OK)
             return NULL;
@@ -110,7 +117,9 @@ static void *stranger_main(void *arg)
         pthread_cond_broadcast(&cond);
         pthread_mutex_unlock(&lock);
     }
-    size_t len = s->kind == S_SHORT ? 8 : s->kind == S_LONG ? sizeof(msg) : 8 + STC_BOOT_MAC_BYTES;
+    size_t len = s->kind == S_SHORT  ? 8
+                 : s->kind == S_LONG ? sizeof(msg)
+                                     : 8 + STC_BOOT_MAC_BYTES;
     if (s->kind != S_SILENT)
         send_wait(s->send, msg, len);
     /* hold the connection until both ranks are done */
@@ -131,11 +140,13 @@ static void message_check(rank_ctx_t *r, int from, int to)
     int tag = 0;
     stt_req_t *sreq = NULL, *rreq = NULL;
     while (sreq == NULL)
-        assert_int_equal(stt_isend(r[from].comm.ctx.peers[to].send, out, sizeof(out), 0, NULL,
-                                   &sreq), STRATA_OK);
+        assert_int_equal(
+            stt_isend(r[from].comm.ctx.peers[to].send, out, sizeof(out), 0, NULL, &sreq),
+            STRATA_OK);
     while (rreq == NULL)
-        assert_int_equal(stt_irecv(r[to].comm.ctx.peers[from].recv, 1, &buf, &size, &tag, NULL,
-                                   &rreq), STRATA_OK);
+        assert_int_equal(
+            stt_irecv(r[to].comm.ctx.peers[from].recv, 1, &buf, &size, &tag, NULL, &rreq),
+            STRATA_OK);
     int sd = 0, rd = 0;
     size_t got = 0;
     while (!sd || !rd) {

@@ -76,7 +76,8 @@ static void test_sha256_pieces_agree(void **state)
     /* 56 'a' bytes need a second padding block: a known digest */
     char a56[56];
     memset(a56, 'a', sizeof(a56));
-    sha_of(a56, sizeof(a56), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+    sha_of(a56, sizeof(a56),
+           "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
 }
 
 static void hmac_of(const void *key, size_t klen, const void *data, size_t dlen,
@@ -150,12 +151,9 @@ static void test_mac_equal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256_fips_examples),
-        cmocka_unit_test(test_sha256_million_a),
-        cmocka_unit_test(test_sha256_pieces_agree),
-        cmocka_unit_test(test_hmac_rfc4231),
-        cmocka_unit_test(test_hmac_parts),
-        cmocka_unit_test(test_mac_equal),
+        cmocka_unit_test(test_sha256_fips_examples), cmocka_unit_test(test_sha256_million_a),
+        cmocka_unit_test(test_sha256_pieces_agree),  cmocka_unit_test(test_hmac_rfc4231),
+        cmocka_unit_test(test_hmac_parts),           cmocka_unit_test(test_mac_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

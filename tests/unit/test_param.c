@@ -29,7 +29,8 @@ static void capture_sink(int level, unsigned long flags, const char *file, int l
                          const char *msg)
 {
     if (level <= STU_LOG_INFO && warns_len + strlen(msg) + 2 < sizeof(warns))
-        warns_len += (size_t)snprintf(warns + warns_len, sizeof(warns) - warns_len, "%s\n", msg);
+        warns_len +=
+            (size_t)snprintf(warns + warns_len, sizeof(warns) - warns_len, "%s\n", msg);
 }
 
 static int setup(void **state)
@@ -94,7 +95,7 @@ static void test_table_sane(void **state)
                          (long long)d->min, (long long)d->max);
             assert_null(d->choices);
         } else if (d->choices != NULL && d->dflt[0] != '\0') {
-            setenv(d->name, d->dflt, 1);   /* the default is one of the choices */
+            setenv(d->name, d->dflt, 1); /* the default is one of the choices */
             assert_int_equal(stu_param_reload(), STRATA_OK);
             unsetenv(d->name);
         }
@@ -109,13 +110,13 @@ static void test_timeouts_bounded(void **state)
         refused(t[i], "0");
         refused(t[i], "-1");
         refused(t[i], "-9223372036854775808");
-        refused(t[i], "18446744073709552");      /* * 1e6 ns would wrap */
-        refused(t[i], "99999999999999999999");   /* not even an int64 */
+        refused(t[i], "18446744073709552");    /* * 1e6 ns would wrap */
+        refused(t[i], "99999999999999999999"); /* not even an int64 */
         refused(t[i], "1G");
         refused(t[i], "10s");
         refused(t[i], "");
         accepted(t[i], "1");
-        accepted(t[i], "604800000");             /* a week */
+        accepted(t[i], "604800000"); /* a week */
         refused(t[i], "604800001");
         /* the largest accepted value still fits a nanosecond deadline many times over */
         assert_true(stu_param_def(t[i])->max < (int64_t)(UINT64_MAX / 1000000ull / 1000));
@@ -125,7 +126,7 @@ static void test_timeouts_bounded(void **state)
 static void test_socket_options_bounded(void **state)
 {
     accepted(STU_PARAM_SOCKET_USER_TIMEOUT, "0");
-    accepted(STU_PARAM_SOCKET_USER_TIMEOUT, "98301000");   /* 3 probes of 32767 s */
+    accepted(STU_PARAM_SOCKET_USER_TIMEOUT, "98301000"); /* 3 probes of 32767 s */
     refused(STU_PARAM_SOCKET_USER_TIMEOUT, "98301001");
     refused(STU_PARAM_SOCKET_USER_TIMEOUT, "2147483648");
     refused(STU_PARAM_SOCKET_USER_TIMEOUT, "-1");
@@ -209,7 +210,7 @@ static void test_file_read(void **state)
     const char *p = file_write("abc\0def", 7, 0600);
     assert_int_equal(stu_file_read(p, 7, STU_FILE_PRIVATE, "t", &buf, &len), STRATA_OK);
     assert_int_equal(len, 7);
-    assert_memory_equal(buf, "abc\0def", 8);   /* NUL-terminated past the end too */
+    assert_memory_equal(buf, "abc\0def", 8); /* NUL-terminated past the end too */
     free(buf);
     buf = NULL;
     assert_int_equal(stu_file_read(p, 6, 0, "t", &buf, &len), STRATA_ERR_INVALID);

@@ -182,8 +182,8 @@ static void test_env_and_precedence(void **state)
         assert_int_equal(sta_model_load(&m), STRATA_ERR_INVALID);
         assert_non_null(strstr(last_warn, "STRATA_SHM_BETA_GBPS"));
     }
-    setenv("STRATA_SHM_BETA_GBPS", "", 1);           /* empty: not set */
-    setenv("STRATA_SHM_ALPHA_US", "0", 1);           /* α may be 0 */
+    setenv("STRATA_SHM_BETA_GBPS", "", 1); /* empty: not set */
+    setenv("STRATA_SHM_ALPHA_US", "0", 1); /* α may be 0 */
 
     /* Env alone overrides the defaults. */
     setenv("STRATA_NET_BETA_GBPS", "2.5", 1);
@@ -316,7 +316,8 @@ static void test_profile_parse_text(void **state)
     assert_int_equal(sta_profile_parse(nul, sizeof(nul) - 1, "t", &m), STRATA_ERR_INVALID);
     static char longline[STA_PROFILE_LINE_MAX + 10];
     memset(longline, '#', sizeof(longline));
-    assert_int_equal(sta_profile_parse(longline, sizeof(longline), "t", &m), STRATA_ERR_INVALID);
+    assert_int_equal(sta_profile_parse(longline, sizeof(longline), "t", &m),
+                     STRATA_ERR_INVALID);
     assert_int_equal(sta_profile_parse("", 0, "t", &m), STRATA_OK);
 }
 

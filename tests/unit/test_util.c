@@ -47,7 +47,7 @@ static void test_param_env_and_default(void **state)
     setenv("STRATA_SOCKET_NSOCKS", "3", 1);
     assert_int_equal(stu_param_reload(), STRATA_OK);
     assert_int_equal(stu_param_int(STU_PARAM_SOCKET_NSOCKS), 3);
-    setenv("STRATA_SOCKET_NSOCKS", "three", 1);   /* malformed: an error, and the default */
+    setenv("STRATA_SOCKET_NSOCKS", "three", 1); /* malformed: an error, and the default */
     assert_int_equal(stu_param_reload(), STRATA_ERR_INVALID);
     int64_t dflt;
     assert_int_equal(stu_param_parse_int(stu_param_def(STU_PARAM_SOCKET_NSOCKS)->dflt, &dflt),

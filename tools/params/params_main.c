@@ -32,7 +32,8 @@ int main(int argc, char **argv)
             value = "(set, not shown)";
         if (markdown)
             printf("| `%s` | `%s` | %s%s%s | %s |\n", d->name, d->dflt[0] ? d->dflt : "(empty)",
-                   range[0] ? "`" : "", range[0] ? range : "text", range[0] ? "`" : "", d->help);
+                   range[0] ? "`" : "", range[0] ? range : "text", range[0] ? "`" : "",
+                   d->help);
         else
             printf("%-28s = %-10s (default %s%s%s)\n    %s\n", d->name, value,
                    d->dflt[0] ? d->dflt : "(empty)", range[0] ? "; accepts " : "", range,
