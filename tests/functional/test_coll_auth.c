@@ -284,8 +284,12 @@ static void test_silent_sockets_do_not_stall_init(void **state)
     strangers_check();
 }
 
-/* Init of rank `rank` of nranks at root_addr (the user's secret); -status, or 100 for OK. */
-static int init_as(const char *root_addr, int rank, int nranks, strata_comm_t **comm_p)
+/*
+ * Init of rank `rank` of nranks at root_addr on node "node0", with secret (NULL: from the
+ * environment, here the user's own); -status as an exit code, or 100 for OK.
+ */
+static int init_as(const char *root_addr, int rank, int nranks, int timeout_ms,
+                   const char *secret, strata_comm_t **comm_p)
 {
     strata_comm_config_t cfg;
     strata_comm_config_init(&cfg);
@@ -293,7 +297,9 @@ static int init_as(const char *root_addr, int rank, int nranks, strata_comm_t **
     cfg.nranks = nranks;
     cfg.node_id = "node0";
     cfg.root_addr = root_addr;
-    cfg.timeout_ms = 60000;
+    cfg.timeout_ms = timeout_ms;
+    cfg.job_secret = secret;
+    cfg.job_secret_len = secret != NULL ? strlen(secret) : 0;
     strata_status_t st = strata_comm_init_config(&cfg, comm_p);
     return st == STRATA_OK ? 100 : -st;
 }
@@ -318,7 +324,7 @@ static void late_rank_start(const char *root_addr, void *arg)
     pid_t misfit = fork();
     if (misfit == 0) {
         strata_comm_t *comm = NULL;
-        _exit(init_as(root_addr, 1, 5, &comm));
+        _exit(init_as(root_addr, 1, 5, 60000, NULL, &comm));
     }
     int st = 0;
     if (misfit < 0 || waitpid(misfit, &st, 0) != misfit || !WIFEXITED(st) ||
@@ -327,7 +333,7 @@ static void late_rank_start(const char *root_addr, void *arg)
         _exit(1);
     }
     strata_comm_t *comm = NULL;
-    if (init_as(root_addr, 2, 3, &comm) != 100)
+    if (init_as(root_addr, 2, 3, 60000, NULL, &comm) != 100)
         _exit(2);
     int rc = rank_allreduce(comm, 2, NULL);
     strata_comm_destroy(comm);
@@ -362,18 +368,8 @@ static pid_t rank1_start(const char *root_addr, const char *secret)
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         child_fds_close();
-        strata_comm_config_t cfg;
         strata_comm_t *comm = NULL;
-        strata_comm_config_init(&cfg);
-        cfg.rank = 1;
-        cfg.nranks = 2;
-        cfg.node_id = "one";
-        cfg.root_addr = root_addr;
-        cfg.timeout_ms = 60000;
-        cfg.job_secret = secret;
-        cfg.job_secret_len = secret != NULL ? strlen(secret) : 0;
-        strata_status_t st = strata_comm_init_config(&cfg, &comm);
-        _exit(st == STRATA_OK ? 100 : -st);
+        _exit(init_as(root_addr, 1, 2, 60000, secret, &comm));
     }
     return pid;
 }
@@ -451,16 +447,8 @@ static strata_status_t init_status(const char *root_addr, const char *env_name,
         unsetenv("STRATA_JOB_SECRET_FD");
         if (env_name != NULL)
             setenv(env_name, env_value, 1);
-        strata_comm_config_t cfg;
         strata_comm_t *comm = NULL;
-        strata_comm_config_init(&cfg);
-        cfg.rank = 1;
-        cfg.nranks = 2;
-        cfg.node_id = "one";
-        cfg.root_addr = root_addr;
-        cfg.timeout_ms = 2000;
-        strata_status_t st = strata_comm_init_config(&cfg, &comm);
-        _exit(st == STRATA_OK ? 100 : -st);
+        _exit(init_as(root_addr, 1, 2, 2000, NULL, &comm));
     }
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
