@@ -22,10 +22,7 @@ static const struct {
     const char *nodes[2];
 } launch_sources[] = {
     {"STRATA", "STRATA_RANK", "STRATA_NRANKS", NULL, {NULL, NULL}},
-    {"OpenMPI",
-     "OMPI_COMM_WORLD_RANK",
-     "OMPI_COMM_WORLD_SIZE",
-     "OMPI_COMM_WORLD_LOCAL_SIZE",
+    {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
      {NULL, NULL}},
     {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", NULL, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", {NULL, NULL}},
