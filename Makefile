@@ -105,7 +105,7 @@ PLUGIN_PATH_DEF := -DSTRATA_PLUGIN_PATH='"$(abspath $(PLUGIN_SO))"' \
 CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 TEST_CFLAGS := $(CFLAGS) $(CMOCKA_CFLAGS) $(PLUGIN_PATH_DEF) -Itests/support
 
-.PHONY: all lib tools tests test check lint clean install demo bench test-install test-config test-tsan FORCE
+.PHONY: all lib tools tests test check lint clean install demo bench test-install test-config FORCE
 .SECONDARY:   # keep every intermediate object (tools, tests/support) test-rdma
 # The last line of `make` and `make lib`: what this build has.
 say_summary = @echo "$(BUILD_SUMMARY); tests $(if $(filter 1,$(HAVE_CMOCKA)),can be built,\
@@ -284,16 +284,6 @@ test-rdma: all tests
 	SOFTROCE_TIMEOUT=$(SOFTROCE_TIMEOUT) SOFTROCE_ENV="STRATA_DEBUG STS_TIMEOUT_SCALE" \
 		scripts/softroce/run-in-softroce.sh scripts/softroce/guest-test-rdma.sh $(BUILD)
 
-# ThreadSanitizer over the tests whose callers use several threads at once: the CollNet
-# driven from NCCL's service and progress threads (test_collnet). Built without UCX: its
-# memory hooks (libucm's madvise) crash under TSan when a thread exits.
-TSAN_BUILD := build/tsan
-test-tsan:
-	$(MAKE) TSAN=1 HAVE_UCX=0 BUILD=$(TSAN_BUILD) $(TSAN_BUILD)/lib/libnccl-net-strata.so \
-		$(TSAN_BUILD)/tests/functional/test_collnet $(TSAN_BUILD)/tests/functional/helper_collnet
-	STS_TIMEOUT_SCALE=6 STS_CYCLES=20 TSAN_OPTIONS=halt_on_error=1 STRATA_TEST_TIMEOUT=1800 \
-		BUILD=$(TSAN_BUILD) tests/run.sh $(TSAN_BUILD)/tests/functional/test_collnet
-
 # Layering: only plugin/ may include the NCCL ABI; util includes no upper layer.
 lint:
 	@scripts/lint.sh
@@ -326,6 +316,10 @@ clean:
 
 # A/B programs against OpenMPI and Gloo, when those are installed.
 include bench/ab/ab.mk
+
+# libFuzzer harnesses (make fuzz) and the ThreadSanitizer pass (make check-tsan).
+include mk/fuzz.mk
+include mk/tsan.mk
 
 -include $(LIB_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) $(SUPPORT_OBJ:.o=.d) $(TOOLLIB_OBJ:.o=.d) $(TESTS:=.d) $(HELPERS:=.d) \
 	$(TOOLS:=.d)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -213,39 +214,55 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
     return STRATA_ERR_INVALID;
 }
 
-strata_status_t sta_profile_read(const char *path, sta_model_t *model)
+strata_status_t sta_profile_parse(const char *text, size_t len, const char *name,
+                                  sta_model_t *model)
 {
     strata_status_t status = STRATA_OK;
     int first_line[STA_FIELD_COUNT + 1] = {0};
     sta_model_t tmp = *model;
-    char *line = NULL;
-    size_t cap = 0;
+    char line[STA_PROFILE_LINE_MAX + 1];
     int lineno = 0;
-    FILE *file;
+    size_t at = 0;
 
-    file = fopen(path, "r");
-    if (file == NULL) {
-        STU_WARN("profile %s: cannot open: %s", path, strerror(errno));
-        return STRATA_ERR_IO;
+    while (status == STRATA_OK && at < len) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl != NULL ? (size_t)(nl - (text + at)) : len - at;
+        lineno++;
+        if (n > STA_PROFILE_LINE_MAX) {
+            STU_WARN("profile %s:%d: line longer than %d bytes", name, lineno,
+                     STA_PROFILE_LINE_MAX);
+            return STRATA_ERR_INVALID;
+        }
+        if (memchr(text + at, '\0', n) != NULL) {
+            STU_WARN("profile %s:%d: a NUL byte (not a text file?)", name, lineno);
+            return STRATA_ERR_INVALID;
+        }
+        memcpy(line, text + at, n);
+        line[n] = '\0';
+        status = profile_line_apply(name, lineno, line, &tmp, first_line);
+        at += n + (nl != NULL);
     }
-    while (getline(&line, &cap, file) >= 0) {
-        status = profile_line_apply(path, ++lineno, line, &tmp, first_line);
-        if (status != STRATA_OK)
-            break;
-    }
-    if (status == STRATA_OK && ferror(file)) {
-        STU_WARN("profile %s: read error after line %d", path, lineno);
-        status = STRATA_ERR_IO;
-    }
-    free(line);
-    fclose(file);
     if (status == STRATA_OK)
         *model = tmp;
     return status;
 }
 
-void sta_model_apply_env(sta_model_t *model)
+strata_status_t sta_profile_read(const char *path, sta_model_t *model)
 {
+    char *text;
+    size_t len;
+    strata_status_t status =
+        stu_file_read(path, STA_PROFILE_MAX_BYTES, 0, "STRATA_PROFILE", &text, &len);
+    if (status != STRATA_OK)
+        return status;
+    status = sta_profile_parse(text, len, path, model);
+    free(text);
+    return status;
+}
+
+strata_status_t sta_model_apply_env(sta_model_t *model)
+{
+    strata_status_t status = STRATA_OK;
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         const stu_param_def_t *def = stu_param_def(field_params[f]);
         const char *text = stu_param_str(field_params[f]);
@@ -254,12 +271,13 @@ void sta_model_apply_env(sta_model_t *model)
         if (*text == '\0')
             continue;
         if (field_parse((sta_field_t)f, text, &v) != STRATA_OK) {
-            STU_WARN("param: %s='%s' is not %s, ignored", def->name, text,
-                     field_range((sta_field_t)f));
+            STU_WARN("param: %s='%s' is not %s", def->name, text, field_range((sta_field_t)f));
+            status = STRATA_ERR_INVALID;
             continue;
         }
         field_offer(model, (sta_field_t)f, v, STA_SRC_ENV);
     }
+    return status;
 }
 
 /* Offers one measured value; logs when a higher-precedence value is kept. */
@@ -298,7 +316,8 @@ strata_status_t sta_model_load(sta_model_t *model)
     sta_model_t tmp;
 
     sta_model_default(&tmp);
-    sta_model_apply_env(&tmp);
+    if ((status = sta_model_apply_env(&tmp)) != STRATA_OK)
+        return status;
     path = stu_param_str(STU_PARAM_PROFILE);
     if (*path != '\0') {
         status = sta_profile_read(path, &tmp);

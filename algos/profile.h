@@ -17,7 +17,10 @@
  * are decimal numbers (α and ω >= 0, β and γ > 0), and shm.kind = shm|switch|pcie
  * (what the shm tier is, sta_intra_t; the file is its only source besides the
  * default, shm). An unknown key, a malformed or out-of-range value, a line without
- * '=', or a key given twice is an error naming the line.
+ * '=', a key given twice, a line longer than STA_PROFILE_LINE_MAX or a NUL byte
+ * is an error naming the line. The file is a regular file of at most
+ * STA_PROFILE_MAX_BYTES (util/file.h: a FIFO, a device or a larger file is an
+ * error, never a hang or a huge read).
  *
  * Thread safety: these functions touch only their arguments (and the parameter
  * table, which is thread-safe); call them from one thread per model.
@@ -51,6 +54,11 @@
 /* ω: waking a process that sleeps, from another core, 35-40 µs (docs/machines.md); the low end. */
 #define STA_DEFAULT_WAKE_US 35.0
 
+/* A profile holds five short lines; 64 KiB leaves room for any amount of comments. */
+#define STA_PROFILE_MAX_BYTES (64 * 1024)
+/* One line: a key, '=', a number and a comment fit many times over. */
+#define STA_PROFILE_LINE_MAX 1024
+
 /* The profile key of a field ("shm.alpha_us", ...); "?" out of range. */
 const char *sta_field_name(sta_field_t field);
 
@@ -62,10 +70,17 @@ void sta_model_default(sta_model_t *model);
 
 /*
  * Reads a profile file and applies its values with source "profile". Blocking file I/O.
- * STRATA_ERR_IO if the file cannot be read, STRATA_ERR_INVALID for a bad line (logged with
- * path:line and the cause); on error *model is untouched.
+ * STRATA_ERR_IO if the file cannot be read, STRATA_ERR_INVALID for a bad file or line
+ * (logged with path:line and the cause), STRATA_ERR_NO_MEMORY; on error *model is untouched.
  */
 strata_status_t sta_profile_read(const char *path, sta_model_t *model);
+
+/*
+ * The same over the text of a profile (len bytes, NUL bytes refused), named `name` in
+ * messages. Pure: no I/O but logging.
+ */
+strata_status_t sta_profile_parse(const char *text, size_t len, const char *name,
+                                  sta_model_t *model);
 
 /*
  * Writes *model as a profile file that sta_profile_read() reads back to the same values: the
@@ -78,10 +93,10 @@ strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
 
 /*
  * Applies every STRATA_* model variable that is set and not empty, with source "env".
- * A malformed or out-of-range value is logged once as a warning and ignored, as the
- * parameter table does for its integers.
+ * A malformed or out-of-range value is logged with the variable's name and makes the
+ * result STRATA_ERR_INVALID (the other values are still applied).
  */
-void sta_model_apply_env(sta_model_t *model);
+strata_status_t sta_model_apply_env(sta_model_t *model);
 
 /*
  * Merges measured tiers (source "calibrated"): a measured value replaces only a default.
@@ -102,8 +117,8 @@ void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us);
 
 /*
  * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).
- * Calibration, when wanted, is merged afterwards by the caller. Errors are the profile's;
- * on error *model is untouched.
+ * Calibration, when wanted, is merged afterwards by the caller. Errors are the
+ * variables' and the profile's; on error *model is untouched.
  */
 strata_status_t sta_model_load(sta_model_t *model);
 

@@ -1,24 +1,20 @@
-/* TCP rendezvous through rank 0 (see bootstrap.h). */
+/* TCP rendezvous through rank 0 (see bootstrap.h); rank 0's side of the join is boot_root.c. */
 #include "coll/bootstrap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
 #include "util/sock.h"
 #include "util/time.h"
 
-#define BOOT_MAGIC 0x5354424f4f543031ull   /* "STBOOT01" */
 #define BOOT_BACKLOG 4096
-#define BOOT_HELLO_NS 5000000000ull        /* a connected rank sends its hello at once */
-
-typedef struct boot_hello {
-    uint64_t magic;
-    int32_t rank;
-    int32_t nranks;
-} boot_hello_t;
+/* Between a rank's attempts to join after rank 0 closed its connection unanswered. */
+#define BOOT_RETRY_NS 20000000ull
 
 static uint64_t boot_deadline(const stc_boot_t *boot)
 {
@@ -36,59 +32,117 @@ static void boot_close_all(stc_boot_t *boot)
     boot->fds = NULL;
 }
 
-/* Lists the ranks that have not arrived, for the timeout message. */
-static void boot_warn_missing(const stc_boot_t *boot)
+/* The error a rank refused by rank 0 fails with, logged with the cause. */
+static strata_status_t boot_refused(const stc_boot_t *boot, const char *root_addr,
+                                    const stc_boot_welcome_t *w)
 {
-    char list[256];
-    size_t used = 0;
-    int missing = 0;
-    for (int i = 1; i < boot->nranks; i++) {
-        if (boot->fds[i] >= 0)
-            continue;
-        missing++;
-        if (used + 16 < sizeof(list))
-            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? "," : "", i);
+    switch (w->verdict) {
+    case STC_BOOT_BAD_MAC:
+        STU_WARN("bootstrap: rank 0 at %s refused rank %d's job secret: every rank must hold "
+                 "the same one (STRATA_JOB_SECRET_FILE, STRATA_JOB_SECRET or strata-run's; "
+                 "docs/reliability.md)",
+                 root_addr, boot->rank);
+        return STRATA_ERR_AUTH;
+    case STC_BOOT_BAD_NRANKS:
+        STU_WARN("bootstrap: rank 0 at %s runs a job of %d ranks; rank %d was started with %d",
+                 root_addr, w->nranks, boot->rank, boot->nranks);
+        return STRATA_ERR_MISMATCH;
+    case STC_BOOT_DUPLICATE:
+        STU_WARN("bootstrap: rank 0 at %s has rank %d already (two processes with one rank?)",
+                 root_addr, boot->rank);
+        return STRATA_ERR_MISMATCH;
+    default:
+        STU_WARN("bootstrap: rank 0 at %s refused rank %d: %s", root_addr, boot->rank,
+                 stc_boot_verdict_str(w->verdict));
+        return STRATA_ERR_INVALID;
     }
-    STU_WARN("bootstrap: %d of %d ranks never arrived: %s%s", missing, boot->nranks, list,
-             used + 16 >= sizeof(list) ? ",..." : "");
 }
 
-static strata_status_t boot_root_accept(stc_boot_t *boot, int listen_fd)
+/*
+ * One attempt to join: challenge, hello, welcome. STRATA_INPROGRESS when rank 0 closed the
+ * connection before it answered (it was busy, or this rank too slow): try again.
+ */
+static strata_status_t boot_join_once(stc_boot_t *boot, const stu_addr_t *addr,
+                                      const char *root_addr, uint64_t deadline)
 {
-    uint64_t deadline = boot_deadline(boot);
-    int arrived = 1;
+    uint8_t challenge[STC_BOOT_CHALLENGE_BYTES], hello[STC_BOOT_HELLO_BYTES];
+    uint8_t welcome[STC_BOOT_WELCOME_BYTES], root_nonce[STC_BOOT_NONCE_BYTES];
+    stc_boot_hello_t h = {.rank = boot->rank, .nranks = boot->nranks};
+    stc_boot_welcome_t w;
+    const char *why = NULL;
+    int fd, authentic = 0;
 
-    while (arrived < boot->nranks) {
-        int fd;
-        boot_hello_t h;
-        strata_status_t status = stu_sock_accept(listen_fd, deadline, &fd);
-        if (status == STRATA_ERR_TIMEOUT) {
-            boot_warn_missing(boot);
-            return status;
+    strata_status_t status = stu_sock_connect(addr, deadline, &fd);
+    if (status != STRATA_OK)
+        return status;
+    status = stu_sock_recv_all(fd, challenge, sizeof(challenge), deadline);
+    if (status == STRATA_OK) {
+        if (stc_boot_challenge_decode(challenge, root_nonce, &why) != STRATA_OK) {
+            STU_WARN("bootstrap: %s is not rank 0's rendezvous: %s", root_addr, why);
+            status = STRATA_ERR_AUTH;
+        } else if (getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce)) {
+            status = STRATA_ERR_IO;
         }
-        if (status != STRATA_OK)
-            return status;
-        /* a client that connects and says nothing (a probe, a scanner) costs 5 s, not init */
-        uint64_t hello_by = stu_time_ns() + BOOT_HELLO_NS;
-        status = stu_sock_recv_all(fd, &h, sizeof(h), hello_by < deadline ? hello_by : deadline);
-        if (status != STRATA_OK || h.magic != BOOT_MAGIC || h.nranks != boot->nranks ||
-            h.rank <= 0 || h.rank >= boot->nranks || boot->fds[h.rank] >= 0) {
-            STU_WARN("bootstrap: rejected a hello (%s; magic %llx, rank %d, nranks %d, "
-                     "expected nranks %d)", strata_status_str(status),
-                     (unsigned long long)h.magic, h.rank, h.nranks, boot->nranks);
-            close(fd);
-            if (status == STRATA_OK && h.magic == BOOT_MAGIC && h.nranks != boot->nranks)
-                return STRATA_ERR_MISMATCH;
-            continue;
-        }
-        boot->fds[h.rank] = fd;
-        arrived++;
     }
+    if (status == STRATA_OK) {
+        stc_boot_hello_encode(boot->key, challenge, &h, hello);
+        status = stu_sock_send_all(fd, hello, sizeof(hello), deadline);
+    }
+    if (status == STRATA_OK)
+        status = stu_sock_recv_all(fd, welcome, sizeof(welcome), deadline);
+    if (status == STRATA_ERR_REMOTE) {
+        close(fd); /* closed unanswered: rank 0 was busy, or this rank too slow */
+        return STRATA_INPROGRESS;
+    }
+    if (status == STRATA_OK &&
+        stc_boot_welcome_check(boot->key, hello, welcome, &w, &authentic, &why) != STRATA_OK) {
+        STU_WARN("bootstrap: rank 0 at %s: %s; not joining it", root_addr, why);
+        status = STRATA_ERR_AUTH;
+    }
+    if (status == STRATA_OK && w.verdict != STC_BOOT_OK)
+        status = boot_refused(boot, root_addr, &w);
+    if (status != STRATA_OK) {
+        close(fd);
+        return status;
+    }
+    memcpy(boot->session, w.session, sizeof(boot->session));
+    boot->fds[0] = fd;
     return STRATA_OK;
 }
 
+static strata_status_t boot_join(stc_boot_t *boot, const stu_addr_t *addr,
+                                 const char *root_addr)
+{
+    uint64_t deadline = boot_deadline(boot);
+    int attempts = 0;
+
+    for (;;) {
+        strata_status_t status = boot_join_once(boot, addr, root_addr, deadline);
+        attempts++;
+        if (status != STRATA_INPROGRESS) {
+            if (status != STRATA_OK)
+                STU_WARN("bootstrap: rank %d could not join the root at %s after %d attempt(s) "
+                         "(%s)",
+                         boot->rank, root_addr, attempts, strata_status_str(status));
+            return status;
+        }
+        STU_INFO(STU_LOG_INIT,
+                 "bootstrap: rank 0 at %s closed rank %d's connection before "
+                 "answering; joining again",
+                 root_addr, boot->rank);
+        if (stu_time_ns() + BOOT_RETRY_NS >= deadline) {
+            STU_WARN("bootstrap: rank %d could not join the root at %s before the timeout",
+                     boot->rank, root_addr);
+            return STRATA_ERR_TIMEOUT;
+        }
+        struct timespec ts = {0, (long)BOOT_RETRY_NS};
+        nanosleep(&ts, NULL);
+    }
+}
+
 strata_status_t stc_boot_init(stc_boot_t *boot, const char *root_addr, int root_fd, int rank,
-                              int nranks, uint64_t timeout_ns)
+                              int nranks, uint64_t timeout_ns,
+                              const uint8_t key[STC_BOOT_KEY_BYTES])
 {
     strata_status_t status = STRATA_OK;
     stu_addr_t addr;
@@ -97,15 +151,22 @@ strata_status_t stc_boot_init(stc_boot_t *boot, const char *root_addr, int root_
     boot->rank = rank;
     boot->nranks = nranks;
     boot->timeout_ns = timeout_ns;
+    memcpy(boot->key, key, sizeof(boot->key));
     boot->fds = malloc(sizeof(int) * (size_t)(nranks > 0 ? nranks : 1));
-    if (boot->fds == NULL)
+    if (boot->fds == NULL) {
+        if (root_fd >= 0)
+            close(root_fd);
         return STRATA_ERR_NO_MEMORY;
+    }
     for (int i = 0; i < nranks; i++)
         boot->fds[i] = -1;
     if (nranks == 1) {
         if (root_fd >= 0)
             close(root_fd);
-        return STRATA_OK;
+        return getrandom(boot->session, sizeof(boot->session), 0) ==
+                       (ssize_t)sizeof(boot->session)
+                   ? STRATA_OK
+                   : STRATA_ERR_IO;
     }
     if (root_fd < 0 && (root_addr == NULL || *root_addr == '\0')) {
         STU_WARN("bootstrap: no root address: set STRATA_ROOT_ADDR=host:port (or MASTER_ADDR "
@@ -113,25 +174,21 @@ strata_status_t stc_boot_init(stc_boot_t *boot, const char *root_addr, int root_
         status = STRATA_ERR_INVALID;
         goto err_fds;
     }
-    if (root_fd < 0 && (status = stu_addr_parse(root_addr, &addr)) != STRATA_OK)
+    if (root_fd < 0 && (status = stu_addr_parse(root_addr, &addr)) != STRATA_OK) {
+        STU_WARN("bootstrap: the root address '%s' (STRATA_ROOT_ADDR, or MASTER_ADDR and "
+                 "MASTER_PORT) is not host:port",
+                 root_addr);
         goto err_fds;
+    }
     if (rank == 0) {
         int lfd = root_fd;
         if (lfd < 0 && (status = stu_sock_listen(&addr, BOOT_BACKLOG, &lfd, NULL)) != STRATA_OK)
             goto err_fds;
-        status = boot_root_accept(boot, lfd);
-        close(lfd);
+        status = stc_boot_root_accept(boot, lfd);
     } else {
-        boot_hello_t h = {.magic = BOOT_MAGIC, .rank = rank, .nranks = nranks};
-        uint64_t deadline = boot_deadline(boot);
         if (root_fd >= 0)
             close(root_fd);
-        status = stu_sock_connect(&addr, deadline, &boot->fds[0]);
-        if (status == STRATA_OK)
-            status = stu_sock_send_all(boot->fds[0], &h, sizeof(h), deadline);
-        if (status != STRATA_OK)
-            STU_WARN("bootstrap: rank %d could not join the root at %s (%s)", rank, root_addr,
-                     strata_status_str(status));
+        status = boot_join(boot, &addr, root_addr);
     }
     if (status != STRATA_OK)
         goto err_fds;
@@ -144,6 +201,13 @@ err_fds:
 void stc_boot_fini(stc_boot_t *boot)
 {
     boot_close_all(boot);
+    stu_secure_zero(boot->key, sizeof(boot->key));
+}
+
+void stc_boot_conn_token(const stc_boot_t *boot, int from, int to,
+                         uint8_t out[STC_BOOT_MAC_BYTES])
+{
+    stc_boot_token_make(boot->key, boot->session, from, to, out);
 }
 
 strata_status_t stc_boot_allgather(stc_boot_t *boot, const void *mine, void *all_out,

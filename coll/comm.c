@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,13 +16,16 @@
 #include "coll/calibrate.h"
 #include "coll/comm.h"
 #include "coll/launch.h"
+#include "coll/secret.h"
 #include "coll/worker.h"
 #include "util/log.h"
+#include "util/hmac.h"
 #include "util/param.h"
+#include "util/sock.h"
 #include "util/time.h"
 
-/* STRATA_SHM_CHUNK's ceiling: two halves per rank of a 1 GiB chunk is already far past L3. */
-#define COMM_SHM_CHUNK_MAX ((int64_t)1 << 30)
+/* The node segment's tag, as /proc/<pid>/fd shows it (util/shm.h). */
+#define COMM_SHM_TAG "strata-node"
 
 /* What every rank tells every other at the first all-gather. */
 typedef struct rank_info {
@@ -31,9 +33,15 @@ typedef struct rank_info {
     char host[STC_NODE_ID_LEN];    /* the real host: emulated nodes may share one */
     int32_t pid;
     int32_t ndev;
-    int32_t ncpu;          /* cores online on this rank's host */
-    uint64_t token;        /* rank 0's: names the job's shared-memory segments */
+    int32_t ncpu; /* cores online on this rank's host */
 } rank_info_t;
+
+/* What each rank says after making (local rank 0) or not making its node's segment. */
+typedef struct shm_info {
+    int32_t status;
+    int32_t pid;
+    int32_t fd; /* local rank 0: its descriptor of the segment; others -1 */
+} shm_info_t;
 
 void strata_comm_config_init(strata_comm_config_t *config)
 {
@@ -41,6 +49,8 @@ void strata_comm_config_init(strata_comm_config_t *config)
     config->rank = -1;
     config->nranks = -1;
     config->root_fd = -1;
+    config->job_secret = NULL;
+    config->job_secret_len = 0;
 }
 
 /* Node index by first appearance in rank order, local rank by order within the node. */
@@ -137,35 +147,53 @@ static strata_status_t comm_agree(strata_comm_t *comm, strata_status_t mine)
     return STRATA_OK;
 }
 
-/* The node's segment: local rank 0 creates it, the others attach, then the name goes. */
-static strata_status_t comm_shm(strata_comm_t *comm, uint64_t token)
+/* The rank that makes the node's segment: local rank 0 of `node`. */
+static int comm_node_leader(const strata_comm_t *comm, int node)
+{
+    for (int r = 0; r < comm->ctx.nranks; r++)
+        if (comm->node_of[r] == node && comm->local_of[r] == 0)
+            return r;
+    return -1;
+}
+
+/*
+ * The node's segment: local rank 0 makes it (no name: util/shm.h), every rank learns its
+ * node leader's pid and descriptor, the others map it, then the leader lets its
+ * descriptor go. Ranks killed anywhere in between leave nothing behind.
+ */
+static strata_status_t comm_shm(strata_comm_t *comm)
 {
     sta_ctx_t *ctx = &comm->ctx;
-    char name[STU_SHM_NAMELEN];
     strata_status_t status = STRATA_OK;
-    int64_t want = stu_param_int(STU_PARAM_SHM_CHUNK);
+    shm_info_t mine = {.pid = (int32_t)getpid(), .fd = -1};
 
-    if (want <= 0 || want > COMM_SHM_CHUNK_MAX) {
-        STU_WARN("STRATA_SHM_CHUNK=%lld is outside 1..%lld bytes", (long long)want,
-                 (long long)COMM_SHM_CHUNK_MAX);
-        return STRATA_ERR_INVALID;
-    }
-    size_t chunk = (size_t)want;
+    size_t chunk = (size_t)stu_param_int(STU_PARAM_SHM_CHUNK);
     if (chunk < 4096 * (size_t)ctx->local_size)
         chunk = 4096 * (size_t)ctx->local_size;   /* room for one page per rank per round */
     size_t size = sta_node_segment_size(ctx->local_size, chunk);
-    snprintf(name, sizeof(name), "/strata-%016llx-n%d", (unsigned long long)token, ctx->node);
     if (ctx->local_rank == 0) {
-        status = stu_shm_create(name, size, &comm->shm);
-        if (status == STRATA_OK)
+        status = stu_shm_create(COMM_SHM_TAG, size, &comm->shm);
+        if (status == STRATA_OK) {
             sta_node_segment_format(comm->shm.base, ctx->local_size, chunk);
+            mine.fd = comm->shm.fd;
+        }
     }
-    /* Everyone learns whether every node's segment exists before anyone attaches. */
+    mine.status = (int32_t)status;
+    shm_info_t *all = calloc((size_t)ctx->nranks, sizeof(*all));
+    if (all == NULL)
+        return STRATA_ERR_NO_MEMORY;
+    /* Everyone learns whether every node's segment exists before anyone maps one. */
+    status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));
+    for (int r = 0; status == STRATA_OK && r < ctx->nranks; r++)
+        if (all[r].status != STRATA_OK)
+            status = (strata_status_t)all[r].status;
+    if (status == STRATA_OK && ctx->local_rank != 0) {
+        const shm_info_t *lead = &all[comm_node_leader(comm, ctx->node)];
+        status = stu_shm_attach(lead->pid, lead->fd, COMM_SHM_TAG, size, &comm->shm);
+    }
+    free(all);
     status = comm_agree(comm, status);
-    if (status == STRATA_OK && ctx->local_rank != 0)
-        status = stu_shm_attach(name, size, stu_time_ns() + ctx->timeout_ns, &comm->shm);
-    status = comm_agree(comm, status);
-    stu_shm_unlink(&comm->shm);   /* everyone attached or failed: nothing left in /dev/shm */
+    stu_shm_release(&comm->shm); /* everyone mapped it or failed */
     if (status == STRATA_OK)
         status = sta_node_open(comm->shm.base, comm->shm.size, ctx->local_rank, ctx->local_size,
                                &ctx->node_tier);
@@ -305,6 +333,20 @@ static void comm_free(strata_comm_t *comm)
     free(comm);
 }
 
+/*
+ * Whether every rank certainly runs on this host: the rendezvous is at a loopback address
+ * (rank 0 may only have the launcher's listening socket).
+ */
+static int comm_root_is_local(const char *root_addr, int root_fd)
+{
+    stu_addr_t a;
+    if (root_addr[0] != '\0')
+        return stu_addr_parse(root_addr, &a) == STRATA_OK && stu_addr_is_loopback(&a);
+    a.len = sizeof(a.ss);
+    return root_fd >= 0 && getsockname(root_fd, (struct sockaddr *)&a.ss, &a.len) == 0 &&
+           stu_addr_is_loopback(&a);
+}
+
 strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
                                         strata_comm_t **comm_p)
 {
@@ -317,7 +359,12 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
             close(config->root_fd);   /* Strata owns the descriptor from here on */
         return STRATA_ERR_INVALID;
     }
-    stu_param_reload();
+    if ((status = stu_param_reload()) != STRATA_OK) {
+        STU_WARN("comm init: fix the STRATA_* variables above");
+        if (config->root_fd >= 0)
+            close(config->root_fd);
+        return status;
+    }
     int need_env = config->rank < 0 || config->nranks < 0 ||
                    (config->root_addr == NULL && config->root_fd < 0) || config->node_id == NULL;
     memset(&launch, 0, sizeof(launch));
@@ -358,6 +405,15 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
                      (long long)fd);
     }
 
+    stc_job_key_t key;
+    status = stc_job_key_load(
+        config->job_secret, config->job_secret_len,
+        launch.single_host || comm_root_is_local(launch.root_addr, root_fd), &key);
+    if (status != STRATA_OK) {
+        if (root_fd >= 0)
+            close(root_fd);
+        return status;
+    }
     if ((comm = calloc(1, sizeof(*comm))) == NULL) {
         if (root_fd >= 0)
             close(root_fd);
@@ -365,15 +421,18 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     }
     for (int c = 0; c < STA_COLL_COUNT; c++)
         comm->last_algo[c] = STA_ALGO_AUTO;    /* nothing ran yet */
+    comm->shm = STU_SHM_NONE;
     sta_ctx_t *ctx = &comm->ctx;
     ctx->rank = launch.rank;
     ctx->nranks = launch.nranks;
+    /* STRATA_TIMEOUT is 1 ms .. a week (util/param_table.c); an int of ms fits either way */
     int64_t timeout_ms = config->timeout_ms > 0 ? config->timeout_ms
                                                 : stu_param_int(STU_PARAM_TIMEOUT);
-    ctx->timeout_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
+    ctx->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
 
-    status = stc_boot_init(&comm->boot, launch.root_addr, root_fd, ctx->rank,
-                           ctx->nranks, ctx->timeout_ns);
+    status = stc_boot_init(&comm->boot, launch.root_addr, root_fd, ctx->rank, ctx->nranks,
+                           ctx->timeout_ns, key.key);
+    stu_secure_zero(&key, sizeof(key));
     if (status != STRATA_OK) {
         sta_ctx_fail(ctx, status, "rendezvous at '%s' failed", launch.root_addr);
         goto err_comm;
@@ -390,16 +449,13 @@ strata_status_t strata_comm_init_config(const strata_comm_config_t *config,
     mine.ncpu = ncpu > 0 && ncpu < INT32_MAX ? (int32_t)ncpu : 0;
     if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
         strcpy(mine.host, "localhost");
-    if (getrandom(&mine.token, sizeof(mine.token), 0) != sizeof(mine.token))
-        mine.token = stu_time_ns() ^ ((uint64_t)getpid() << 32);
     status = stc_boot_allgather(&comm->boot, &mine, all, sizeof(mine));
     if (status == STRATA_OK)
         status = comm_topology(comm, all);
-    uint64_t token = all[0].token;
     free(all);
     if (status != STRATA_OK)
         goto err_comm;
-    if ((status = comm_shm(comm, token)) != STRATA_OK) {
+    if ((status = comm_shm(comm)) != STRATA_OK) {
         sta_ctx_fail(ctx, status, "node shared memory");
         goto err_comm;
     }

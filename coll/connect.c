@@ -3,19 +3,37 @@
  * algorithms use (flat ring and binomial neighbours at distance 2^k, the
  * recursive-doubling partners, rank-order neighbours, and the same at node
  * distance 2^k on its rail). The sets are symmetric, so each connect meets an
- * accept. An accepted connection learns its peer from a first 8-byte message.
+ * accept.
+ *
+ * An accepted connection learns its peer from a first message of
+ * CONNECT_IDENT_BYTES: magic u32 "STI2" | rank i32 | token [32], the token
+ * proving the sender is that rank of this communicator (coll/boot_wire.h:
+ * an HMAC under the job key over the communicator's session and both ranks).
+ * A connection whose first message is anything else (a stranger who learnt a
+ * handle, a replay, a rank already connected) is closed and accept goes on;
+ * it never fails init. Unidentified connections are bounded
+ * (CONNECT_PENDING_EXTRA beyond the peers expected), and one idle past
+ * CONNECT_IDENT_NS gives its slot to the next connection.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll/comm.h"
+#include "util/le.h"
 #include "util/log.h"
+#include "util/time.h"
 
-#define CONNECT_IDENT_MAGIC 0x53544944u    /* "STID" */
+#define CONNECT_IDENT_MAGIC 0x32495453u /* "STI2" as bytes on the wire */
+#define CONNECT_IDENT_BYTES (8 + STC_BOOT_MAC_BYTES)
+/* Unidentified connections held beyond the expected peers: strangers cannot take them all. */
+#define CONNECT_PENDING_EXTRA 16
+/* A peer sends its ident right after connecting; an idle one past this yields its slot. */
+#define CONNECT_IDENT_NS 1000000000ull
+/* Rejected connections logged one by one; later ones are only counted. */
+#define CONNECT_WARN_MAX 8
 
 typedef struct ident {
-    uint32_t magic;
-    int32_t rank;
+    uint8_t bytes[CONNECT_IDENT_BYTES];
 } ident_t;
 
 static void peer_add(int *peers, int *n, int max, int me, int p)
@@ -80,10 +98,19 @@ int stc_peer_set(const strata_comm_t *comm, int me, int *peers, int max)
 }
 
 typedef struct pending_recv {
-    stt_comm_t *comm;
+    stt_comm_t *comm; /* NULL: a free slot */
     stt_req_t *req;
+    uint64_t since;
     ident_t msg;
 } pending_recv_t;
+
+/* The incoming side: a bounded table of unidentified connections. */
+typedef struct recv_side {
+    pending_recv_t *slots;
+    int nslots;
+    int done; /* identified connections */
+    int rejected;
+} recv_side_t;
 
 typedef struct pending_send {
     int peer;
@@ -130,52 +157,132 @@ static strata_status_t connect_sends(strata_comm_t *comm, pending_send_t *ps, in
     return STRATA_OK;
 }
 
-/* Accepts and identifies incoming connections; counts the identified ones. */
-static strata_status_t connect_recvs(strata_comm_t *comm, pending_recv_t *pr, int *naccepted,
-                                     int max, const int *peers, int npeers, int *done)
+static void ident_encode(const strata_comm_t *comm, int to, ident_t *msg)
+{
+    stu_le_put32(msg->bytes, CONNECT_IDENT_MAGIC);
+    stu_le_put32(msg->bytes + 4, (uint32_t)comm->ctx.rank);
+    stc_boot_conn_token(&comm->boot, comm->ctx.rank, to, msg->bytes + 8);
+}
+
+/* The rank an ident proves, or -1 with *why set. */
+static int ident_check(const strata_comm_t *comm, const ident_t *msg, size_t got,
+                       const int *peers, int npeers, const char **why)
+{
+    uint8_t want[STC_BOOT_MAC_BYTES];
+    int from = (int32_t)stu_le_get32(msg->bytes + 4);
+    int expected = 0;
+
+    if (got != CONNECT_IDENT_BYTES || stu_le_get32(msg->bytes) != CONNECT_IDENT_MAGIC) {
+        *why = "its first message is not a rank's greeting";
+        return -1;
+    }
+    for (int k = 0; k < npeers; k++)
+        expected |= peers[k] == from;
+    if (!expected) {
+        *why = "it claims a rank this rank does not connect with";
+        return -1;
+    }
+    stc_boot_conn_token(&comm->boot, from, comm->ctx.rank, want);
+    if (!stu_mac_equal(want, msg->bytes + 8, sizeof(want))) {
+        *why = "its greeting does not prove the job secret";
+        return -1;
+    }
+    if (comm->ctx.peers[from].recv != NULL) {
+        *why = "its rank is connected already (a replay?)";
+        return -1;
+    }
+    return from;
+}
+
+/* Closes an unidentified connection and frees its slot. */
+static void recv_drop(recv_side_t *rs, pending_recv_t *r, const char *why)
+{
+    if (why != NULL && rs->rejected++ < CONNECT_WARN_MAX)
+        STU_WARN("connect: closed an incoming connection: %s%s", why,
+                 rs->rejected == CONNECT_WARN_MAX ? " (further ones are only counted)" : "");
+    stt_close_recv(r->comm); /* releases a request still posted on it */
+    memset(r, 0, sizeof(*r));
+}
+
+/* A free slot, or the oldest slot idle past CONNECT_IDENT_NS made free; NULL if none. */
+static pending_recv_t *recv_slot(recv_side_t *rs, uint64_t now)
+{
+    pending_recv_t *oldest = NULL;
+    for (int i = 0; i < rs->nslots; i++) {
+        pending_recv_t *r = &rs->slots[i];
+        if (r->comm == NULL)
+            return r;
+        if (oldest == NULL || r->since < oldest->since)
+            oldest = r;
+    }
+    if (oldest == NULL || now - oldest->since < CONNECT_IDENT_NS)
+        return NULL;
+    recv_drop(rs, oldest, "no greeting within a second while others waited");
+    return oldest;
+}
+
+/* Progresses one unidentified connection; it is identified, dropped, or still waiting. */
+static strata_status_t recv_progress(strata_comm_t *comm, recv_side_t *rs, pending_recv_t *r,
+                                     const int *peers, int npeers)
 {
     strata_status_t status;
-    stt_comm_t *c = NULL;
+    const char *why = NULL;
 
-    if (*naccepted < max) {
+    if (r->req == NULL) {
+        void *buf = &r->msg;
+        size_t size = sizeof(r->msg);
+        int tag = 0;
+        status = stt_irecv(r->comm, 1, &buf, &size, &tag, NULL, &r->req);
+        if (status != STRATA_OK) {
+            recv_drop(rs, r, "posting the receive of its greeting failed");
+            return STRATA_OK;
+        }
+        if (r->req == NULL)
+            return STRATA_OK;
+    }
+    int d = 0;
+    size_t got = 0;
+    if ((status = stt_test(r->req, &d, &got)) != STRATA_OK) {
+        r->req = NULL; /* released by the failed test */
+        recv_drop(rs, r,
+                  status == STRATA_ERR_TRUNCATED ? "its first message is too long"
+                                                 : "it failed before its greeting");
+        return STRATA_OK;
+    }
+    if (!d)
+        return STRATA_OK;
+    r->req = NULL;
+    int from = ident_check(comm, &r->msg, got, peers, npeers, &why);
+    if (from < 0) {
+        recv_drop(rs, r, why);
+        return STRATA_OK;
+    }
+    comm->ctx.peers[from].recv = r->comm;
+    memset(r, 0, sizeof(*r));
+    rs->done++;
+    return STRATA_OK;
+}
+
+/* Accepts and identifies incoming connections. */
+static strata_status_t connect_recvs(strata_comm_t *comm, recv_side_t *rs, const int *peers,
+                                     int npeers)
+{
+    strata_status_t status;
+    uint64_t now = stu_time_ns();
+
+    for (pending_recv_t *slot; rs->done < npeers && (slot = recv_slot(rs, now)) != NULL;) {
+        stt_comm_t *c = NULL;
         if ((status = stt_accept(comm->listen, &c)) != STRATA_OK)
             return sta_ctx_fail(&comm->ctx, status, "accepting a connection");
-        if (c != NULL)
-            pr[(*naccepted)++].comm = c;
+        if (c == NULL)
+            break;
+        slot->comm = c;
+        slot->since = now;
     }
-    for (int i = 0; i < *naccepted; i++) {
-        pending_recv_t *r = &pr[i];
-        if (r->comm == NULL)
-            continue;   /* identified already */
-        if (r->req == NULL) {
-            void *buf = &r->msg;
-            size_t size = sizeof(r->msg);
-            int tag = 0;
-            status = stt_irecv(r->comm, 1, &buf, &size, &tag, NULL, &r->req);
-            if (status != STRATA_OK)
-                return sta_ctx_fail(&comm->ctx, status, "waiting for a greeting");
-            if (r->req == NULL)
-                continue;
-        }
-        int d = 0;
-        size_t got = 0;
-        if ((status = stt_test(r->req, &d, &got)) != STRATA_OK)
-            return sta_ctx_fail(&comm->ctx, status, "receiving a greeting");
-        if (!d)
-            continue;
-        int from = r->msg.rank;
-        int expected = 0;
-        for (int k = 0; k < npeers; k++)
-            expected |= peers[k] == from;
-        if (got != sizeof(r->msg) || r->msg.magic != CONNECT_IDENT_MAGIC || !expected ||
-            comm->ctx.peers[from].recv != NULL)
-            return sta_ctx_fail(&comm->ctx, STRATA_ERR_REMOTE,
-                                "unexpected greeting (%zu bytes, magic %x, rank %d)", got,
-                                r->msg.magic, from);
-        comm->ctx.peers[from].recv = r->comm;
-        r->comm = NULL;
-        (*done)++;
-    }
+    for (int i = 0; i < rs->nslots; i++)
+        if (rs->slots[i].comm != NULL &&
+            (status = recv_progress(comm, rs, &rs->slots[i], peers, npeers)) != STRATA_OK)
+            return status;
     return STRATA_OK;
 }
 
@@ -186,18 +293,17 @@ strata_status_t stc_connect_peers(strata_comm_t *comm, const char *handles)
     int peers[P > 1 ? P : 1];
     int npeers = stc_peer_set(comm, comm->ctx.rank, peers, P);
     pending_send_t *ps = calloc((size_t)npeers + 1, sizeof(*ps));
-    pending_recv_t *pr = calloc((size_t)npeers + 1, sizeof(*pr));
-    int naccepted = 0, recvs_done = 0;
+    recv_side_t rs = {.nslots = npeers + CONNECT_PENDING_EXTRA};
     sta_backoff_t b;
 
-    if (ps == NULL || pr == NULL) {
+    rs.slots = calloc((size_t)rs.nslots, sizeof(*rs.slots));
+    if (ps == NULL || rs.slots == NULL) {
         status = STRATA_ERR_NO_MEMORY;
         goto out;
     }
     for (int i = 0; i < npeers; i++) {
         ps[i].peer = peers[i];
-        ps[i].msg.magic = CONNECT_IDENT_MAGIC;
-        ps[i].msg.rank = comm->ctx.rank;
+        ident_encode(comm, peers[i], &ps[i].msg);
         memcpy(ps[i].handle, handles + (size_t)peers[i] * STT_HANDLE_SIZE, STT_HANDLE_SIZE);
     }
     sta_backoff_start(&b, &comm->ctx);
@@ -205,23 +311,26 @@ strata_status_t stc_connect_peers(strata_comm_t *comm, const char *handles)
         int sends_done = 0;
         if ((status = connect_sends(comm, ps, npeers, &sends_done)) != STRATA_OK)
             break;
-        status = connect_recvs(comm, pr, &naccepted, npeers, peers, npeers, &recvs_done);
-        if (status != STRATA_OK || (sends_done == npeers && recvs_done == npeers))
+        status = connect_recvs(comm, &rs, peers, npeers);
+        if (status != STRATA_OK || (sends_done == npeers && rs.done == npeers))
             break;
         if (sta_backoff_step(&b) != STRATA_OK) {
-            status = sta_ctx_fail(&comm->ctx, STRATA_ERR_TIMEOUT, "connections to %d peers: "
-                                  "%d outgoing and %d incoming ready at the timeout", npeers,
-                                  sends_done, recvs_done);
+            status = sta_ctx_fail(&comm->ctx, STRATA_ERR_TIMEOUT,
+                                  "connections to %d peers: "
+                                  "%d outgoing and %d incoming ready at the timeout",
+                                  npeers, sends_done, rs.done);
             break;
         }
     }
+    if (rs.rejected > CONNECT_WARN_MAX)
+        STU_WARN("connect: closed %d incoming connections that were not a peer's", rs.rejected);
     /* Accepted connections never identified are closed here; identified ones belong to ctx. */
-    for (int i = 0; i < naccepted; i++)
-        if (pr[i].comm != NULL)
-            stt_close_recv(pr[i].comm);
+    for (int i = 0; i < rs.nslots; i++)
+        if (rs.slots[i].comm != NULL)
+            stt_close_recv(rs.slots[i].comm);
 out:
     free(ps);
-    free(pr);
+    free(rs.slots);
     return status;
 }
 

@@ -10,15 +10,22 @@
 #include "util/log.h"
 #include "util/param.h"
 
+/*
+ * local: the ranks on this node, compared with size; nodes: the node count, compared with 1
+ * (the first of the two names that is set). NULL: the launcher does not say.
+ */
 static const struct {
     const char *source;
     const char *rank;
     const char *size;
+    const char *local;
+    const char *nodes[2];
 } launch_sources[] = {
-    {"STRATA", "STRATA_RANK", "STRATA_NRANKS"},
-    {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS"},
-    {"torchrun", "RANK", "WORLD_SIZE"},
+    {"STRATA", "STRATA_RANK", "STRATA_NRANKS", NULL, {NULL, NULL}},
+    {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+     {NULL, NULL}},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", NULL, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", {NULL, NULL}},
 };
 
 const char *stc_env_process(const char *name)
@@ -71,6 +78,12 @@ strata_status_t stc_launch_detect(stc_env_fn env, stc_launch_t *launch)
         STU_WARN("launch: rank %d is not below the size %d (%s)", l.rank, l.nranks, l.source);
         return STRATA_ERR_INVALID;
     }
+    const char *local = launch_sources[i].local ? env(launch_sources[i].local) : NULL;
+    const char *nodes = launch_sources[i].nodes[0] ? env(launch_sources[i].nodes[0]) : NULL;
+    if (nodes == NULL && launch_sources[i].nodes[1] != NULL)
+        nodes = env(launch_sources[i].nodes[1]);
+    l.single_host = (local != NULL && strcmp(local, env(launch_sources[i].size)) == 0) ||
+                    (nodes != NULL && strcmp(nodes, "1") == 0);
 
     const char *root = env("STRATA_ROOT_ADDR");
     if (root != NULL && *root != '\0') {

@@ -18,6 +18,7 @@ typedef struct stc_launch {
     char root_addr[STC_ADDR_LEN];    /* "host:port" */
     char node_id[STC_NODE_ID_LEN];   /* STRATA_NODE_ID, else the host name */
     const char *source;              /* "STRATA", "OpenMPI", "Slurm" or "torchrun" */
+    int single_host;                 /* 1: the launcher says every rank is on this node */
 } stc_launch_t;
 
 /* Returns the value of an environment variable, or NULL when unset. */
@@ -31,8 +32,11 @@ const char *stc_env_process(const char *name);
  * OMPI_COMM_WORLD_RANK/_SIZE, else SLURM_PROCID/SLURM_NTASKS, else
  * RANK/WORLD_SIZE (the first pair that is set wins; both halves must be).
  * Root: STRATA_ROOT_ADDR, else MASTER_ADDR + MASTER_PORT. Node id:
- * STRATA_NODE_ID, else the host name. STRATA_ERR_INVALID with a message
- * naming the variable for anything missing or malformed.
+ * STRATA_NODE_ID, else the host name. single_host: OMPI_COMM_WORLD_LOCAL_SIZE
+ * equal to OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_NODES (else SLURM_NNODES) of
+ * 1, or LOCAL_WORLD_SIZE equal to WORLD_SIZE, for the source that gave the
+ * rank. STRATA_ERR_INVALID with a message naming the variable for anything
+ * missing or malformed.
  */
 strata_status_t stc_launch_detect(stc_env_fn env, stc_launch_t *launch);
 

@@ -42,7 +42,8 @@ static strata_status_t state_open(void)
     const stt_ops_t *ops;
     int ndev;
 
-    stu_param_reload();
+    if ((status = stu_param_reload()) != STRATA_OK)
+        return status; /* each bad STRATA_* variable was logged with what it takes */
     status = stt_registry_select(stu_param_str(STU_PARAM_TRANSPORT), &ops, &ndev);
     if (status != STRATA_OK)
         return status;

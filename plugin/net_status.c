@@ -14,7 +14,9 @@ ncclResult_t stp_status_to_nccl(strata_status_t status)
         return ncclSuccess;
     case STRATA_ERR_REMOTE:
     case STRATA_ERR_TIMEOUT:
-        result = ncclRemoteError;        /* the peer died, reset, broke protocol, or never came */
+    case STRATA_ERR_AUTH:
+        result = ncclRemoteError; /* the peer died, reset, broke protocol, never came,
+                                            or did not prove the secret */
         break;
     case STRATA_ERR_TRUNCATED:
     case STRATA_ERR_MISMATCH:

@@ -5,7 +5,7 @@
 # run it as root. Used by the README and .ci/run.
 set -euo pipefail
 PKGS="build-essential pkg-config libcmocka-dev libibverbs-dev ibverbs-providers ibverbs-utils
-librdmacm-dev rdmacm-utils libucx-dev ucx-utils libhwloc-dev openmpi-bin libopenmpi-dev
+librdmacm-dev rdmacm-utils libucx-dev ucx-utils libhwloc-dev openmpi-bin libopenmpi-dev clang
 libgloo-dev perftest gnuplot-nox iproute2 procps psmisc qemu-system-x86 kmod cpio clang-format"
 missing=()
 for p in $PKGS; do

@@ -10,6 +10,7 @@
 #ifndef STU_PARAM_H
 #define STU_PARAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "strata/status.h"
@@ -61,6 +62,9 @@ typedef enum stu_param_id {
     STU_PARAM_COLLNET_ALGO,
     STU_PARAM_COLLNET_CHUNK,
     STU_PARAM_COLLNET_STAGE,
+    STU_PARAM_JOB_SECRET,
+    STU_PARAM_JOB_SECRET_FILE,
+    STU_PARAM_JOB_SECRET_FD,
     STU_PARAM_COUNT
 } stu_param_id_t;
 
@@ -69,17 +73,30 @@ typedef enum stu_param_type {
     STU_PARAM_TYPE_STR,
 } stu_param_type_t;
 
+#define STU_PARAM_SECRET 0x1 /* the value is never logged or printed */
+
+/* A value check beyond type and range: OK, or STRATA_ERR_INVALID with why[] filled. */
+typedef strata_status_t (*stu_param_check_fn)(const char *value, char *why, size_t len);
+
 typedef struct stu_param_def {
     const char *name;     /* full variable name, "STRATA_SOCKET_NSOCKS" */
     stu_param_type_t type;
     const char *dflt;     /* default as text; "" for an empty string */
     const char *help;
+    int64_t min, max;         /* INT: the accepted values, inclusive (the default among them) */
+    const char *choices;      /* STR: the accepted values, '|'-separated, any case; NULL: any */
+    stu_param_check_fn check; /* STR: NULL, or a syntax check (filters) */
+    int flags;                /* STU_PARAM_SECRET */
 } stu_param_def_t;
 
 /* The table, indexed by stu_param_id_t. */
 const stu_param_def_t *stu_param_def(stu_param_id_t id);
 
-/* Cached integer value; a malformed value logs a warning once and yields the default. */
+/*
+ * Cached integer value. A malformed or out-of-range value logs a warning
+ * naming the variable and its range, and yields the default; the next
+ * stu_param_reload() or stu_param_validate() reports it as an error.
+ */
 int64_t stu_param_int(stu_param_id_t id);
 
 /* Cached string value (never NULL; "" when unset and no default). Valid until reload. */
@@ -88,8 +105,22 @@ const char *stu_param_str(stu_param_id_t id);
 /* The raw environment value, or NULL when the variable is unset (not cached). */
 const char *stu_param_env(stu_param_id_t id);
 
-/* Re-reads every value from the environment. */
-void stu_param_reload(void);
+/*
+ * Re-reads every value from the environment, then validates them
+ * (stu_param_validate). Init paths fail on its error.
+ */
+strata_status_t stu_param_reload(void);
+
+/*
+ * Every variable that is set must be well formed and in range: integers
+ * within [min, max], strings among their choices or passing their check.
+ * Each bad one is logged once per load with its name, value and what it
+ * accepts; STRATA_ERR_INVALID if there was any, else OK.
+ */
+strata_status_t stu_param_validate(void);
+
+/* "1..8", "AF_INET|AF_INET6", or "" when anything goes, for help texts. */
+void stu_param_range_str(stu_param_id_t id, char *buf, size_t len);
 
 /*
  * Frees the cached values; the next use reads the environment again. The
@@ -98,7 +129,7 @@ void stu_param_reload(void);
  */
 void stu_param_release(void);
 
-/* Logs every parameter with its value and source at INFO. */
+/* Logs every parameter with its value and source at INFO (secrets as "(set)"). */
 void stu_param_log_all(void);
 
 /* Parses "123", "64K", "4M", "1G" (binary multiples). OK or STRATA_ERR_INVALID. */

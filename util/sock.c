@@ -125,6 +125,21 @@ int stu_addr_port(const stu_addr_t *addr)
     return 0;
 }
 
+int stu_addr_is_loopback(const stu_addr_t *addr)
+{
+    if (addr->ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&addr->ss;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (addr->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&addr->ss;
+        if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127;
+    }
+    return 0;
+}
+
 void stu_addr_format(const stu_addr_t *addr, char *buf, size_t len)
 {
     char host[STU_ADDR_TEXT_LEN];

@@ -37,6 +37,9 @@ strata_status_t stu_addr_make(const char *host, int port, stu_addr_t *addr_p);
 /* Parses "host:port" or "[v6addr]:port" (host may be a name) with stu_addr_make. */
 strata_status_t stu_addr_parse(const char *text, stu_addr_t *addr_p);
 
+/* 1 for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104: only this host can be there. */
+int stu_addr_is_loopback(const stu_addr_t *addr);
+
 /* "a.b.c.d:port" or "[v6]:port" into buf (an IPv4-mapped IPv6 address as IPv4). */
 void stu_addr_format(const stu_addr_t *addr, char *buf, size_t len);
 

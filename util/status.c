@@ -17,6 +17,7 @@ const char *strata_status_str(strata_status_t status)
     case STRATA_ERR_INTERNAL: return "STRATA_ERR_INTERNAL";
     case STRATA_ERR_MISMATCH: return "STRATA_ERR_MISMATCH";
     case STRATA_ERR_NOT_FOUND: return "STRATA_ERR_NOT_FOUND";
+    case STRATA_ERR_AUTH: return "STRATA_ERR_AUTH";
     }
     return "STRATA_ERR_UNKNOWN";
 }

@@ -81,10 +81,12 @@ typedef struct stb_np_ctx {
     int dev;
     int listen;
     int listen_port;
+    const char *bind;   /* --bind: interface name or address for --listen; NULL: default */
     int accept_timeout_ms;
     const char *connect;
     int local;          /* forked pair on one host */
     int client;
+    int greeted;        /* the hello is done (a --listen server checks it before the run) */
     /* State of a run. */
     stb_boot_t boot;
     stb_plugin_t *plugin;
@@ -129,6 +131,14 @@ void stb_np_iters_scale(const stb_np_config_t *cfg, size_t size, int *iters_p, i
  * the client reached over the bootstrap (two hosts). Fills ctx->raw_addr.
  */
 void stb_np_raw_host_pick(stb_np_ctx_t *ctx);
+
+/*
+ * Where --listen listens (numeric host into host, and why into how): --bind as an
+ * interface's name (its address) or as an address; without --bind the first interface
+ * the tcp transport selects (STRATA_SOCKET_IFNAME), never every interface.
+ */
+strata_status_t stb_np_listen_host(const stb_np_ctx_t *ctx, char *host, size_t len, char *how,
+                                   size_t howlen);
 
 /*
  * Folds runs[0..nruns-1][i] into rows[i]: the median of every measured

@@ -40,6 +40,8 @@
 
 /* Bootstrap protocol version; bump when stb_np_config_t or the phase order changes. */
 #define NP_PROTO_VERSION 1
+/* A client sends its hello right after connecting; a connection silent this long is not one. */
+#define NP_HELLO_TIMEOUT_MS 5000
 
 static strata_status_t np_config_exchange(stb_np_ctx_t *np)
 {
@@ -158,7 +160,8 @@ static strata_status_t np_buffers_alloc(stb_np_ctx_t *np)
 /* Everything before the sweep. Each step ends in a sync, so both sides fail together. */
 static strata_status_t np_setup(stb_np_ctx_t *np)
 {
-    strata_status_t status = stb_boot_hello(&np->boot, "strata-netperf", NP_PROTO_VERSION);
+    strata_status_t status =
+        np->greeted ? STRATA_OK : stb_boot_hello(&np->boot, "strata-netperf", NP_PROTO_VERSION);
 
     if (status == STRATA_OK)
         status = np_config_exchange(np);
@@ -381,21 +384,59 @@ static int np_run_local(stb_np_ctx_t *np)
     return reaped == STRATA_OK && stb_proc_exit_code(ws) == 0 && status == STRATA_OK ? 0 : 1;
 }
 
+/*
+ * Waits for the client: a connection that does not answer the hello as a strata-netperf
+ * client within NP_HELLO_TIMEOUT_MS (a stranger, a scanner, another tool) is closed, and the
+ * server goes on waiting until --accept-timeout.
+ */
+static strata_status_t np_listen_client(stb_np_ctx_t *np, int lfd)
+{
+    uint64_t deadline = stu_deadline_ms(np->accept_timeout_ms);
+
+    for (;;) {
+        int left = stu_deadline_left_ms(deadline);
+        if (left <= 0) {
+            stb_log_err("no strata-netperf client within --accept-timeout %d s",
+                        np->accept_timeout_ms / 1000);
+            return STRATA_ERR_TIMEOUT;
+        }
+        strata_status_t status = stb_boot_accept(&np->boot, lfd, left);
+        if (status != STRATA_OK)
+            return status;
+        int timeout_ms = np->boot.timeout_ms;
+        np->boot.timeout_ms = STU_MIN(timeout_ms, NP_HELLO_TIMEOUT_MS);
+        status = stb_boot_hello(&np->boot, "strata-netperf", NP_PROTO_VERSION);
+        np->boot.timeout_ms = timeout_ms;
+        if (status == STRATA_OK)
+            return STRATA_OK;
+        printf("# strata-netperf: %s is not a strata-netperf client (%s); closed, still "
+               "listening\n",
+               np->boot.peer, strata_status_str(status));
+        fflush(stdout);
+        stb_boot_close(&np->boot);
+    }
+}
+
 static int np_run_listen(stb_np_ctx_t *np)
 {
+    char host[STU_ADDR_TEXT_LEN], how[STB_NP_HOW_LEN];
     int lfd, port;
 
     stb_log_tag_set("strata-netperf server");
-    if (stb_boot_listen(np->listen_port, &lfd, &port) != STRATA_OK)
+    if (stb_np_listen_host(np, host, sizeof(host), how, sizeof(how)) != STRATA_OK ||
+        stb_boot_listen(host, np->listen_port, &lfd, &port) != STRATA_OK)
         return 1;
-    printf("# strata-netperf: listening on port %d; on the other host run: "
-           "strata-netperf --connect <this host>:%d\n", port, port);
+    printf("# strata-netperf: listening on %s port %d (%s); on the other host run: "
+           "strata-netperf --connect %s%s%s:%d\n",
+           host, port, how, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+           port);
     fflush(stdout);
-    strata_status_t status = stb_boot_accept(&np->boot, lfd, np->accept_timeout_ms);
+    strata_status_t status = np_listen_client(np, lfd);
     close(lfd);
     if (status != STRATA_OK)
         return 1;
     np->client = 0;
+    np->greeted = 1;
     printf("# strata-netperf: client %s connected\n", np->boot.peer);
     fflush(stdout);
     status = np_side_run(np);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tools/lib/tool_util.h"
+#include "transport/base/netif.h"
 #include "util/compiler.h"
 #include "util/time.h"
 
@@ -56,6 +57,7 @@ enum {
     OPT_ACCEPT_TIMEOUT,
     OPT_CSV,
     OPT_RUNS,
+    OPT_BIND,
 };
 
 static const struct option np_long_opts[] = {
@@ -77,6 +79,7 @@ static const struct option np_long_opts[] = {
     {"listen", optional_argument, NULL, OPT_LISTEN},
     {"connect", required_argument, NULL, OPT_CONNECT},
     {"accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT},
+    {"bind", required_argument, NULL, OPT_BIND},
     {"csv", no_argument, NULL, OPT_CSV},
     {"runs", required_argument, NULL, OPT_RUNS},
     {"verbose", no_argument, NULL, 'v'},
@@ -86,7 +89,8 @@ static const struct option np_long_opts[] = {
 
 static void np_usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: strata-netperf [options]                 both ends on this host (fork)\n"
         "       strata-netperf --listen [PORT] [options] server of a two-host run\n"
         "       strata-netperf --connect HOST:PORT [options]  client of a two-host run\n"
@@ -112,16 +116,21 @@ static void np_usage(FILE *out)
         "      --raw-pair         one raw connection per direction (the plugin's layout)\n"
         "      --spin             plugin tests busy-poll without sched_yield() between them\n"
         "      --listen [PORT]    serve a two-host run; port 0 (default) lets the kernel pick\n"
+        "      --bind IF|ADDR     where --listen listens: an interface's address, or an address\n"
+        "                         (0.0.0.0 or :: for every one); default: the first interface\n"
+        "                         the tcp transport would use (STRATA_SOCKET_IFNAME)\n"
         "      --connect HOST:PORT  run against a --listen server\n"
-        "      --accept-timeout SEC  how long --listen waits for its client (default %d)\n"
+        "      --accept-timeout SEC  how long --listen waits for its client; connections that\n"
+        "                         are not a strata-netperf client are closed meanwhile (default %d)\n"
         "      --runs N           repeat the sweep N times (1..%d) and report per-size medians\n"
         "      --csv              CSV rows (lines starting with '#' are comments)\n"
         "  -v, --verbose          plugin INFO logs and progress on stderr\n"
         "  -h, --help             this text\n"
         "\n"
         "Transport choice is the plugin's: STRATA_TRANSPORT, STRATA_SOCKET_NSOCKS, ...\n",
-        NP_DEFAULT_ITERS, NP_MIN_ITERS, NP_DEFAULT_WARMUP, STB_P2P_MAX_WINDOW, NP_DEFAULT_WINDOW,
-        NP_DEFAULT_TIMEOUT_S, STRATA_PLUGIN_PATH, NP_DEFAULT_ACCEPT_TIMEOUT_S, STB_NP_MAX_RUNS);
+        NP_DEFAULT_ITERS, NP_MIN_ITERS, NP_DEFAULT_WARMUP, STB_P2P_MAX_WINDOW,
+        NP_DEFAULT_WINDOW, NP_DEFAULT_TIMEOUT_S, STRATA_PLUGIN_PATH,
+        NP_DEFAULT_ACCEPT_TIMEOUT_S, STB_NP_MAX_RUNS);
 }
 
 /* Parses a decimal integer in [lo, hi]; logs and returns -1 when it is not one. */
@@ -193,6 +202,10 @@ static int np_opts_validate(stb_np_ctx_t *ctx)
         stb_log_err("--listen and --connect exclude each other");
         return -1;
     }
+    if (ctx->bind != NULL && !ctx->listen) {
+        stb_log_err("--bind goes with --listen");
+        return -1;
+    }
     return 0;
 }
 
@@ -241,6 +254,7 @@ int stb_np_opts_parse(stb_np_ctx_t *ctx, int argc, char **argv)
         case OPT_SPIN: cfg->spin = 1; break;
         case OPT_LISTEN: bad = np_listen_opt(ctx, argc, argv); break;
         case OPT_CONNECT: ctx->connect = optarg; break;
+        case OPT_BIND: ctx->bind = optarg; break;
         case OPT_ACCEPT_TIMEOUT:
             bad = np_int_parse("--accept-timeout", optarg, 1, 86400, &secs);
             ctx->accept_timeout_ms = secs * 1000;
@@ -349,6 +363,35 @@ static int np_if_addr(const char *name, char *host, size_t len)
     }
     freeifaddrs(ifs);
     return found;
+}
+
+strata_status_t stb_np_listen_host(const stb_np_ctx_t *ctx, char *host, size_t len, char *how,
+                                   size_t howlen)
+{
+    stt_netif_t ifs[STT_NETIF_MAX];
+    int n = 0;
+
+    if (ctx->bind != NULL && np_if_addr(ctx->bind, host, len) == 0) {
+        snprintf(how, howlen, "interface %s", ctx->bind);
+        return STRATA_OK;
+    }
+    if (ctx->bind != NULL) {
+        snprintf(host, len, "%s", ctx->bind);
+        snprintf(how, howlen, "--bind");
+        return STRATA_OK;
+    }
+    if (stt_netif_discover("strata-netperf", ifs, STT_NETIF_MAX, &n) != STRATA_OK || n == 0) {
+        stb_log_err(
+            "--listen: no interface to listen on (see STRATA_SOCKET_IFNAME, or --bind)");
+        return STRATA_ERR_NOT_FOUND;
+    }
+    if (getnameinfo(&ifs[0].addr.sa, stt_netif_addr_len(&ifs[0].addr), host, (socklen_t)len,
+                    NULL, 0, NI_NUMERICHOST) != 0) {
+        stb_log_err("--listen: the address of %s cannot be printed", ifs[0].name);
+        return STRATA_ERR_INVALID;
+    }
+    snprintf(how, howlen, "interface %s, the tcp transport's first", ifs[0].name);
+    return STRATA_OK;
 }
 
 void stb_np_raw_host_pick(stb_np_ctx_t *ctx)

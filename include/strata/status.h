@@ -22,19 +22,20 @@ extern "C" {
 
 typedef enum strata_status {
     STRATA_OK = 0,
-    STRATA_INPROGRESS = 1,          /* not done yet; call again */
+    STRATA_INPROGRESS = 1, /* not done yet; call again */
 
-    STRATA_ERR_INVALID = -1,        /* bad argument from the caller */
-    STRATA_ERR_NO_MEMORY = -2,      /* allocation failed */
-    STRATA_ERR_NO_RESOURCE = -3,    /* out of slots, descriptors, QPs, ... */
-    STRATA_ERR_IO = -4,             /* a local system call failed */
-    STRATA_ERR_REMOTE = -5,         /* the peer died, reset, or broke protocol */
-    STRATA_ERR_TIMEOUT = -6,        /* a bounded wait expired */
-    STRATA_ERR_UNSUPPORTED = -7,    /* the operation or memory type is not supported */
-    STRATA_ERR_TRUNCATED = -8,      /* a message larger than the posted receive */
-    STRATA_ERR_INTERNAL = -9,       /* Strata's own invariant broke (a bug) */
-    STRATA_ERR_MISMATCH = -10,      /* ranks disagree on a collective's arguments */
-    STRATA_ERR_NOT_FOUND = -11,     /* no such device, transport, or entry */
+    STRATA_ERR_INVALID = -1,     /* bad argument from the caller */
+    STRATA_ERR_NO_MEMORY = -2,   /* allocation failed */
+    STRATA_ERR_NO_RESOURCE = -3, /* out of slots, descriptors, QPs, ... */
+    STRATA_ERR_IO = -4,          /* a local system call failed */
+    STRATA_ERR_REMOTE = -5,      /* the peer died, reset, or broke protocol */
+    STRATA_ERR_TIMEOUT = -6,     /* a bounded wait expired */
+    STRATA_ERR_UNSUPPORTED = -7, /* the operation or memory type is not supported */
+    STRATA_ERR_TRUNCATED = -8,   /* a message larger than the posted receive */
+    STRATA_ERR_INTERNAL = -9,    /* Strata's own invariant broke (a bug) */
+    STRATA_ERR_MISMATCH = -10,   /* ranks disagree on a collective's arguments */
+    STRATA_ERR_NOT_FOUND = -11,  /* no such device, transport, or entry */
+    STRATA_ERR_AUTH = -12,       /* a peer did not prove the job's (or handle's) secret */
 } strata_status_t;
 
 /* A static, human-readable name for a status ("STRATA_ERR_REMOTE"). Never NULL. */

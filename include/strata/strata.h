@@ -81,6 +81,10 @@ typedef struct strata_comm_config {
     int root_fd;            /* rank 0: an already listening socket to use, or -1; init
                                takes ownership (closes it) whatever it returns */
     int timeout_ms;         /* bound on init and on each collective; 0: STRATA_TIMEOUT */
+    const void *job_secret; /* the bytes every rank of the job shares (16..4096), or NULL:
+                               STRATA_JOB_SECRET_FD / _FILE / STRATA_JOB_SECRET, or on one
+                               host the user's own secret file (docs/reliability.md) */
+    size_t job_secret_len;
 } strata_comm_config_t;
 
 /* A config with every field "from the environment". */
@@ -91,7 +95,11 @@ STRATA_API void strata_comm_config_init(strata_comm_config_t *config);
  * STRATA_NRANKS, or OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE, or Slurm's
  * SLURM_PROCID / SLURM_NTASKS, or torchrun's RANK / WORLD_SIZE; the rendezvous
  * at STRATA_ROOT_ADDR or MASTER_ADDR:MASTER_PORT. Blocks until every rank
- * joined, or fails with STRATA_ERR_TIMEOUT naming the missing ranks.
+ * joined, or fails with STRATA_ERR_TIMEOUT naming the missing ranks. Only
+ * processes that hold the job's secret can join or connect to a rank (a run
+ * across hosts needs one: STRATA_JOB_SECRET_FILE; strata-run makes its own);
+ * a rank with another secret fails with STRATA_ERR_AUTH. A malformed or
+ * out-of-range STRATA_* variable fails init with STRATA_ERR_INVALID.
  * On success *comm_p owns a communicator to destroy with strata_comm_destroy.
  */
 STRATA_API strata_status_t strata_comm_init(strata_comm_t **comm_p);

@@ -19,6 +19,7 @@
 #include "sts_cmocka.h"
 #include "sts_proc.h"
 #include "sts_ranks.h"
+#include "sts_util.h"
 #include "tools/lib/tool_data.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -115,6 +116,7 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
         stb_netns_destroy(&net);
         skip();   /* no namespaces here (not root, or no kernel support) */
     }
+    sts_job_secret_export(); /* ranks across "hosts" need one, as under mpirun */
     for (int n = 0; qdisc != NULL && n < nodes; n++)
         assert_ok(stb_netns_shape(&net, n, qdisc));
     for (int r = 0; r < P; r++) {
@@ -136,6 +138,7 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
         }
     }
     stb_netns_destroy(&net);
+    unsetenv("STRATA_JOB_SECRET");
     assert_int_equal(failed, 0);
 }
 

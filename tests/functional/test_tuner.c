@@ -228,13 +228,13 @@ static void tuner_optout_env(void **state)
     t_null_ctx_is_inert(&c);
     t_close(&c);
 
-    /* A value that is not a mode: off, with a warning. */
+    /* A value that is not a mode: the plugin's init fails naming the variable (the table
+     * bounds STRATA_TUNER to 0..2, util/param_table.c), and the tuner, with no net context
+     * of ours, stays out. */
     t_env("7", 9, 1.25);
-    t_open(&c, T_COMM_ID);
-    int warned = t_warnings;
+    t_open(&c, 0);
+    assert_int_not_equal(stb_plugin_init(c.net, T_COMM_ID), ncclSuccess);
     assert_null(t_init(&c, 0, T_COMM_ID, 4, 8));
-    assert_true(t_warnings > warned);
-    t_warnings = warned;
     t_close(&c);
 }
 

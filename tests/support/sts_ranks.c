@@ -3,7 +3,9 @@
 #include "sts_ranks.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "coll/introspect.h"
@@ -66,6 +68,32 @@ static int ranks_child(void *arg)
     return rc;
 }
 
+/*
+ * Reaps the ranks that have ended, and only those: the caller may have other children (a
+ * test's strangers) that it waits for itself. One waitid peeks at whichever child ended
+ * first (one system call per poll however many ranks, which an emulated guest notices);
+ * when that child is not a rank, each rank is asked by pid. Returns how many it reaped.
+ */
+static int ranks_reap(const pid_t *pids, int *codes, int n)
+{
+    siginfo_t info = {0};
+    int st, reaped = 0, ours = 0;
+
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+        return 0;
+    for (int r = 0; r < n; r++)
+        ours |= codes[r] == -1 && pids[r] == info.si_pid;
+    for (int r = 0; r < n; r++) {
+        if (codes[r] != -1 || (ours && pids[r] != info.si_pid))
+            continue;
+        if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+            codes[r] = stb_proc_exit_code(st);
+            reaped++;
+        }
+    }
+    return reaped;
+}
+
 int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exit_codes)
 {
     pid_t pids[RANKS_MAX];
@@ -82,6 +110,10 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
         return o->nranks;
     }
     stu_addr_format(&bound, addr, sizeof(addr));
+    if (o->on_listen != NULL)
+        o->on_listen(addr, o->hook_arg);
+    fflush(stdout);
+    fflush(stderr);
     int left = o->nranks;
     for (int r = 0; r < o->nranks; r++) {
         ranks_child_t c = {.o = o, .rank = r, .lfd = lfd, .addr = addr, .fn = fn, .arg = arg};
@@ -95,14 +127,8 @@ int sts_ranks_run(const sts_ranks_opts_t *o, sts_rank_fn fn, void *arg, int *exi
     close(lfd);
     const uint64_t wall = stu_deadline_ms(1000ll * (o->wall_s > 0 ? o->wall_s : 120));
     while (left > 0) {
-        pid_t pid;
-        int st, progressed = stb_proc_reap_any(&pid, &st) == 1;
-        for (int r = 0; progressed && r < o->nranks; r++) {
-            if (codes[r] == -1 && pids[r] == pid) {
-                codes[r] = stb_proc_exit_code(st);
-                left--;
-            }
-        }
+        int progressed = ranks_reap(pids, codes, o->nranks);
+        left -= progressed;
         if (left > 0 && stu_deadline_passed(wall)) {
             for (int r = 0; r < o->nranks; r++) {
                 if (codes[r] == -1) {

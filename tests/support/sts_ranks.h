@@ -23,6 +23,10 @@ typedef struct sts_ranks_opts {
     const char *env[STS_RANKS_MAX_ENV];   /* "NAME=value" set in every child */
     const char *env_rank0[2];             /* "NAME=value" set in rank 0 only */
     const int *node_of;      /* if not NULL: the node of each rank, overriding the above */
+    /* if not NULL: called with rank 0's rendezvous address once it listens, before any
+     * rank starts (a test's strangers connect there first) */
+    void (*on_listen)(const char *root_addr, void *hook_arg);
+    void *hook_arg;
 } sts_ranks_opts_t;
 
 /* Runs in each child; returns 0 on success, anything else is a failure. */

@@ -1,10 +1,14 @@
 /* Test helpers: deadlines, patterns, resource counters. */
 #define _GNU_SOURCE
 #include "sts_util.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <dirent.h>
 #include <malloc.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -153,4 +157,29 @@ long long sts_heap_in_use(void)
     struct mallinfo2 mi = mallinfo2();
     return (long long)mi.uordblks + (long long)mi.hblkhd;
 #endif
+}
+
+const char *sts_job_secret_export(void)
+{
+    static char text[65];
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        abort();
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(text + 2 * i, 3, "%02x", raw[i]);
+    setenv("STRATA_JOB_SECRET", text, 1);
+    return text;
+}
+
+int sts_tcp_connect(const char *ip, int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+        return -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }

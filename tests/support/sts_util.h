@@ -59,4 +59,13 @@ long long sts_heap_in_use(void);
 /* Timeout multiplier from STS_TIMEOUT_SCALE (default 1; sanitizer builds set more). */
 double sts_timeout_scale(void);
 
+/*
+ * Sets STRATA_JOB_SECRET to a new random secret (64 hex digits) for the ranks this process
+ * forks next, as a launcher of a run across hosts would; returns it (static storage).
+ */
+const char *sts_job_secret_export(void);
+
+/* A blocking TCP connection to an IPv4 address and port, or -1 (refused, unreachable). */
+int sts_tcp_connect(const char *ip, int port);
+
 #endif /* STS_UTIL_H */

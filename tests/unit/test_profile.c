@@ -1,8 +1,10 @@
 /*
  * Unit tests of the model's parameter sources: the profile file parser (good
- * file, comments, bad key, bad number, duplicate, missing file), the STRATA_*
- * variables, their precedence with the profile and calibration, the source
- * record, the α-β fit, the intra-node kind's key, and the writer.
+ * file, comments, bad key, bad number, duplicate, missing file, a device, a
+ * FIFO, a directory, a file past the size bound, NUL bytes, long lines), the
+ * STRATA_* variables (a malformed one is an error), their precedence with the
+ * profile and calibration, the source record, the α-β fit, the intra-node
+ * kind's key, and the writer.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -163,18 +166,37 @@ static void test_env_and_precedence(void **state)
     const char *path = profile_write("net.beta_gbps = 7\nshm.alpha_us = 0.5\n");
     sta_model_t m;
 
+    /* A malformed value is an error naming the variable; the model stays untouched. */
+    setenv("STRATA_SHM_BETA_GBPS", "lots", 1);
+    stu_param_reload();
+    sta_model_default(&m);
+    m.gamma_gbps = 1234.0;
+    assert_int_equal(sta_model_load(&m), STRATA_ERR_INVALID);
+    assert_true(m.gamma_gbps == 1234.0);
+    assert_non_null(strstr(last_warn, "STRATA_SHM_BETA_GBPS"));
+    const char *bad_values[] = {"-1", "0", "inf", "nan", "1e999", "2,5", "3x"};
+    for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+        setenv("STRATA_SHM_BETA_GBPS", bad_values[i], 1);
+        stu_param_reload();
+        last_warn[0] = '\0';
+        assert_int_equal(sta_model_load(&m), STRATA_ERR_INVALID);
+        assert_non_null(strstr(last_warn, "STRATA_SHM_BETA_GBPS"));
+    }
+    setenv("STRATA_SHM_BETA_GBPS", "", 1); /* empty: not set */
+    setenv("STRATA_SHM_ALPHA_US", "0", 1); /* α may be 0 */
+
     /* Env alone overrides the defaults. */
     setenv("STRATA_NET_BETA_GBPS", "2.5", 1);
     setenv("STRATA_GAMMA_GBPS", "9", 1);
-    setenv("STRATA_SHM_BETA_GBPS", "lots", 1);         /* malformed: warned and ignored */
     stu_param_reload();
     assert_int_equal(sta_model_load(&m), STRATA_OK);
     assert_true(m.net.beta_gbps == 2.5);
     assert_int_equal(m.source[STA_FIELD_NET_BETA], STA_SRC_ENV);
     assert_true(m.gamma_gbps == 9.0);
+    assert_true(m.shm.alpha_us == 0.0);
     assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);
     assert_int_equal(m.source[STA_FIELD_SHM_BETA], STA_SRC_DEFAULT);
-    assert_non_null(strstr(last_warn, "STRATA_SHM_BETA_GBPS"));
+    unsetenv("STRATA_SHM_ALPHA_US");
 
     /* The profile wins over env; env still fills what the profile leaves out. */
     setenv("STRATA_PROFILE", path, 1);
@@ -220,6 +242,83 @@ static void test_env_and_precedence(void **state)
     assert_int_equal(sta_model_load(&m), STRATA_ERR_INVALID);
     assert_memory_equal(&m, &before, sizeof(m));
     unlink(path);
+}
+
+/* STRATA_PROFILE naming what is not a small regular file: a clear error at once. */
+static void profile_refused(const char *path, strata_status_t want, const char *words)
+{
+    sta_model_t m, before;
+    sta_model_default(&m);
+    before = m;
+    setenv("STRATA_PROFILE", path, 1);
+    stu_param_reload();
+    last_warn[0] = '\0';
+    assert_int_equal(sta_model_load(&m), want);
+    assert_memory_equal(&m, &before, sizeof(m));
+    if (strstr(last_warn, words) == NULL || strstr(last_warn, "STRATA_PROFILE") == NULL)
+        fail_msg("warning '%s' lacks '%s' or the variable", last_warn, words);
+}
+
+static void test_profile_not_a_file(void **state)
+{
+    char fifo[96], dir[64];
+
+    profile_refused("/dev/zero", STRATA_ERR_INVALID, "character device");
+    profile_refused("/dev/null", STRATA_ERR_INVALID, "character device");
+    snprintf(dir, sizeof(dir), "/tmp/strata-profile-dir-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    profile_refused(dir, STRATA_ERR_INVALID, "directory");
+    /* a FIFO with no writer: refused without waiting for one */
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    profile_refused(fifo, STRATA_ERR_INVALID, "FIFO");
+    unlink(fifo);
+    rmdir(dir);
+    profile_refused("/nonexistent/strata.profile", STRATA_ERR_IO, "cannot open");
+}
+
+static void test_profile_too_big(void **state)
+{
+    /* one byte past the bound, all comments: refused by size, never read whole */
+    static char big[STA_PROFILE_MAX_BYTES + 2];
+    memset(big, '#', sizeof(big) - 1);
+    for (size_t i = 80; i < sizeof(big) - 1; i += 81)
+        big[i] = '\n';
+    big[sizeof(big) - 1] = '\0';
+    const char *path = profile_write(big);
+    profile_refused(path, STRATA_ERR_INVALID, "bytes");
+    unlink(path);
+    /* exactly the bound is fine */
+    big[STA_PROFILE_MAX_BYTES] = '\0';
+    path = profile_write(big);
+    setenv("STRATA_PROFILE", path, 1);
+    stu_param_reload();
+    sta_model_t m;
+    assert_int_equal(sta_model_load(&m), STRATA_OK);
+    unlink(path);
+    /* a sparse file of 1 TiB: refused by its size without reading */
+    path = profile_write("");
+    assert_int_equal(truncate(path, (off_t)1 << 40), 0);
+    profile_refused(path, STRATA_ERR_INVALID, "bytes");
+    unlink(path);
+}
+
+static void test_profile_parse_text(void **state)
+{
+    sta_model_t m;
+    sta_model_default(&m);
+    /* no final newline, CRLF, blank and comment lines */
+    const char ok[] = "# c\r\n\nnet.alpha_us = 3 # us\r\ngamma_gbps=4";
+    assert_int_equal(sta_profile_parse(ok, sizeof(ok) - 1, "t", &m), STRATA_OK);
+    assert_true(m.net.alpha_us == 3.0 && m.gamma_gbps == 4.0);
+    /* a NUL byte, a line past the bound */
+    const char nul[] = "net.alpha_us = 3\0junk\n";
+    assert_int_equal(sta_profile_parse(nul, sizeof(nul) - 1, "t", &m), STRATA_ERR_INVALID);
+    static char longline[STA_PROFILE_LINE_MAX + 10];
+    memset(longline, '#', sizeof(longline));
+    assert_int_equal(sta_profile_parse(longline, sizeof(longline), "t", &m),
+                     STRATA_ERR_INVALID);
+    assert_int_equal(sta_profile_parse("", 0, "t", &m), STRATA_OK);
 }
 
 /* Relative closeness for fitted values. */
@@ -350,6 +449,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_bad, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_not_a_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_too_big, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_parse_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_and_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_rejects, setup, teardown),

@@ -45,16 +45,16 @@ static void test_param_parse_int(void **state)
 static void test_param_env_and_default(void **state)
 {
     setenv("STRATA_SOCKET_NSOCKS", "3", 1);
-    stu_param_reload();
+    assert_int_equal(stu_param_reload(), STRATA_OK);
     assert_int_equal(stu_param_int(STU_PARAM_SOCKET_NSOCKS), 3);
-    setenv("STRATA_SOCKET_NSOCKS", "three", 1);   /* malformed: warning, default */
-    stu_param_reload();
+    setenv("STRATA_SOCKET_NSOCKS", "three", 1); /* malformed: an error, and the default */
+    assert_int_equal(stu_param_reload(), STRATA_ERR_INVALID);
     int64_t dflt;
     assert_int_equal(stu_param_parse_int(stu_param_def(STU_PARAM_SOCKET_NSOCKS)->dflt, &dflt),
                      STRATA_OK);
     assert_int_equal(stu_param_int(STU_PARAM_SOCKET_NSOCKS), dflt);
     unsetenv("STRATA_SOCKET_NSOCKS");
-    stu_param_reload();
+    assert_int_equal(stu_param_reload(), STRATA_OK);
     assert_null(stu_param_env(STU_PARAM_SOCKET_NSOCKS));
     assert_string_equal(stu_param_str(STU_PARAM_TRANSPORT), "auto");
 }
@@ -143,6 +143,8 @@ static void test_status_names_and_translation(void **state)
     assert_int_equal(stp_status_to_nccl(STRATA_OK), ncclSuccess);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_REMOTE), ncclRemoteError);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_TIMEOUT), ncclRemoteError);
+    assert_int_equal(stp_status_to_nccl(STRATA_ERR_AUTH), ncclRemoteError);
+    assert_string_equal(strata_status_str(STRATA_ERR_AUTH), "STRATA_ERR_AUTH");
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_TRUNCATED), ncclInvalidUsage);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_UNSUPPORTED), ncclInvalidUsage);
     assert_int_equal(stp_status_to_nccl(STRATA_ERR_NOT_FOUND), ncclInvalidUsage);

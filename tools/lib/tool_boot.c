@@ -35,11 +35,11 @@ void stb_boot_from_fd(stb_boot_t *boot, int fd, int timeout_ms, const char *peer
     snprintf(boot->peer, sizeof(boot->peer), "%s", peer_name);
 }
 
-strata_status_t stb_boot_listen(int port, int *lfd_p, int *port_p)
+strata_status_t stb_boot_listen(const char *where, int port, int *lfd_p, int *port_p)
 {
     stu_addr_t any, bound;
     int lfd;
-    strata_status_t status = stu_addr_make(NULL, port, &any);
+    strata_status_t status = stu_addr_make(where, port, &any);
 
     if (status == STRATA_OK)
         status = stu_sock_listen(&any, BOOT_BACKLOG, &lfd, &bound);
@@ -123,11 +123,13 @@ strata_status_t stb_boot_hello(stb_boot_t *boot, const char *tool, uint32_t vers
     strata_status_t status = stb_boot_exchange(boot, &mine, &theirs, sizeof(mine));
     if (status != STRATA_OK)
         return status;
-    theirs.tool[BOOT_TOOL_LEN - 1] = '\0';
-    if (ntohl(theirs.magic) != BOOT_HELLO_MAGIC || strcmp(theirs.tool, mine.tool) != 0 ||
-        ntohl(theirs.version) != version) {
+    if (ntohl(theirs.magic) != BOOT_HELLO_MAGIC ||
+        strnlen(theirs.tool, BOOT_TOOL_LEN) == BOOT_TOOL_LEN ||
+        strcmp(theirs.tool, mine.tool) != 0 || ntohl(theirs.version) != version) {
+        char shown[4 * BOOT_TOOL_LEN + 4];
+        stb_text_printable(theirs.tool, BOOT_TOOL_LEN, shown, sizeof(shown));
         stb_log_err("peer %s is not %s protocol %u (magic 0x%08x, tool '%s', version %u)",
-                    boot->peer, tool, version, ntohl(theirs.magic), theirs.tool,
+                    boot->peer, tool, version, ntohl(theirs.magic), shown,
                     ntohl(theirs.version));
         return STRATA_ERR_INVALID;
     }

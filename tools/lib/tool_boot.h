@@ -28,11 +28,12 @@ typedef struct stb_boot {
 void stb_boot_from_fd(stb_boot_t *boot, int fd, int timeout_ms, const char *peer_name);
 
 /*
- * Two hosts, server side: stb_boot_listen binds port (0: the kernel picks) on
- * every address and returns the bound port; stb_boot_accept waits for the
- * client. The listening socket is the caller's to close.
+ * Two hosts, server side: stb_boot_listen binds host:port (host NULL or "":
+ * every address; port 0: the kernel picks) and returns the bound port;
+ * stb_boot_accept waits for the client. The listening socket is the caller's
+ * to close.
  */
-strata_status_t stb_boot_listen(int port, int *lfd_p, int *port_p);
+strata_status_t stb_boot_listen(const char *host, int port, int *lfd_p, int *port_p);
 strata_status_t stb_boot_accept(stb_boot_t *boot, int lfd, int timeout_ms);
 
 /* Two hosts, client side: "host:port" or "[v6]:port"; retries until the timeout. */
@@ -40,7 +41,8 @@ strata_status_t stb_boot_connect(stb_boot_t *boot, const char *hostport, int tim
 
 /*
  * First exchange: both sides send a magic word, the tool name and a protocol
- * version, and fail with STRATA_ERR_INVALID if the peer's differ.
+ * version, and fail with STRATA_ERR_INVALID if the peer's differ (the peer's
+ * bytes are logged as printable text only).
  */
 strata_status_t stb_boot_hello(stb_boot_t *boot, const char *tool, uint32_t version);
 

@@ -163,3 +163,23 @@ strata_status_t stb_err_set(char *err, size_t errlen, const char *fmt, ...)
     }
     return STRATA_ERR_INVALID;
 }
+
+void stb_text_printable(const void *bytes, size_t len, char *out, size_t outlen)
+{
+    const unsigned char *b = bytes;
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && b[i] != '\0'; i++) {
+        char piece[5];
+        int n = b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\'
+                    ? snprintf(piece, sizeof(piece), "%c", b[i])
+                    : snprintf(piece, sizeof(piece), "\\x%02x", b[i]);
+        if (o + (size_t)n + 4 > outlen) {
+            snprintf(out + o, outlen - o, "...");
+            return;
+        }
+        memcpy(out + o, piece, (size_t)n);
+        o += (size_t)n;
+    }
+    out[o] = '\0';
+}

@@ -37,6 +37,12 @@ strata_status_t stb_size_parse(const char *text, size_t *value_p);
 void stb_size_format(size_t bytes, char *buf, size_t len);
 
 /*
+ * Bytes from a peer as text safe to print: up to len bytes or the first NUL; printable
+ * ASCII kept, anything else as \xNN; cut with "..." to fit out (outlen >= 4).
+ */
+void stb_text_printable(const void *bytes, size_t len, char *out, size_t outlen);
+
+/*
  * Data patterns for integrity checks: a pseudo-random sequence determined by
  * (seed, offset), so the receiver can check any buffer without a copy of it.
  * stb_pattern_check returns the number of bytes that differ.

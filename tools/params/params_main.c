@@ -1,8 +1,9 @@
 /*
  * strata-params: prints every STRATA_* variable with its default, its current
- * value and its help text, from the one parameter table (util/param.c).
- * The first line says what this build has (version, transports, sanitizers).
- * --markdown prints the README's table.
+ * value, what it accepts and its help text, from the one parameter table
+ * (util/param_table.c); secrets are never shown. The first line says what this
+ * build has (version, transports, sanitizers). --markdown prints the README's
+ * table. Exits 1 when a variable set in the environment is bad.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,16 +20,24 @@ int main(int argc, char **argv)
         return 2;
     }
     if (markdown)
-        printf("| variable | default | meaning |\n|---|---|---|\n");
+        printf("| variable | default | accepts | meaning |\n|---|---|---|---|\n");
     else
         printf("# %s\n", stu_build_info()->summary);
     for (int i = 0; i < STU_PARAM_COUNT; i++) {
         const stu_param_def_t *d = stu_param_def((stu_param_id_t)i);
+        char range[128];
+        stu_param_range_str((stu_param_id_t)i, range, sizeof(range));
+        const char *value = stu_param_str((stu_param_id_t)i);
+        if ((d->flags & STU_PARAM_SECRET) && value[0] != '\0')
+            value = "(set, not shown)";
         if (markdown)
-            printf("| `%s` | `%s` | %s |\n", d->name, d->dflt[0] ? d->dflt : "(empty)", d->help);
+            printf("| `%s` | `%s` | %s%s%s | %s |\n", d->name, d->dflt[0] ? d->dflt : "(empty)",
+                   range[0] ? "`" : "", range[0] ? range : "text", range[0] ? "`" : "",
+                   d->help);
         else
-            printf("%-28s = %-10s (default %s)\n    %s\n", d->name,
-                   stu_param_str((stu_param_id_t)i), d->dflt[0] ? d->dflt : "(empty)", d->help);
+            printf("%-28s = %-10s (default %s%s%s)\n    %s\n", d->name, value,
+                   d->dflt[0] ? d->dflt : "(empty)", range[0] ? "; accepts " : "", range,
+                   d->help);
     }
-    return 0;
+    return stu_param_validate() == STRATA_OK ? 0 : 1;
 }

@@ -3,8 +3,9 @@
  *
  *   strata-run -n 4 --nodes 2 [--netns [--inter-rate 2gbit]] -- strata-perf -b 8 -e 64M -f 4
  *
- * Binds the rendezvous socket on port 0 (no fixed port), forks the ranks with
- * the environment strata_comm_init() reads, emulates nodes (STRATA_NODE_ID,
+ * Binds the rendezvous socket on port 0 (no fixed port), makes a random job
+ * secret for the run (an anonymous file the ranks inherit, STRATA_JOB_SECRET_FD),
+ * forks the ranks with the environment strata_comm_init() reads, emulates nodes (STRATA_NODE_ID,
  * and with --netns a network and mount namespace per node, see
  * tools/lib/tool_netns.h), relays each rank's stderr with a "[rank N] "
  * prefix, and waits. The first rank to fail makes it stop the others (SIGTERM,
@@ -13,10 +14,11 @@
  *
  * Everything it creates goes away on every path through one cleanup that
  * runs once: ranks are killed and reaped, namespace keepers too (the
- * namespaces, veths, qdiscs and the nodes' /dev/shm vanish with them), the
- * socket is closed, and without namespaces a /dev/shm/strata-* segment that
- * a dead rank left is removed. Ranks and keepers carry PR_SET_PDEATHSIG, so a
- * `kill -9` of strata-run still takes them (and the namespaces) with it.
+ * namespaces, veths, qdiscs and the nodes' /dev/shm vanish with them), and
+ * the socket and the secret are closed. The ranks' shared memory has no name
+ * (util/shm.h), so nothing of theirs outlives them. Ranks and keepers carry
+ * PR_SET_PDEATHSIG, so a `kill -9` of strata-run still takes them (and the
+ * namespaces) with it.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -52,7 +54,6 @@ typedef struct run {
     stb_launch_t launch;
     stb_netns_t ns;
     stb_rank_t ranks[STB_RUN_MAX_RANKS];
-    stb_shm_list_t shm_before;
     int started;                /* ranks forked so far */
     int failed_rank;            /* the failure's cause once named, -1 */
     int cause;                  /* candidate cause while settling, -1 */
@@ -239,9 +240,9 @@ static void run_cleanup(run_t *run)
     if (run->launch.root_fd >= 0)
         close(run->launch.root_fd);
     run->launch.root_fd = -1;
-    if (!run->opts.netns && (run->exit_code != 0 || run->failed_rank >= 0))
-        stb_shm_sweep(&run->shm_before, run->opts.verbose);
-    stb_shm_list_free(&run->shm_before);
+    if (run->launch.secret_fd >= 0)
+        close(run->launch.secret_fd);
+    run->launch.secret_fd = -1;
     if (run->opts.verbose)
         fprintf(stderr, "strata-run: cleaned up, exit status %d\n", run->exit_code);
 }
@@ -272,6 +273,7 @@ static int run_start(run_t *run, char **argv)
     l->opts = &run->opts;
     l->argv = &argv[run->opts.prog_index];
     l->root_fd = -1;
+    l->secret_fd = -1;
     if (stb_prog_resolve(argv[run->opts.prog_index], l->prog, sizeof(l->prog)) != STRATA_OK) {
         fprintf(stderr, "strata-run: %s: not found next to strata-run nor in PATH\n",
                 argv[run->opts.prog_index]);
@@ -302,6 +304,8 @@ static int run_start(run_t *run, char **argv)
         fprintf(stderr, "strata-run: rendezvous socket: %s\n", strata_status_str(status));
         return 1;
     }
+    if (stb_job_secret_make(&l->secret_fd) != STRATA_OK)
+        return 1;
     if (run->opts.verbose)
         fprintf(stderr, "strata-run: %d ranks on %d node(s)%s, rendezvous %s, program %s\n",
                 run->opts.nranks, run->opts.nodes, run->opts.netns ? " (namespaces)" : "",
@@ -325,6 +329,7 @@ int main(int argc, char **argv)
     run.cause = -1;
     run.launch.root_fd = -1;
     stb_log_tag_set("strata-run");
+    run.launch.secret_fd = -1;
     stb_netns_init(&run.ns);
     if (stb_run_opts_parse(argc, argv, &run.opts, err, sizeof(err)) != STRATA_OK) {
         fprintf(stderr, "strata-run: %s\n%s", err, stb_run_usage());
@@ -338,7 +343,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "strata-run: installing signal handlers: %s\n", strerror(errno));
         return 1;
     }
-    stb_shm_snapshot(&run.shm_before);
     run.exit_code = run_start(&run, argv);
     if (run.exit_code == 0 || run.started > 0) {
         if (run.exit_code != 0)

@@ -1,19 +1,20 @@
-/* strata-run's ranks: spawn, stderr relay, /dev/shm sweep (see run_proc.h). */
+/* strata-run's ranks: job secret, spawn, stderr relay (see run_proc.h). */
 #define _GNU_SOURCE 1   /* pipe2 */
 #include "tools/run/run_proc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SHM_DIR "/dev/shm"
-#define SHM_PREFIX "strata-"
+/* A run's job secret: 256 random bits. */
+#define STB_JOB_SECRET_BYTES 32
 
 strata_status_t stb_prog_resolve(const char *name, char *path, size_t len)
 {
@@ -45,10 +46,50 @@ strata_status_t stb_prog_resolve(const char *name, char *path, size_t len)
     return STRATA_ERR_NOT_FOUND;
 }
 
+strata_status_t stb_job_secret_make(int *fd_p)
+{
+    unsigned char raw[STB_JOB_SECRET_BYTES];
+    char text[2 * STB_JOB_SECRET_BYTES];
+
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        fprintf(stderr, "strata-run: getrandom: %s\n", strerror(errno));
+        return STRATA_ERR_IO;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        static const char digits[] = "0123456789abcdef";
+        text[2 * i] = digits[raw[i] >> 4];
+        text[2 * i + 1] = digits[raw[i] & 15];
+    }
+    int fd = memfd_create("strata-job-secret", MFD_CLOEXEC);
+    strata_status_t status = STRATA_ERR_IO;
+    if (fd < 0)
+        fprintf(stderr, "strata-run: memfd_create: %s\n", strerror(errno));
+    else if (write(fd, text, sizeof(text)) != (ssize_t)sizeof(text))
+        fprintf(stderr, "strata-run: writing the job secret: %s\n", strerror(errno));
+    else
+        status = STRATA_OK;
+    memset(raw, 0, sizeof(raw));
+    memset(text, 0, sizeof(text));
+    if (status != STRATA_OK) {
+        if (fd >= 0)
+            close(fd);
+        return status;
+    }
+    *fd_p = fd;
+    return STRATA_OK;
+}
+
 /* In the child, before exec: the environment of this rank. */
 static int rank_env(const stb_launch_t *l, int rank, int node)
 {
     char v[64];
+    /* the job secret survives exec in every rank */
+    int sflags = fcntl(l->secret_fd, F_GETFD);
+    if (sflags < 0 || fcntl(l->secret_fd, F_SETFD, sflags & ~FD_CLOEXEC) != 0)
+        return -1;
+    snprintf(v, sizeof(v), "%d", l->secret_fd);
+    if (setenv("STRATA_JOB_SECRET_FD", v, 1) != 0)
+        return -1;
     snprintf(v, sizeof(v), "%d", rank);
     if (setenv("STRATA_RANK", v, 1) != 0)
         return -1;
@@ -164,84 +205,4 @@ void stb_rank_relay(stb_rank_t *r, int rank)
         }
     }
     fflush(stderr);
-}
-
-void stb_shm_snapshot(stb_shm_list_t *list)
-{
-    DIR *d = opendir(SHM_DIR);
-    struct dirent *e;
-    size_t cap = 0;
-
-    list->n = 0;
-    list->names = NULL;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, SHM_PREFIX, strlen(SHM_PREFIX)) != 0)
-            continue;
-        if (list->n == cap) {
-            size_t ncap = cap ? 2 * cap : 16;
-            void *p = realloc(list->names, ncap * sizeof(*list->names));
-            if (p == NULL)
-                break;
-            list->names = p;
-            cap = ncap;
-        }
-        snprintf(list->names[list->n++], sizeof(list->names[0]), "%s", e->d_name);
-    }
-    if (d != NULL)
-        closedir(d);
-}
-
-void stb_shm_list_free(stb_shm_list_t *list)
-{
-    free(list->names);
-    list->names = NULL;
-    list->n = 0;
-}
-
-/* Whether any process has /dev/shm/<name> mapped (scans /proc/<pid>/maps). */
-static int shm_mapped(const char *name)
-{
-    char needle[300], path[300], line[1024];
-    DIR *proc = opendir("/proc");
-    struct dirent *e;
-    int found = 0;
-
-    snprintf(needle, sizeof(needle), SHM_DIR "/%s", name);
-    while (proc != NULL && !found && (e = readdir(proc)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/maps", e->d_name);
-        FILE *f = fopen(path, "r");
-        while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
-            found = strstr(line, needle) != NULL;
-        if (f != NULL)
-            fclose(f);
-    }
-    if (proc != NULL)
-        closedir(proc);
-    return found;
-}
-
-int stb_shm_sweep(const stb_shm_list_t *before, int verbose)
-{
-    stb_shm_list_t now;
-    int removed = 0;
-
-    stb_shm_snapshot(&now);
-    for (size_t i = 0; i < now.n; i++) {
-        int old = 0;
-        for (size_t j = 0; j < before->n && !old; j++)
-            old = strcmp(now.names[i], before->names[j]) == 0;
-        if (old || shm_mapped(now.names[i]))
-            continue;
-        char path[300];
-        snprintf(path, sizeof(path), SHM_DIR "/%s", now.names[i]);
-        if (unlink(path) == 0) {
-            removed++;
-            if (verbose)
-                fprintf(stderr, "strata-run: removed %s, left by a rank that died\n", path);
-        }
-    }
-    stb_shm_list_free(&now);
-    return removed;
 }

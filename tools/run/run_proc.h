@@ -1,7 +1,6 @@
 /*
- * strata-run's ranks: forking one with the environment Strata reads, relaying
- * its stderr line by line with a "[rank N] " prefix, and the /dev/shm sweep
- * for a run that ended badly without namespaces.
+ * strata-run's ranks: the run's job secret, forking a rank with the environment
+ * Strata reads, and relaying its stderr line by line with a "[rank N] " prefix.
  *
  * Single-threaded (strata-run's main loop).
  */
@@ -36,6 +35,7 @@ typedef struct stb_launch {
     char prog[PATH_MAX];        /* argv[0] resolved */
     char root_addr[64];         /* "host:port" of the rendezvous socket */
     int root_fd;                /* listening; passed to rank 0 only */
+    int secret_fd;              /* the run's job secret (stb_job_secret_make); every rank */
     const stb_netns_t *ns;      /* NULL without --netns */
     char cwd[PATH_MAX];
 } stb_launch_t;
@@ -48,28 +48,21 @@ typedef struct stb_launch {
 strata_status_t stb_prog_resolve(const char *name, char *path, size_t len);
 
 /*
+ * A new random job secret for one run (32 bytes from getrandom, as 64 hex digits) in an
+ * anonymous file: nothing on disk, nothing in the environment; the ranks inherit the
+ * descriptor (STRATA_JOB_SECRET_FD) and nobody else can read it.
+ */
+strata_status_t stb_job_secret_make(int *fd_p);
+
+/*
  * Forks rank `rank` (tools/lib/tool_proc.h: it never outlives strata-run) into its node's
  * namespaces with --netns, stderr into a pipe, STRATA_RANK / NRANKS / ROOT_ADDR /
- * NODE_ID (= "node<k>") set, STRATA_ROOT_FD for rank 0 only. r->pid and r->err_fd are set.
+ * NODE_ID (= "node<k>") / JOB_SECRET_FD set, STRATA_ROOT_FD for rank 0 only. r->pid and
+ * r->err_fd are set.
  */
 strata_status_t stb_rank_spawn(const stb_launch_t *l, int rank, stb_rank_t *r);
 
 /* Relays what r's stderr has ready; at EOF flushes a partial line and closes err_fd. */
 void stb_rank_relay(stb_rank_t *r, int rank);
-
-/* The names in /dev/shm that start with "strata-" (a snapshot to compare against). */
-typedef struct stb_shm_list {
-    size_t n;
-    char (*names)[256];
-} stb_shm_list_t;
-
-void stb_shm_snapshot(stb_shm_list_t *list);
-void stb_shm_list_free(stb_shm_list_t *list);
-
-/*
- * Removes every /dev/shm/strata-* that is not in `before` and that no process maps (a
- * segment whose creator died before unlinking it). Returns how many it removed.
- */
-int stb_shm_sweep(const stb_shm_list_t *before, int verbose);
 
 #endif /* STB_RUN_PROC_H */
