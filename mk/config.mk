@@ -69,13 +69,14 @@ CFLAGS_BASE += $(SAN_FLAGS)
 LDFLAGS_BASE := -pthread $(SAN_FLAGS)
 LDLIBS_BASE := -ldl -lm
 
+# libibverbs and UCX: headers at build time only. The transports dlopen them at run time
+# (transport/ib/ib_verbs_load.h, transport/ucx/ucx_load.h), so nothing links them and one
+# build loads on a node without rdma-core or UCX (and runs over tcp there).
 ifeq ($(HAVE_IBVERBS),1)
 CFLAGS_BASE += -DSTRATA_HAVE_IBVERBS=1 $(shell $(PKG_CONFIG) --cflags libibverbs)
-LDLIBS_BASE += $(shell $(PKG_CONFIG) --libs libibverbs)
 endif
 ifeq ($(HAVE_UCX),1)
 CFLAGS_BASE += -DSTRATA_HAVE_UCX=1 $(shell $(PKG_CONFIG) --cflags ucx)
-LDLIBS_BASE += $(shell $(PKG_CONFIG) --libs ucx)
 endif
 ifeq ($(HAVE_CMOCKA),1)
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka)

@@ -24,7 +24,7 @@ static void async_mark(stt_ib_conn_t *conn, enum ibv_event_type type)
 
 static void async_handle(stt_ib_ctx_t *ctx, struct ibv_async_event *ev)
 {
-    const char *what = ibv_event_type_str(ev->event_type);
+    const char *what = stt_ib_verbs.event_type_str(ev->event_type);
 
     switch (ev->event_type) {
     case IBV_EVENT_QP_FATAL:
@@ -71,9 +71,9 @@ static void *async_main(void *arg)
         if (pfd[1].revents != 0)
             return NULL;
         struct ibv_async_event ev;
-        while (ibv_get_async_event(ctx->vctx, &ev) == 0) {
+        while (stt_ib_verbs.get_async_event(ctx->vctx, &ev) == 0) {
             async_handle(ctx, &ev);
-            ibv_ack_async_event(&ev);
+            stt_ib_verbs.ack_async_event(&ev);
         }
     }
 }

@@ -51,7 +51,7 @@ void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
     stt_ib_gid_format(conn->remote_gid, r, sizeof(r));
     stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "work completion error '%s' (status %d, vendor"
                   " error 0x%x) on a %s work request, opcode %d, %u bytes, QP 0x%x,"
-                  " local GID %s, remote GID %s", ibv_wc_status_str(wc->status),
+                  " local GID %s, remote GID %s", stt_ib_verbs.wc_status_str(wc->status),
                   (int)wc->status, wc->vendor_err,
                   kind < (int)(sizeof(kinds) / sizeof(kinds[0])) ? kinds[kind] : "?",
                   (int)wc->opcode, wc->byte_len, wc->qp_num, l, r);
@@ -63,7 +63,7 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
 
     if (STU_UNLIKELY(async != 0))
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "async event '%s' on one of its QPs or"
-                      " its CQ", ibv_event_type_str((enum ibv_event_type)(async - 1)));
+                      " its CQ", stt_ib_verbs.event_type_str((enum ibv_event_type)(async - 1)));
     if (STU_UNLIKELY(__atomic_load_n(&conn->ctx->fatal, __ATOMIC_ACQUIRE) != conn->dev_fatal))
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "device %s reported a fatal error",
                       conn->ctx->name);
@@ -97,7 +97,7 @@ static strata_status_t conn_ctl_create(stt_ib_conn_t *conn)
         return STRATA_ERR_NO_MEMORY;
     }
     memset(conn->ctl, 0, conn->ctl_bytes);
-    conn->ctl_mr = ibv_reg_mr(conn->ctx->pd, conn->ctl, conn->ctl_bytes,
+    conn->ctl_mr = stt_ib_verbs.reg_mr(conn->ctx->pd, conn->ctl, conn->ctl_bytes,
                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (conn->ctl_mr == NULL) {
         STU_WARN("ib: %s: registering a control block (%zu bytes): %s", conn->ctx->name,
@@ -185,7 +185,7 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
     int cqe = nqps * (int)(sq + rq) + (flush ? STT_IB_FIFO_DEPTH : 0) + 16;
     if (cqe > d->ctx->attr.max_cqe)
         cqe = d->ctx->attr.max_cqe;
-    conn->cq = ibv_create_cq(d->ctx->vctx, cqe, conn, NULL, 0);
+    conn->cq = stt_ib_verbs.create_cq(d->ctx->vctx, cqe, conn, NULL, 0);
     if (conn->cq == NULL) {
         STU_WARN("ib: %s: ibv_create_cq(%d entries) for %s: %s", d->ctx->name, cqe, peer,
                  strerror(errno));
@@ -228,7 +228,7 @@ static void conn_qp_destroy(stt_ib_qp_t *q)
     if (q->qp == NULL)
         return;
     uint32_t qpn = q->qp->qp_num;
-    int rc = ibv_destroy_qp(q->qp);
+    int rc = stt_ib_verbs.destroy_qp(q->qp);
     if (rc != 0)
         STU_WARN("ib: ibv_destroy_qp(0x%x): %s", qpn, strerror(rc));
     q->qp = NULL;
@@ -244,11 +244,11 @@ void stt_ib_conn_quiesce(stt_ib_conn_t *conn)
 void stt_ib_conn_destroy(stt_ib_conn_t *conn)
 {
     stt_ib_conn_quiesce(conn);
-    int rc = conn->cq != NULL ? ibv_destroy_cq(conn->cq) : 0;
+    int rc = conn->cq != NULL ? stt_ib_verbs.destroy_cq(conn->cq) : 0;
     if (rc != 0)
         STU_WARN("ib: ibv_destroy_cq: %s", strerror(rc));
     if (conn->ctl_mr != NULL)
-        ibv_dereg_mr(conn->ctl_mr);
+        stt_ib_verbs.dereg_mr(conn->ctl_mr);
     free(conn->ctl);
     if (conn->fd >= 0)
         close(conn->fd);

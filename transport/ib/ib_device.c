@@ -32,16 +32,19 @@ static stt_netif_addr_t oob_addr;
 strata_status_t stt_ib_probe(void)
 {
     int n = 0;
-    struct ibv_device **list = ibv_get_device_list(&n);
+    struct ibv_device **list;
 
+    if (stt_ib_verbs_load(NULL) != STRATA_OK)
+        return STRATA_ERR_UNSUPPORTED;   /* said why, once */
+    list = stt_ib_verbs.get_device_list(&n);
     if (list == NULL || n == 0) {
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: no verbs device here (%s)",
                  list == NULL ? strerror(errno) : "empty device list");
         if (list != NULL)
-            ibv_free_device_list(list);
+            stt_ib_verbs.free_device_list(list);
         return STRATA_ERR_NOT_FOUND;
     }
-    ibv_free_device_list(list);
+    stt_ib_verbs.free_device_list(list);
     return STRATA_OK;
 }
 
@@ -119,7 +122,7 @@ static void dev_gid_choose(stt_ib_dev_t *d, const stt_ib_gid_pref_t *pref,
     d->has_alt = false;
     if (d->link_layer != IBV_LINK_LAYER_ETHERNET || forced >= 0) {
         d->gid_index = forced >= 0 ? (int)forced : 0;
-        if (ibv_query_gid(d->ctx->vctx, (uint8_t)d->port, d->gid_index, &g) == 0)
+        if (stt_ib_verbs.query_gid(d->ctx->vctx, (uint8_t)d->port, d->gid_index, &g) == 0)
             memcpy(d->gid, g.raw, 16);
         goto out;
     }
@@ -127,7 +130,7 @@ static void dev_gid_choose(stt_ib_dev_t *d, const stt_ib_gid_pref_t *pref,
     if (n == 0) {
         /* sysfs unreadable (a container): ask verbs, without RoCE versions. */
         for (int i = 0; i < pa->gid_tbl_len && i < STT_IB_GID_MAX; i++) {
-            if (ibv_query_gid(d->ctx->vctx, (uint8_t)d->port, i, &g) != 0 ||
+            if (stt_ib_verbs.query_gid(d->ctx->vctx, (uint8_t)d->port, i, &g) != 0 ||
                 stt_ib_gid_is_zero(g.raw))
                 continue;
             entries[n] = (stt_ib_gid_entry_t){.index = i, .roce_version = 0};
@@ -184,10 +187,12 @@ static void dev_props_fill(stt_ib_dev_t *d, const struct ibv_port_attr *pa, bool
 /* Does ibv_reg_dmabuf_mr work on this device? Called with fd -1, it fails either way. */
 static bool ctx_dmabuf_probe(stt_ib_ctx_t *ctx)
 {
+    if (stt_ib_verbs.reg_dmabuf_mr == NULL)
+        return false;                    /* a library older than the call (ib_verbs_load.h) */
     errno = 0;
-    struct ibv_mr *mr = ibv_reg_dmabuf_mr(ctx->pd, 0, 0, 0, -1, 0);
+    struct ibv_mr *mr = stt_ib_verbs.reg_dmabuf_mr(ctx->pd, 0, 0, 0, -1, 0);
     if (mr != NULL) {
-        ibv_dereg_mr(mr);
+        stt_ib_verbs.dereg_mr(mr);
         return true;
     }
     return errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS;
@@ -201,10 +206,10 @@ static void ctx_close(stt_ib_ctx_t *ctx)
         pthread_mutex_lock(&ctx->lock);
         stt_ib_mrc_clear(&ctx->mrc);
         pthread_mutex_unlock(&ctx->lock);
-        ibv_dealloc_pd(ctx->pd);
+        stt_ib_verbs.dealloc_pd(ctx->pd);
     }
     pthread_mutex_destroy(&ctx->lock);
-    ibv_close_device(ctx->vctx);
+    stt_ib_verbs.close_device(ctx->vctx);
     free(ctx);
 }
 
@@ -212,7 +217,7 @@ static void ctx_close(stt_ib_ctx_t *ctx)
 static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filter,
                          const stt_ib_gid_pref_t *pref, bool peermem)
 {
-    const char *name = ibv_get_device_name(vdev);
+    const char *name = stt_ib_verbs.get_device_name(vdev);
     stt_ib_ctx_t *ctx;
     int first = dev_count;
 
@@ -227,20 +232,20 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
     snprintf(ctx->name, sizeof(ctx->name), "%s", name);
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->async_stop_fd = -1;
-    ctx->vctx = ibv_open_device(vdev);
+    ctx->vctx = stt_ib_verbs.open_device(vdev);
     if (ctx->vctx == NULL) {
         STU_WARN("ib: ibv_open_device(%s): %s", name, strerror(errno));
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
         return;
     }
-    if (ibv_query_device(ctx->vctx, &ctx->attr) != 0) {
+    if (stt_ib_verbs.query_device(ctx->vctx, &ctx->attr) != 0) {
         STU_WARN("ib: ibv_query_device(%s): %s", name, strerror(errno));
         goto err_close;
     }
     for (int port = 1; port <= ctx->attr.phys_port_cnt; port++) {
         struct ibv_port_attr pa;
-        if (ibv_query_port(ctx->vctx, (uint8_t)port, &pa) != 0) {
+        if (stt_ib_query_port(ctx->vctx, (uint8_t)port, &pa) != 0) {
             STU_WARN("ib: ibv_query_port(%s, %d): %s", name, port, strerror(errno));
             continue;
         }
@@ -249,7 +254,7 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
         if (pa.state != IBV_PORT_ACTIVE ||
             (ll != IBV_LINK_LAYER_INFINIBAND && ll != IBV_LINK_LAYER_ETHERNET)) {
             STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: %s:%d skipped (state %s, link layer %u)",
-                     name, port, ibv_port_state_str(pa.state), pa.link_layer);
+                     name, port, stt_ib_verbs.port_state_str(pa.state), pa.link_layer);
             continue;
         }
         if (!stu_name_filter_match(filter, name, port))
@@ -272,7 +277,7 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
     }
     if (dev_count == first)
         goto err_close;
-    ctx->pd = ibv_alloc_pd(ctx->vctx);
+    ctx->pd = stt_ib_verbs.alloc_pd(ctx->vctx);
     if (ctx->pd == NULL) {
         STU_WARN("ib: ibv_alloc_pd(%s): %s", name, strerror(errno));
         goto err_drop;
@@ -308,19 +313,19 @@ static strata_status_t dev_discover(void)
         return STRATA_ERR_INVALID;
     dev_count = 0;
     ctx_count = 0;
-    list = ibv_get_device_list(&n);
+    list = stt_ib_verbs.get_device_list(&n);
     if (list == NULL || n == 0) {
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: no verbs device (%s)",
                  list == NULL ? strerror(errno) : "empty list");
         if (list != NULL)
-            ibv_free_device_list(list);
+            stt_ib_verbs.free_device_list(list);
         return STRATA_OK;
     }
     bool peermem = stt_ib_sysfs_peermem();
     local_ngids = stt_ib_gid_local_scan(local_gids, (int)STU_ARRAY_SIZE(local_gids));
     for (int i = 0; i < n; i++)
         dev_scan_one(list[i], &filter, &pref, peermem);
-    ibv_free_device_list(list);
+    stt_ib_verbs.free_device_list(list);
     if (dev_count > 0 && oob_pick() != STRATA_OK) {
         for (int i = 0; i < ctx_count; i++)
             ctx_close(ctx_table[i]);
@@ -379,6 +384,9 @@ static stt_devref_t devs = STT_DEVREF_INIT("ib", dev_open, dev_close);
 
 strata_status_t stt_ib_init(void)
 {
+    /* Callers that skip the probe (tests, tools) get its answer too. */
+    if (stt_ib_verbs_load(NULL) != STRATA_OK)
+        return STRATA_ERR_UNSUPPORTED;
     return stt_devref_init(&devs);
 }
 

@@ -40,6 +40,7 @@
 #include "transport/ib/ib.h"
 #include "transport/ib/ib_gid.h"
 #include "transport/ib/ib_mrcache.h"
+#include "transport/ib/ib_verbs_load.h"
 #include "transport/ib/ib_wire.h"
 #include "util/compiler.h"
 

@@ -24,7 +24,7 @@ static strata_status_t mr_reg_cb(void *arg, uintptr_t start, size_t len, void **
                                  uint32_t *lkey_p, uint32_t *rkey_p)
 {
     stt_ib_ctx_t *ctx = arg;
-    struct ibv_mr *mr = ibv_reg_mr(ctx->pd, (void *)start, len, MR_ACCESS);
+    struct ibv_mr *mr = stt_ib_verbs.reg_mr(ctx->pd, (void *)start, len, MR_ACCESS);
 
     if (mr == NULL) {
         int err = errno;
@@ -42,7 +42,7 @@ static strata_status_t mr_reg_cb(void *arg, uintptr_t start, size_t len, void **
 static void mr_dereg_cb(void *arg, void *mr)
 {
     stt_ib_ctx_t *ctx = arg;
-    int rc = ibv_dereg_mr(mr);
+    int rc = stt_ib_verbs.dereg_mr(mr);
 
     if (rc != 0)
         STU_WARN("ib: %s: ibv_dereg_mr: %s", ctx->name, strerror(rc));
@@ -167,8 +167,8 @@ strata_status_t stt_ib_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
                  " registration (ibv_reg_dmabuf_mr probe failed)", fd, size, ctx->name);
         return STRATA_ERR_UNSUPPORTED;
     }
-    struct ibv_mr *mr = ibv_reg_dmabuf_mr(ctx->pd, offset, size, (uint64_t)(uintptr_t)data, fd,
-                                          MR_ACCESS);
+    struct ibv_mr *mr = stt_ib_verbs.reg_dmabuf_mr(ctx->pd, offset, size,
+                                                   (uint64_t)(uintptr_t)data, fd, MR_ACCESS);
     if (mr == NULL) {
         STU_WARN("ib: %s: ibv_reg_dmabuf_mr(fd %d, offset %llu, %zu bytes, iova %p): %s",
                  ctx->name, fd, (unsigned long long)offset, size, data, strerror(errno));
@@ -179,7 +179,7 @@ strata_status_t stt_ib_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
                                                mr->rkey, &e);
     pthread_mutex_unlock(&ctx->lock);
     if (status != STRATA_OK) {
-        ibv_dereg_mr(mr);
+        stt_ib_verbs.dereg_mr(mr);
         return status;
     }
     *mh_p = e;

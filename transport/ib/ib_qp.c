@@ -42,11 +42,11 @@ strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t s
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = STT_IB_INLINE_WANT;
-    q->qp = ibv_create_qp(conn->ctx->pd, &attr);
+    q->qp = stt_ib_verbs.create_qp(conn->ctx->pd, &attr);
     if (q->qp == NULL) {
         /* Some devices cap inline data lower; inline is an optimisation only. */
         attr.cap.max_inline_data = 0;
-        q->qp = ibv_create_qp(conn->ctx->pd, &attr);
+        q->qp = stt_ib_verbs.create_qp(conn->ctx->pd, &attr);
     }
     if (q->qp == NULL) {
         STU_WARN("ib: %s: ibv_create_qp (RC, %u send / %u receive WRs) for %s: %s",
@@ -69,7 +69,7 @@ strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q)
     attr.pkey_index = 0;
     attr.port_num = (uint8_t)conn->dev->port;
     attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    int rc = ibv_modify_qp(q->qp, &attr,
+    int rc = stt_ib_verbs.modify_qp(q->qp, &attr,
                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
     if (rc != 0) {
         STU_WARN("ib: %s: QP 0x%x to INIT: %s", conn->ctx->name, q->qp->qp_num, strerror(rc));
@@ -112,13 +112,13 @@ strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_
     const stt_ib_dev_t *d = conn->dev;
 
     stt_ib_qp_rtr_attr(d, conn->sl, conn->tc, q->remote_qpn, remote, sgid_index, dgid, &attr);
-    int rc = ibv_modify_qp(q->qp, &attr,
+    int rc = stt_ib_verbs.modify_qp(q->qp, &attr,
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (rc != 0) {
         char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
         union ibv_gid sg;
-        if (ibv_query_gid(d->ctx->vctx, (uint8_t)d->port, sgid_index, &sg) != 0)
+        if (stt_ib_verbs.query_gid(d->ctx->vctx, (uint8_t)d->port, sgid_index, &sg) != 0)
             memset(&sg, 0, sizeof(sg));
         stt_ib_gid_format(sg.raw, l, sizeof(l));
         stt_ib_gid_format(dgid, r, sizeof(r));
@@ -148,7 +148,7 @@ strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q)
     attr.rnr_retry = QP_RNR_RETRY;
     attr.sq_psn = 0;
     attr.max_rd_atomic = QP_RD_ATOMIC;
-    int rc = ibv_modify_qp(q->qp, &attr,
+    int rc = stt_ib_verbs.modify_qp(q->qp, &attr,
                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc != 0) {

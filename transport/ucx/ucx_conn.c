@@ -46,7 +46,7 @@ static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     stt_ucx_conn_t *conn = arg;
     stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint: %s",
-                  ucs_status_string(status));
+                  stt_ucx_lib.status_string(status));
 }
 
 /*
@@ -61,15 +61,15 @@ static void conn_wait_free(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns,
 
     if (req == NULL || UCS_PTR_IS_ERR(req))
         return;
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && now < deadline) {
-        bool moved = ucp_worker_progress(conn->worker) != 0;
+    while (stt_ucx_lib.request_check_status(req) == UCS_INPROGRESS && now < deadline) {
+        bool moved = stt_ucx_lib.worker_progress(conn->worker) != 0;
         now = stu_time_ns();
         if (moved)
             busy_ns = now;
         if (idle_ns != 0 && (now - busy_ns > idle_ns || stt_conn_status(&conn->head) != STRATA_OK))
             break;
     }
-    ucp_request_free(req);   /* released now, or by UCX when it completes */
+    stt_ucx_lib.request_free(req);   /* released now, or by UCX when it completes */
 }
 
 strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int fd,
@@ -81,7 +81,7 @@ strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int
     strata_status_t status;
     ucs_status_t us;
 
-    ucp_worker_release_address(w->worker, w->addr);
+    stt_ucx_lib.worker_release_address(w->worker, w->addr);
     w->addr = NULL;
     if (conn == NULL) {
         STU_WARN("ucx: no memory for a comm with %s (%zu bytes)", peer, size);
@@ -99,14 +99,14 @@ strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int
         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
         .err_handler = {.cb = conn_err_cb, .arg = conn},
     };
-    us = ucp_ep_create(conn->worker, &params, &conn->ep);
+    us = stt_ucx_lib.ep_create(conn->worker, &params, &conn->ep);
     if (us != UCS_OK) {
         STU_WARN("ucx: ucp_ep_create to %s (worker address of %u bytes): %s", peer,
-                 peer_hello->addr_len, ucs_status_string(us));
+                 peer_hello->addr_len, stt_ucx_lib.status_string(us));
         status = stt_ucx_status(us);
         goto err_free;
     }
-    if (ucp_worker_get_efd(conn->worker, &conn->efd) != UCS_OK)
+    if (stt_ucx_lib.worker_get_efd(conn->worker, &conn->efd) != UCS_OK)
         conn->efd = -1;                  /* poll_fds then offers nothing */
     if (send) {
         stt_ucx_send_t *sc = (stt_ucx_send_t *)conn;
@@ -156,7 +156,7 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn)
 
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
 {
-    if (ucp_worker_progress(conn->worker) != 0) {
+    if (stt_ucx_lib.worker_progress(conn->worker) != 0) {
         conn->idle = 0;
         if (conn->peer_eof)
             conn->quiet_since_ns = stu_time_ns();
@@ -182,7 +182,7 @@ static void conn_ep_close(stt_ucx_conn_t *conn)
         .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
         .flags = UCP_EP_CLOSE_FLAG_FORCE,
     };
-    void *req = ucp_ep_close_nbx(conn->ep, &param);
+    void *req = stt_ucx_lib.ep_close_nbx(conn->ep, &param);
     conn_wait_free(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
 }
 
@@ -212,13 +212,13 @@ void stt_ucx_close_send(stt_comm_t *comm)
      */
     if (stt_slots_idle(&sc->slots) && conn->head.failed == STRATA_OK && !conn->peer_eof) {
         ucp_request_param_t param = {.op_attr_mask = 0};
-        conn_wait_free(conn, ucp_ep_flush_nbx(conn->ep, &param), STT_UCX_CLOSE_FLUSH_NS,
+        conn_wait_free(conn, stt_ucx_lib.ep_flush_nbx(conn->ep, &param), STT_UCX_CLOSE_FLUSH_NS,
                        STT_UCX_CLOSE_IDLE_NS);
     }
     conn_ep_close(conn);
     for (int i = 0; i < STT_UCX_SEND_SLOTS; i++)
         if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].ucp != NULL)
-            ucp_request_free(sc->reqs[i].ucp);
+            stt_ucx_lib.request_free(sc->reqs[i].ucp);
     conn_release(conn);
 }
 
@@ -237,8 +237,8 @@ void stt_ucx_close_recv(stt_comm_t *comm)
         for (int k = 0; k < req->slot.n; k++) {
             if (req->ucp[k] == NULL)
                 continue;
-            ucp_request_cancel(rc->conn.worker, req->ucp[k]);
-            ucp_request_free(req->ucp[k]);
+            stt_ucx_lib.request_cancel(rc->conn.worker, req->ucp[k]);
+            stt_ucx_lib.request_free(req->ucp[k]);
         }
     }
     conn_ep_close(&rc->conn);

@@ -57,15 +57,15 @@ static strata_status_t ctx_create(void)
         .name = "strata",
     };
 
-    us = ucp_config_read(NULL, NULL, &config);
+    us = stt_ucx_lib.config_read(NULL, NULL, &config);
     if (us != UCS_OK) {
-        STU_WARN("ucx: ucp_config_read: %s (check the UCX_* variables)", ucs_status_string(us));
+        STU_WARN("ucx: ucp_config_read: %s (check the UCX_* variables)", stt_ucx_lib.status_string(us));
         return STRATA_ERR_INVALID;
     }
-    us = ucp_init(&params, config, &ctx);
-    ucp_config_release(config);
+    us = stt_ucx_lib_init(&params, config, &ctx);
+    stt_ucx_lib.config_release(config);
     if (us != UCS_OK) {
-        STU_WARN("ucx: ucp_init: %s", ucs_status_string(us));
+        STU_WARN("ucx: ucp_init: %s", stt_ucx_lib.status_string(us));
         return stt_ucx_status(us);
     }
     return STRATA_OK;
@@ -75,7 +75,7 @@ static strata_status_t ctx_create(void)
 static void ctx_release(void)
 {
     if (ctx_refs > 0 && --ctx_refs == 0) {
-        ucp_cleanup(ctx);
+        stt_ucx_lib.cleanup(ctx);
         ctx = NULL;
     }
 }
@@ -144,17 +144,17 @@ strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer)
     status = ctx_get(&uctx);
     if (status != STRATA_OK)
         return status;
-    us = ucp_worker_create(uctx, &params, &w->worker);
+    us = stt_ucx_lib.worker_create(uctx, &params, &w->worker);
     if (us != UCS_OK) {
         STU_WARN("ucx: ucp_worker_create for the connection with %s: %s", peer,
-                 ucs_status_string(us));
+                 stt_ucx_lib.status_string(us));
         status = stt_ucx_status(us);
         goto err_put;
     }
-    us = ucp_worker_get_address(w->worker, &w->addr, &w->addr_len);
+    us = stt_ucx_lib.worker_get_address(w->worker, &w->addr, &w->addr_len);
     if (us != UCS_OK || w->addr_len == 0 || w->addr_len > STT_UCX_MAX_ADDR_BYTES) {
         STU_WARN("ucx: ucp_worker_get_address for the connection with %s: %s (%zu bytes,"
-                 " limit %u)", peer, ucs_status_string(us), w->addr_len, STT_UCX_MAX_ADDR_BYTES);
+                 " limit %u)", peer, stt_ucx_lib.status_string(us), w->addr_len, STT_UCX_MAX_ADDR_BYTES);
         status = us != UCS_OK ? stt_ucx_status(us) : STRATA_ERR_INVALID;
         goto err_destroy;
     }
@@ -162,8 +162,8 @@ strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer)
 
 err_destroy:
     if (us == UCS_OK)
-        ucp_worker_release_address(w->worker, w->addr);
-    ucp_worker_destroy(w->worker);
+        stt_ucx_lib.worker_release_address(w->worker, w->addr);
+    stt_ucx_lib.worker_destroy(w->worker);
     w->worker = NULL;
 err_put:
     ctx_put();
@@ -173,8 +173,8 @@ err_put:
 void stt_ucx_worker_close(stt_ucx_worker_t *w)
 {
     if (w->addr != NULL)
-        ucp_worker_release_address(w->worker, w->addr);
-    ucp_worker_destroy(w->worker);
+        stt_ucx_lib.worker_release_address(w->worker, w->addr);
+    stt_ucx_lib.worker_destroy(w->worker);
     ctx_put();
     memset(w, 0, sizeof(*w));
 }

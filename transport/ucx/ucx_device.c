@@ -29,8 +29,10 @@ strata_status_t stt_ucx_probe(void)
 {
     unsigned major, minor, release;
 
+    if (stt_ucx_lib_load(NULL) != STRATA_OK)
+        return STRATA_ERR_UNSUPPORTED;   /* said why, once */
     /* The nbx API this transport uses appeared in UCX 1.10. */
-    ucp_get_version(&major, &minor, &release);
+    stt_ucx_lib.get_version(&major, &minor, &release);
     if (major < 1 || (major == 1 && minor < 10)) {
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ucx: UCX %u.%u.%u is older than 1.10", major,
                  minor, release);
@@ -41,6 +43,9 @@ strata_status_t stt_ucx_probe(void)
 
 strata_status_t stt_ucx_init(void)
 {
+    /* Callers that skip the probe (tests, tools) get its answer too. */
+    if (stt_ucx_lib_load(NULL) != STRATA_OK)
+        return STRATA_ERR_UNSUPPORTED;
     return stt_devref_init(&devs);
 }
 

@@ -37,6 +37,7 @@
 #include "transport/base/netif.h"
 #include "transport/base/slots.h"
 #include "transport/ucx/ucx.h"
+#include "transport/ucx/ucx_load.h"
 #include "transport/ucx/ucx_wire.h"
 #include "util/compiler.h"
 

@@ -26,9 +26,9 @@ int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
     stt_ucx_conn_check_peer(conn);
     if (conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
-    while (ucp_worker_progress(conn->worker) != 0)
+    while (stt_ucx_lib.worker_progress(conn->worker) != 0)
         ;
-    if (ucp_worker_arm(conn->worker) != UCS_OK)
+    if (stt_ucx_lib.worker_arm(conn->worker) != UCS_OK)
         return 0;
     fds[0] = (struct pollfd){.fd = conn->efd, .events = POLLIN};
     fds[1] = (struct pollfd){.fd = conn->fd, .events = POLLIN};

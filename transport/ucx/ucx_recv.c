@@ -20,8 +20,8 @@ static void recv_abandon(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req)
     for (int k = 0; k < req->slot.n; k++) {
         if (req->ucp[k] == NULL)
             continue;
-        ucp_request_cancel(rc->conn.worker, req->ucp[k]);
-        ucp_request_free(req->ucp[k]);
+        stt_ucx_lib.request_cancel(rc->conn.worker, req->ucp[k]);
+        stt_ucx_lib.request_free(req->ucp[k]);
         req->ucp[k] = NULL;
     }
     req->pending = 0;                    /* a free slot owes nothing (a flush may take it) */
@@ -40,7 +40,7 @@ static void recv_buffer_status(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req, int k, u
         return;
     }
     stt_conn_fail(&rc->conn.head, stt_ucx_status(us), "receive buffer %d: %s", k,
-                  ucs_status_string(us));
+                  stt_ucx_lib.status_string(us));
     req->slot.status = rc->conn.head.failed;
 }
 
@@ -67,7 +67,7 @@ strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t
          * ucp_tag_recv_request_test. One pooled request per buffer. */
         ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL};
         req->info[i].length = 0;
-        void *ucp = ucp_tag_recv_nbx(rc->conn.worker, data[i], sizes[i],
+        void *ucp = stt_ucx_lib.tag_recv_nbx(rc->conn.worker, data[i], sizes[i],
                                      stt_ucx_tag(rc->conn.conn_id, tags[i]), UINT64_MAX, &param);
         req->ucp[i] = NULL;
         if (UCS_PTR_IS_ERR(ucp)) {
@@ -109,10 +109,10 @@ strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done
         for (int k = 0; k < req->slot.n; k++) {
             if (req->ucp[k] == NULL)
                 continue;
-            ucs_status_t us = ucp_tag_recv_request_test(req->ucp[k], &req->info[k]);
+            ucs_status_t us = stt_ucx_lib.tag_recv_request_test(req->ucp[k], &req->info[k]);
             if (us == UCS_INPROGRESS)
                 continue;
-            ucp_request_free(req->ucp[k]);
+            stt_ucx_lib.request_free(req->ucp[k]);
             req->ucp[k] = NULL;
             req->pending--;
             recv_buffer_status(rc, req, k, us);

@@ -29,11 +29,11 @@ strata_status_t stt_ucx_isend(stt_comm_t *comm, void *data, size_t size, int tag
         return STRATA_OK;
     }
     ucp_request_param_t param = {.op_attr_mask = 0};
-    void *ucp = ucp_tag_send_nbx(conn->ep, data, size, stt_ucx_tag(conn->conn_id, tag), &param);
+    void *ucp = stt_ucx_lib.tag_send_nbx(conn->ep, data, size, stt_ucx_tag(conn->conn_id, tag), &param);
     if (STU_UNLIKELY(UCS_PTR_IS_ERR(ucp))) {
         ucs_status_t us = UCS_PTR_STATUS(ucp);
         stt_conn_fail(&conn->head, stt_ucx_status(us), "ucp_tag_send_nbx of %zu bytes (tag %d):"
-                      " %s", size, tag, ucs_status_string(us));
+                      " %s", size, tag, stt_ucx_lib.status_string(us));
         return conn->head.failed;
     }
     stt_ucx_sreq_t *req = (stt_ucx_sreq_t *)stt_slots_take(&sc->slots, 1);
@@ -53,9 +53,9 @@ strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done
         return stt_slots_stale(&stt_ucx_ops, base);
     if (req->ucp != NULL) {
         stt_ucx_conn_progress(&sc->conn);
-        ucs_status_t us = ucp_request_check_status(req->ucp);
+        ucs_status_t us = stt_ucx_lib.request_check_status(req->ucp);
         if (us != UCS_INPROGRESS) {
-            ucp_request_free(req->ucp);
+            stt_ucx_lib.request_free(req->ucp);
             req->ucp = NULL;
             req->ucs = us;
         }
@@ -66,12 +66,12 @@ strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done
             return STRATA_OK;
         }
         /* Abandoned: UCX releases it when the endpoint's close completes it. */
-        ucp_request_free(req->ucp);
+        stt_ucx_lib.request_free(req->ucp);
         req->ucp = NULL;
         status = sc->conn.head.failed;
     } else if (req->ucs != UCS_OK) {
         stt_conn_fail(&sc->conn.head, stt_ucx_status(req->ucs), "a send of %zu bytes: %s",
-                      req->size, ucs_status_string(req->ucs));
+                      req->size, stt_ucx_lib.status_string(req->ucs));
         status = sc->conn.head.failed;
     }
     stt_slots_give(&sc->slots, &req->slot);
