@@ -101,8 +101,14 @@ strata_status_t stt_registry_select(const char *name, const stt_ops_t **ops_p, i
         }
         status = registry_try(ops, &ndev);
         if (status != STRATA_OK) {
-            STU_WARN("transport '%s' was asked for but cannot run here (%s)", name,
-                     strata_status_str(status));
+            const char *why = NULL;
+            const char *lib = stt_library(ops, &why);
+            if (lib != NULL && why != NULL)
+                STU_WARN("transport '%s' was asked for (STRATA_TRANSPORT) but cannot run here: "
+                         "%s is not loadable: %s", name, lib, why);
+            else
+                STU_WARN("transport '%s' was asked for but cannot run here (%s)", name,
+                         strata_status_str(status));
             return status;
         }
         *ops_p = ops;

@@ -21,3 +21,9 @@ int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
     return 0;
 }
+
+const char *stt_no_library(const char **why_p)
+{
+    *why_p = NULL;
+    return NULL;
+}

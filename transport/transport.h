@@ -148,6 +148,14 @@ struct stt_ops {
     strata_status_t (*probe)(void);
 
     /*
+     * The shared library the transport loads at run time (on its first probe or init, or
+     * now), and whether it loaded: returns its file name ("libibverbs.so.1"), NULL for a
+     * transport that needs none; *why_p is NULL when it loaded (or none is needed), else
+     * why not (the loader's text). Thread-safe; allocates nothing the caller frees.
+     */
+    const char *(*library)(const char **why_p);
+
+    /*
      * Reference-counted: the first init discovers the devices, the last fini frees them;
      * a later init discovers again. fini without a matching init is ignored.
      * Errors (init): STRATA_ERR_NOT_FOUND (no usable device), STRATA_ERR_NO_MEMORY,
@@ -272,6 +280,10 @@ static inline strata_status_t stt_probe(const stt_ops_t *ops)
 {
     return ops->probe();
 }
+static inline const char *stt_library(const stt_ops_t *ops, const char **why_p)
+{
+    return ops->library(why_p);
+}
 static inline strata_status_t stt_init(const stt_ops_t *ops)
 {
     return ops->init();
@@ -362,6 +374,8 @@ strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+/* For a transport that loads no library: NULL, *why_p NULL. */
+const char *stt_no_library(const char **why_p);
 
 /*
  * The registry: an ordered, const table of every transport built in (which ones depends on

@@ -423,6 +423,7 @@ static void fake_close_listen(stt_listen_t *listen)
 const stt_ops_t stt_fake_ops = {
     .name = "fake",
     .probe = fake_probe,
+    .library = stt_no_library,
     .init = fake_init,
     .fini = fake_fini,
     .devices = fake_devices,

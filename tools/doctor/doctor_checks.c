@@ -316,3 +316,22 @@ void stb_doc_check_build(stb_doc_t *doc, const stu_build_info_t *info, const cha
                        "(scripts/setup-debian.sh), then run make again", rdma_ports, pkg);
     }
 }
+
+void stb_doc_check_library(stb_doc_t *doc, const char *transport, const char *library,
+                           const char *why, const char *transport_env, int rdma_ports)
+{
+    char what[64];
+
+    snprintf(what, sizeof(what), "library %s", transport);
+    if (why == NULL) {
+        stb_doc_report(doc, STB_DOC_OK, what, "%s loaded", library);
+        return;
+    }
+    int named = transport_env != NULL && strcasecmp(transport_env, transport) == 0;
+    int rdma = strcmp(transport, "ib") == 0 && rdma_ports > 0;
+    stb_doc_report(doc, named || rdma ? STB_DOC_FAIL : STB_DOC_INFO, what,
+                   "%s not loadable: %s; the %s transport is unavailable%s%s", library, why,
+                   transport, named ? " but STRATA_TRANSPORT names it" : "",
+                   rdma ? ", so traffic over the active RDMA ports goes over TCP: install "
+                          "libibverbs1 and ibverbs-providers" : "");
+}

@@ -53,4 +53,13 @@ void stb_doc_check_memlock(stb_doc_t *doc, uint64_t soft_limit_bytes, int unlimi
 void stb_doc_check_build(stb_doc_t *doc, const stu_build_info_t *info, const char *transport_env,
                          int rdma_ports);
 
+/*
+ * The run-time library of one transport built in (transport, e.g. "ib"; library, its
+ * file, "libibverbs.so.1"; why, NULL when it loaded, else why not): ok when it loaded;
+ * when not, a failure if STRATA_TRANSPORT names the transport or, for ib, RDMA ports are
+ * active (traffic would fall back to TCP), else info (the transport is unavailable).
+ */
+void stb_doc_check_library(stb_doc_t *doc, const char *transport, const char *library,
+                           const char *why, const char *transport_env, int rdma_ports);
+
 #endif /* STB_DOCTOR_H */

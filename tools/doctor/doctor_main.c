@@ -6,7 +6,8 @@
  *
  * Reads the RDMA devices and ports from sysfs (state, link, rate, LID or RoCE v2 GID,
  * netdev MTU, uverbs node, GPU peer memory), what this build has (version, transports,
- * sanitizers) against what the host asks, the memlock limit, then loads the plugin as
+ * sanitizers) against what the host asks, whether each transport's run-time library
+ * (libibverbs, libucp) loads, the memlock limit, then loads the plugin as
  * NCCL does and moves 1 MiB through it over a connection to itself on every device, checking
  * the bytes. One line per finding with what to do; exit status 0 when nothing failed, 1 when
  * something did, 2 for a bad command line. Between two hosts, strata-netperf's --listen /
@@ -26,6 +27,7 @@
 #include "tools/lib/tool_util.h"
 #include "tools/doctor/doctor_checks.h"
 #include "tools/doctor/doctor_profile.h"
+#include "transport/transport.h"
 #include "util/time.h"
 
 #define SELF_TEST_BYTES ((size_t)1 << 20)
@@ -127,6 +129,19 @@ out:
     return s;
 }
 
+/* Each transport's run-time library, loaded here as the plugin would load it. */
+static void check_libraries(stb_doc_t *doc, int rdma_ports)
+{
+    for (int i = 0; i < stt_registry_count(); i++) {
+        const stt_ops_t *ops = stt_registry_at(i);
+        const char *why = NULL;
+        const char *lib = stt_library(ops, &why);
+        if (lib != NULL)
+            stb_doc_check_library(doc, stt_name(ops), lib, why, getenv("STRATA_TRANSPORT"),
+                                  rdma_ports);
+    }
+}
+
 static void check_plugin(stb_doc_t *doc, const doctor_opts_t *o)
 {
     stb_plugin_t *pl = NULL;
@@ -210,6 +225,7 @@ int main(int argc, char **argv)
     printf("# strata-doctor: the fabric as Strata sees it (sysfs %s)\n", o.sysroot);
     int rdma_ports = stb_doc_check_rdma(&doc, o.sysroot);
     stb_doc_check_build(&doc, stu_build_info(), getenv("STRATA_TRANSPORT"), rdma_ports);
+    check_libraries(&doc, rdma_ports);
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
         stb_doc_check_memlock(&doc, (uint64_t)rl.rlim_cur, rl.rlim_cur == RLIM_INFINITY);
     if (!o.no_plugin)

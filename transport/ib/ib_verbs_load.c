@@ -65,3 +65,9 @@ int stt_ib_query_port(struct ibv_context *context, uint8_t port_num,
     memset(attr, 0, sizeof(*attr));
     return stt_ib_verbs.query_port(context, port_num, (struct _compat_ibv_port_attr *)attr);
 }
+
+const char *stt_ib_library(const char **why_p)
+{
+    stt_ib_verbs_load(why_p);
+    return STT_IB_VERBS_LIBRARY;
+}

@@ -84,4 +84,7 @@ strata_status_t stt_ib_verbs_load(const char **why_p);
 int stt_ib_query_port(struct ibv_context *context, uint8_t port_num,
                       struct ibv_port_attr *attr);
 
+/* The library op (transport.h): the file name, after loading it. */
+const char *stt_ib_library(const char **why_p);
+
 #endif /* STT_IB_VERBS_LOAD_H */

@@ -85,6 +85,7 @@ static strata_status_t loop_test(stt_req_t *base, int *done, size_t *sizes)
 const stt_ops_t stt_loop_ops = {
     .name = "loop",
     .probe = loop_probe,
+    .library = stt_no_library,
     .init = loop_init,
     .fini = loop_fini,
     .devices = loop_devices,

@@ -18,6 +18,7 @@ static strata_status_t tcp_test(stt_req_t *req, int *done, size_t *sizes)
 const stt_ops_t stt_tcp_ops = {
     .name = "tcp",
     .probe = stt_tcp_probe,
+    .library = stt_no_library,
     .init = stt_tcp_init,
     .fini = stt_tcp_fini,
     .devices = stt_tcp_devices,

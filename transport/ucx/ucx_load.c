@@ -43,3 +43,9 @@ strata_status_t stt_ucx_lib_load(const char **why_p)
         *why_p = load_status == STRATA_OK ? NULL : load_why;
     return load_status;
 }
+
+const char *stt_ucx_library(const char **why_p)
+{
+    stt_ucx_lib_load(why_p);
+    return STT_UCX_LIBRARY;
+}

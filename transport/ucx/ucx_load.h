@@ -79,4 +79,7 @@ static inline ucs_status_t stt_ucx_lib_init(const ucp_params_t *params,
     return stt_ucx_lib.init_version(UCP_API_MAJOR, UCP_API_MINOR, params, config, ctx_p);
 }
 
+/* The library op (transport.h): the file name, after loading it. */
+const char *stt_ucx_library(const char **why_p);
+
 #endif /* STT_UCX_LOAD_H */

@@ -18,6 +18,7 @@ static strata_status_t ucx_test(stt_req_t *req, int *done, size_t *sizes)
 const stt_ops_t stt_ucx_ops = {
     .name = "ucx",
     .probe = stt_ucx_probe,
+    .library = stt_ucx_library,
     .init = stt_ucx_init,
     .fini = stt_ucx_fini,
     .devices = stt_ucx_devices,
