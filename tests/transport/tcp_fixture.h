@@ -68,11 +68,17 @@ static inline void raw_send(int fd, const void *buf, size_t len)
     assert_int_equal(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
 }
 
-/* Drives accept until the raw socket is closed by the listener (or the deadline). */
-static inline void accept_until_closed(stt_listen_t *l, int fd)
+/*
+ * Drives accept until the raw socket is closed by the listener (or the deadline). Returns
+ * the status of the ack the listener sent before closing (STT_TCP_ACK_REJECTED, _LATE), -1
+ * when it closed without a whole one.
+ */
+static inline int accept_until_closed(stt_listen_t *l, int fd)
 {
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
     stt_comm_t *c = NULL;
+    uint8_t ack[STT_TCP_ACK_BYTES];
+    size_t have = 0;
     char b;
 
     for (;;) {
@@ -86,9 +92,13 @@ static inline void accept_until_closed(stt_listen_t *l, int fd)
         ssize_t r = recv(fd, &b, 1, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno == ECONNRESET))
             break;
+        if (r == 1 && have < sizeof(ack))
+            ack[have++] = (uint8_t)b;
         assert_false(stu_deadline_passed(deadline));
-        poll(NULL, 0, 1);
+        if (r < 0)
+            poll(NULL, 0, 1);
     }
+    return have == sizeof(ack) ? ack[7] : -1;
 }
 
 #endif /* STRATA_TESTS_TCP_FIXTURE_H */

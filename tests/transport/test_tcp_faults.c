@@ -169,12 +169,13 @@ static void test_bad_hellos_keep_listener(void **state)
 
     assert_ok(stt_listen(ops, 0, handle, &l));
     good.listener_id = h->listener_id;
+    memcpy(good.secret, h->secret, sizeof(good.secret));
 
     /* garbage */
     int fd = raw_connect(handle);
     memset(buf, 0x5a, sizeof(buf));
     raw_send(fd, buf, sizeof(buf));
-    accept_until_closed(l, fd);
+    assert_int_equal(accept_until_closed(l, fd), STT_TCP_ACK_REJECTED);
     close(fd);
 
     /* wrong listener id */
@@ -183,8 +184,22 @@ static void test_bad_hellos_keep_listener(void **state)
     stt_tcp_hello_encode(&bad, buf);
     fd = raw_connect(handle);
     raw_send(fd, buf, sizeof(buf));
-    accept_until_closed(l, fd);
+    assert_int_equal(accept_until_closed(l, fd), STT_TCP_ACK_REJECTED);
     close(fd);
+
+    /* the right listener id without the secret (one bit off, then none at all) */
+    for (int k = 0; k < 2; k++) {
+        bad = good;
+        if (k == 0)
+            bad.secret[5] ^= 0x10;
+        else
+            memset(bad.secret, 0, sizeof(bad.secret));
+        stt_tcp_hello_encode(&bad, buf);
+        fd = raw_connect(handle);
+        raw_send(fd, buf, sizeof(buf));
+        assert_int_equal(accept_until_closed(l, fd), STT_TCP_ACK_REJECTED);
+        close(fd);
+    }
 
     /* duplicate index: the first socket is kept, the second rejected */
     stt_tcp_hello_encode(&good, buf);
@@ -236,16 +251,17 @@ static void test_handshake_timeouts(void **state)
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     stt_tcp_hello_t half = {.version = STT_TCP_PROTO_VERSION, .index = 1, .nsocks = 2,
                             .listener_id = h->listener_id, .conn_id = 77};
+    memcpy(half.secret, h->secret, sizeof(half.secret));
     stt_tcp_hello_encode(&half, buf);
     int fd = raw_connect(handle);
     raw_send(fd, buf, sizeof(buf));
     accept_until_closed(l, fd);      /* the earlier timed-out sockets get dropped too */
     close(fd);
 
-    /* A socket that never completes its hello is dropped as well. */
+    /* A socket that never completes its hello is dropped as well, answered LATE. */
     fd = raw_connect(handle);
     raw_send(fd, buf, 5);
-    accept_until_closed(l, fd);
+    assert_int_equal(accept_until_closed(l, fd), STT_TCP_ACK_LATE);
     close(fd);
 
     stt_close_listen(l);
@@ -265,6 +281,7 @@ static void test_garbage_stream(void **state)
     assert_ok(stt_listen(ops, 0, handle, &l));
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 5};
+    memcpy(hello.secret, h->secret, sizeof(hello.secret));
     stt_tcp_hello_encode(&hello, buf);
     int fd = raw_connect(handle);
     raw_send(fd, buf, STT_TCP_HELLO_BYTES);

@@ -92,6 +92,7 @@ static void raw_open(raw_peer_t *rp)
     const stt_tcp_handle_t *h = (const stt_tcp_handle_t *)handle;
     stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = 0, .nsocks = 1,
                              .listener_id = h->listener_id, .conn_id = 77};
+    memcpy(hello.secret, h->secret, sizeof(hello.secret));
     stt_tcp_hello_encode(&hello, hello_buf);
     rp->fd = raw_connect(handle);
     raw_send(rp->fd, hello_buf, sizeof(hello_buf));

@@ -17,8 +17,11 @@ static void test_hello_roundtrip(void **state)
     uint8_t buf[STT_TCP_HELLO_BYTES];
     const char *why = NULL;
 
+    for (int i = 0; i < STT_HANDLE_SECRET_BYTES; i++)
+        in.secret[i] = (uint8_t)(0xa0 + i);
     stt_tcp_hello_encode(&in, buf);
     assert_memory_equal(buf, "STRH", 4);
+    assert_memory_equal(buf + 24, in.secret, STT_HANDLE_SECRET_BYTES);   /* the secret last */
     assert_int_equal(buf[6], 3);
     assert_int_equal(buf[7], 8);
     assert_int_equal(buf[8], 0xef);           /* little-endian listener id */
@@ -29,6 +32,7 @@ static void test_hello_roundtrip(void **state)
     assert_int_equal(out.nsocks, in.nsocks);
     assert_true(out.listener_id == in.listener_id);
     assert_true(out.conn_id == in.conn_id);
+    assert_memory_equal(out.secret, in.secret, STT_HANDLE_SECRET_BYTES);
 }
 
 /* Corrupts one byte of a valid hello and expects rejection with a reason and no output. */
@@ -73,7 +77,7 @@ static void test_ack_roundtrip_and_rejects(void **state)
     assert_int_equal(out.nsocks, 4);
 
     const struct { size_t off; uint8_t v; } cases[] = {
-        {0, 0}, {4, 9}, {6, 0}, {6, 9}, {7, 1},
+        {0, 0}, {4, 9}, {6, 0}, {6, 9}, {7, 9},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         memcpy(bad, buf, sizeof(bad));

@@ -123,15 +123,23 @@ static void test_handle_head(void **state)
     uint8_t handle[STT_HANDLE_SIZE];
     stt_netif_addr_t addr = {0};
     stt_handle_t h;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES], other[STT_HANDLE_SECRET_BYTES];
 
     addr.in4.sin_family = AF_INET;
     addr.in4.sin_port = htons(4242);
     memset(handle, 0xee, sizeof(handle));
-    stt_handle_store(handle, 0x11223344u, 7, 0xabcdefull, &addr);
+    assert_int_equal(stt_handle_secret_new("test", secret), STRATA_OK);
+    assert_int_equal(stt_handle_secret_new("test", other), STRATA_OK);
+    assert_memory_not_equal(secret, other, sizeof(secret));   /* 2^-128 to fail by chance */
+    stt_handle_store(handle, 0x11223344u, 7, 0xabcdefull, secret, &addr);
     for (size_t i = sizeof(stt_handle_t); i < sizeof(handle); i++)
         assert_int_equal(handle[i], 0);                  /* the rest zeroed, slot included */
     assert_int_equal(stt_handle_load(handle, 0x11223344u, 7, "test", &h), STRATA_OK);
     assert_true(h.listener_id == 0xabcdefull);
+    assert_true(stt_handle_secret_ok(secret, h.secret));
+    assert_false(stt_handle_secret_ok(other, h.secret));
+    h.secret[STT_HANDLE_SECRET_BYTES - 1] ^= 1;
+    assert_false(stt_handle_secret_ok(secret, h.secret));
     assert_int_equal(ntohs(h.addr.in4.sin_port), 4242);
     assert_int_equal(stt_handle_load(handle, 0x11223345u, 7, "test", &h), STRATA_ERR_INVALID);
     assert_int_equal(stt_handle_load(handle, 0x11223344u, 8, "test", &h), STRATA_ERR_INVALID);
@@ -214,8 +222,10 @@ static void script_handle(uint8_t *handle)
 {
     stt_netif_addr_t addr = {0};
 
+    static const uint8_t secret[STT_HANDLE_SECRET_BYTES] = {1, 2, 3};
+
     addr.in4.sin_family = AF_INET;
-    stt_handle_store(handle, script.magic, script.version, 99, &addr);
+    stt_handle_store(handle, script.magic, script.version, 99, secret, &addr);
 }
 
 static void test_connect_run(void **state)

@@ -1,7 +1,10 @@
 /* The handle head, the connect slot, the pending connect and the deadline (connect.h). */
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "transport/base/connect.h"
+#include "util/hmac.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/time.h"
@@ -29,13 +32,29 @@ strata_status_t stt_handle_load(const void *handle, uint32_t magic, uint16_t ver
 }
 
 void stt_handle_store(void *handle, uint32_t magic, uint16_t version, uint64_t listener_id,
+                      const uint8_t secret[STT_HANDLE_SECRET_BYTES],
                       const stt_netif_addr_t *addr)
 {
     stt_handle_t h = {.magic = magic, .version = version, .listener_id = listener_id,
                       .addr = *addr};
 
+    memcpy(h.secret, secret, sizeof(h.secret));
     memset(handle, 0, STT_HANDLE_SIZE);
     memcpy(handle, &h, sizeof(h));
+}
+
+strata_status_t stt_handle_secret_new(const char *who, uint8_t secret[STT_HANDLE_SECRET_BYTES])
+{
+    /* Blocks only before the kernel's pool is first ready, never once the host is up. */
+    if (getrandom(secret, STT_HANDLE_SECRET_BYTES, 0) == STT_HANDLE_SECRET_BYTES)
+        return STRATA_OK;
+    STU_WARN("%s: listen: getrandom for the handle's secret: %s", who, strerror(errno));
+    return STRATA_ERR_IO;
+}
+
+bool stt_handle_secret_ok(const uint8_t *mine, const uint8_t *presented)
+{
+    return stu_mac_equal(mine, presented, STT_HANDLE_SECRET_BYTES) != 0;
 }
 
 static uint64_t connslot_check(const void *state, uint64_t listener_id)
@@ -103,7 +122,7 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
     status = steps->step(cs, dev, h.bytes, &comm);
     if (status == STRATA_INPROGRESS) {
         if (!stt_connect_expired(cs->start_ns, steps->who, "connecting to", cs->peer,
-                                 steps->hint)) {
+                                 steps->why_late != NULL ? steps->why_late(cs) : steps->hint)) {
             *send_p = NULL;
             return STRATA_OK;
         }

@@ -36,13 +36,38 @@
 
 /* ------------------------------------------------------------------ the handle head */
 
+/*
+ * The listen comm's secret: random, new for every listen, carried only in the handle (which
+ * NCCL passes to the peer over its own bootstrap) and presented by the connector in its
+ * first message; the listener closes a connection that does not present it at once. Never
+ * logged. docs/reliability.md ("The plugin's listeners") says why a token and not a MAC.
+ */
+#define STT_HANDLE_SECRET_BYTES 16
+
 typedef struct stt_handle {
     uint32_t magic;               /* the transport's */
     uint16_t version;             /* its protocol version */
     uint16_t reserved;
-    uint64_t listener_id;         /* random, names the listen comm */
+    uint64_t listener_id;         /* random, names the listen comm (logged) */
     stt_netif_addr_t addr;        /* where it listens */
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
 } stt_handle_t;
+
+/*
+ * How long a connection accepted by a listener may take to deliver its first message (the
+ * hello with the secret) before it is closed. A connector writes it as soon as its TCP
+ * connect completes, usually before the listener has even accepted, so only a stranger (or
+ * a process stalled for a whole second) takes longer. Short, so that idle strangers cannot
+ * hold the listener's pending slots (200 idle sockets hold them 4 s, not 30 s x 4): 1 s is
+ * a hundred scheduler ticks on a loaded 2-core machine.
+ */
+#define STT_HANDSHAKE_FIRST_MS 1000
+
+/* A new secret (getrandom): STRATA_ERR_IO, warned with who, if the kernel gives none. */
+strata_status_t stt_handle_secret_new(const char *who, uint8_t secret[STT_HANDLE_SECRET_BYTES]);
+
+/* Whether a presented secret is the listener's, in constant time. */
+bool stt_handle_secret_ok(const uint8_t *mine, const uint8_t *presented);
 
 /*
  * Copies the head of the caller's handle into *h and checks magic, version
@@ -54,6 +79,7 @@ strata_status_t stt_handle_load(const void *handle, uint32_t magic, uint16_t ver
 
 /* Writes a new head into the caller's handle, zeroing the rest of its bytes. */
 void stt_handle_store(void *handle, uint32_t magic, uint16_t version, uint64_t listener_id,
+                      const uint8_t secret[STT_HANDLE_SECRET_BYTES],
                       const stt_netif_addr_t *addr);
 
 /* ------------------------------------------------------------------ the connect slot */
@@ -92,6 +118,8 @@ typedef struct stt_connect {
 typedef struct stt_connect_steps {
     const char *who;      /* transport name */
     const char *hint;     /* appended to the timeout warning ("" for none) */
+    /* What the attempt got to, appended instead of hint when not NULL. */
+    const char *(*why_late)(const stt_connect_t *state);
     /*
      * Checks the caller's handle and decodes it into h (STT_HANDLE_SIZE bytes
      * at most). NULL for a handle that is the head above: then h is an

@@ -81,7 +81,10 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
     for (int i = 0; i < LISTEN_PENDING; i++)
         l->pend[i].fd = -1;
     stt_netif_addr_format(&addr, l->local, sizeof(l->local));
-    stt_handle_store(handle, STT_IB_HANDLE_MAGIC, STT_IB_PROTO_VERSION, l->listener_id, &addr);
+    /* The ib hello does not carry the secret yet (docs/reliability.md): its slot stays zero. */
+    static const uint8_t no_secret[STT_HANDLE_SECRET_BYTES];
+    stt_handle_store(handle, STT_IB_HANDLE_MAGIC, STT_IB_PROTO_VERSION, l->listener_id,
+                     no_secret, &addr);
     STU_INFO(STU_LOG_NET, "ib: dev %d listening on %s, id %016llx", dev, l->local,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;

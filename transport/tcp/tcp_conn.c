@@ -35,6 +35,7 @@ typedef struct tcp_connect {
     uint8_t hello[STT_TCP_MAX_SOCKS][STT_TCP_HELLO_BYTES];
     uint32_t ack_have;
     uint8_t ack[STT_TCP_ACK_BYTES];
+    uint32_t late;               /* times the listener answered LATE and we started over */
 } tcp_connect_t;
 
 static void conn_fds_close(const int *fds, int nsocks)
@@ -111,7 +112,33 @@ static void connect_free(stt_connect_t *state)
     free(cs);
 }
 
-/* Opens the sockets and starts every connect. */
+/* Opens the sockets, under a new connection id, and starts every connect. */
+static strata_status_t connect_open(tcp_connect_t *cs, const stt_tcp_handle_t *h)
+{
+    strata_status_t status;
+
+    conn_fds_close(cs->fds, cs->nsocks);
+    cs->conn_id = stt_netif_random_u64();
+    cs->ack_have = 0;
+    for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
+        cs->fds[i] = -1;
+    for (int i = 0; i < cs->nsocks; i++) {
+        stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = (uint8_t)i,
+                                 .nsocks = (uint8_t)cs->nsocks,
+                                 .listener_id = h->listener_id, .conn_id = cs->conn_id};
+        memcpy(hello.secret, h->secret, sizeof(hello.secret));
+        stt_tcp_hello_encode(&hello, cs->hello[i]);
+        cs->sent[i] = 0;
+        status = stt_tcp_sock_open(h->addr.sa.sa_family, &cs->fds[i]);
+        if (status == STRATA_OK)
+            status = stt_sock_connect("tcp", cs->fds[i], &h->addr, cs->head.peer);
+        if (status != STRATA_OK)
+            return status;
+        cs->stage[i] = SOCK_CONNECTING;
+    }
+    return STRATA_OK;
+}
+
 static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg_t *cfg,
                                      stt_connect_t **state_p)
 {
@@ -130,28 +157,39 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
     /* Out-of-range values were reported once at init. */
     cs->nsocks = (int)(nsocks < 1 ? 1 : nsocks > STT_TCP_MAX_SOCKS ? STT_TCP_MAX_SOCKS : nsocks);
     cs->head.start_ns = stu_time_ns();
-    cs->conn_id = stt_netif_random_u64();
     stt_netif_addr_format(&h->addr, cs->head.peer, sizeof(cs->head.peer));
     for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
         cs->fds[i] = -1;
-    for (int i = 0; i < cs->nsocks; i++) {
-        stt_tcp_hello_t hello = {.version = STT_TCP_PROTO_VERSION, .index = (uint8_t)i,
-                                 .nsocks = (uint8_t)cs->nsocks,
-                                 .listener_id = h->listener_id, .conn_id = cs->conn_id};
-        stt_tcp_hello_encode(&hello, cs->hello[i]);
-        status = stt_tcp_sock_open(h->addr.sa.sa_family, &cs->fds[i]);
-        if (status == STRATA_OK)
-            status = stt_sock_connect("tcp", cs->fds[i], &h->addr, cs->head.peer);
-        if (status != STRATA_OK)
-            goto err_free;
-        cs->stage[i] = SOCK_CONNECTING;
+    status = connect_open(cs, h);
+    if (status != STRATA_OK) {
+        connect_free(&cs->head);
+        return status;
     }
     *state_p = &cs->head;
     return STRATA_OK;
+}
 
-err_free:
-    connect_free(&cs->head);
-    return status;
+/* What the attempt got to, for the timeout's warning: the cause, as far as this end knows. */
+static const char *connect_why_late(const stt_connect_t *state)
+{
+    const tcp_connect_t *cs = (const tcp_connect_t *)state;
+
+    for (int i = 0; i < cs->nsocks; i++)
+        if (cs->stage[i] == SOCK_CONNECTING)
+            return cs->late > 0
+                       ? ": the listener closed our hellos as late, then our TCP connect did not"
+                         " complete (the listener's host is overloaded or its accept queue full)"
+                       : ": our TCP connect did not complete (the listener's host is unreachable,"
+                         " or its accept queue is full)";
+    for (int i = 0; i < cs->nsocks; i++)
+        if (cs->stage[i] != SOCK_SENT)
+            return ": the listener's host took our connection but not our hello (it is"
+                   " not reading: stopped, or its socket buffers full)";
+    return cs->late > 0 ? ": the listener has our hello but has not answered, after closing"
+                          " earlier ones as late (it calls accept too rarely, or is flooded"
+                          " with other connections)"
+                        : ": the listener has our hello but has not answered (it is not"
+                          " calling accept, or its pending connections are full)";
 }
 
 /* Moves connected sockets on (tuned, to HELLO) and writes their hellos. */
@@ -182,7 +220,10 @@ static strata_status_t connect_hellos_send(tcp_connect_t *cs)
     return STRATA_OK;
 }
 
-/* OK with *ready set once every hello is out and the ack is in and valid. */
+/*
+ * OK with *ready set once every hello is out and the ack is in and valid; STRATA_INPROGRESS
+ * when the listener answered LATE (the caller starts over).
+ */
 static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
 {
     stt_tcp_ack_t ack;
@@ -192,8 +233,9 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
     if (cs->stage[0] != SOCK_SENT)
         return STRATA_OK;
     strata_status_t status = stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES,
-                                           &cs->ack_have, "the ack (the listener rejected or"
-                                           " dropped the connection?)", cs->head.peer);
+                                           &cs->ack_have, "the ack (the listener closed the"
+                                           " connection without one: its listen comm was closed"
+                                           " or its process ended)", cs->head.peer);
     if (status == STRATA_INPROGRESS)
         return STRATA_OK;
     if (status != STRATA_OK)
@@ -202,6 +244,14 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
         STU_WARN("tcp: invalid ack from %s: %s", cs->head.peer, why);
         return STRATA_ERR_REMOTE;
     }
+    if (ack.status == STT_TCP_ACK_REJECTED) {
+        STU_WARN("tcp: the listener at %s refused our hello: the handle's listener id or secret"
+                 " is not its own (a stale handle, from an earlier listen or another process?)",
+                 cs->head.peer);
+        return STRATA_ERR_REMOTE;
+    }
+    if (ack.status == STT_TCP_ACK_LATE)
+        return STRATA_INPROGRESS;
     if (ack.conn_id != cs->conn_id || ack.nsocks != cs->nsocks) {
         STU_WARN("tcp: ack from %s is for connection %016llx with %u sockets, ours is %016llx"
                  " with %d", cs->head.peer, (unsigned long long)ack.conn_id, ack.nsocks,
@@ -225,6 +275,14 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
 
     if (status == STRATA_OK)
         status = connect_ack_read(cs, &ready);
+    if (status == STRATA_INPROGRESS) {
+        /* Our hello reached the listener after its first-message deadline: start over. */
+        cs->late++;
+        STU_INFO(STU_LOG_NET, "tcp: %s closed our connection as late (%u); connecting again",
+                 cs->head.peer, cs->late);
+        status = connect_open(cs, h);
+        return status == STRATA_OK ? STRATA_INPROGRESS : status;
+    }
     if (status != STRATA_OK)
         return status;
     if (!ready)
@@ -238,7 +296,8 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
 
 static const stt_connect_steps_t connect_steps = {
     .who = "tcp",
-    .hint = " (listener gone, or not calling accept?)",
+    .hint = "",
+    .why_late = connect_why_late,
     .magic = STT_TCP_HANDLE_MAGIC,
     .version = STT_TCP_PROTO_VERSION,
     .start = connect_start,

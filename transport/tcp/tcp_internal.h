@@ -119,6 +119,8 @@ typedef struct stt_tcp_listen {
     stt_listen_t base;
     int fd;
     uint64_t listener_id;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
+    uint32_t dropped;              /* sockets closed before their hello placed them */
     char local[STT_TCP_ADDR_STRLEN];
     stt_tcp_pend_sock_t socks[STT_TCP_PEND_SOCKS];
     stt_tcp_pend_group_t groups[STT_TCP_PEND_GROUPS];

@@ -5,12 +5,16 @@
  *   socks:  accepted sockets whose hello is still arriving;
  *   groups: connections (by connection id) waiting for the rest of their sockets,
  *           then for their ack to be written on socket 0.
- * A socket with a bad hello is closed with a warning; a socket or group older
- * than STRATA_CONNECT_TIMEOUT is dropped with a warning. Either way the listen
- * comm stays usable. Each call returns at most one receive comm.
+ * A socket whose hello is not this listener's (id, secret) is answered
+ * REJECTED and closed at once; one whose hello is not complete within
+ * STT_HANDSHAKE_FIRST_MS is answered LATE and closed, so that idle strangers
+ * free their slots within a second (base/connect.h); a group (whose sockets
+ * proved the secret) older than STRATA_CONNECT_TIMEOUT is dropped. Either
+ * way the listen comm stays usable. Each call returns at most one receive comm.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/base/sock.h"
@@ -48,11 +52,17 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     l->base.dev = dev;
     l->fd = fd;
     l->listener_id = stt_netif_random_u64();
+    status = stt_handle_secret_new("tcp", l->secret);
+    if (status != STRATA_OK) {
+        free(l);
+        goto err_close;
+    }
     for (int i = 0; i < STT_TCP_PEND_SOCKS; i++)
         l->socks[i].fd = -1;
     stt_netif_addr_format(&addr, l->local, sizeof(l->local));
 
-    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, l->listener_id, &addr);
+    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, l->listener_id,
+                     l->secret, &addr);
     STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
@@ -67,6 +77,31 @@ static void pend_sock_drop(stt_tcp_pend_sock_t *ps)
 {
     close(ps->fd);
     ps->fd = -1;
+}
+
+/* Warnings about dropped sockets, per listener; past this many they go to INFO. */
+#define LISTEN_DROP_WARNINGS 8
+
+/*
+ * Closes a socket whose hello did not place it, after a best-effort ack with status (the
+ * 16 bytes fit any fresh socket's buffer; a stranger learns only that it was refused).
+ */
+static void pend_sock_refuse(stt_tcp_listen_t *l, stt_tcp_pend_sock_t *ps, uint8_t status,
+                             uint64_t conn_id, uint8_t nsocks, const char *why)
+{
+    stt_tcp_ack_t ack = {.version = STT_TCP_PROTO_VERSION, .nsocks = nsocks ? nsocks : 1,
+                         .status = status, .conn_id = conn_id};
+    uint8_t buf[STT_TCP_ACK_BYTES];
+
+    stt_tcp_ack_encode(&ack, buf);
+    (void)!send(ps->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (l->dropped++ < LISTEN_DROP_WARNINGS)
+        STU_WARN("tcp: %s closed a connection from %s: %s%s", l->local, ps->peer, why,
+                 l->dropped == LISTEN_DROP_WARNINGS ? " (further ones at INFO level)" : "");
+    else
+        STU_INFO(STU_LOG_NET, "tcp: %s closed a connection from %s: %s", l->local, ps->peer,
+                 why);
+    pend_sock_drop(ps);
 }
 
 static void pend_group_drop(stt_tcp_pend_group_t *g)
@@ -128,11 +163,15 @@ static void listen_hello_place(stt_tcp_listen_t *l, stt_tcp_pend_sock_t *ps, uin
     stt_tcp_hello_t h;
     const char *why = NULL;
 
-    if (stt_tcp_hello_decode(ps->buf, &h, &why) != STRATA_OK)
-        goto err_reject;
-    if (h.listener_id != l->listener_id) {
-        why = "listener id is not this listener's (stale or foreign handle)";
-        goto err_reject;
+    if (stt_tcp_hello_decode(ps->buf, &h, &why) != STRATA_OK) {
+        pend_sock_refuse(l, ps, STT_TCP_ACK_REJECTED, 0, 0, why);
+        return;
+    }
+    if (h.listener_id != l->listener_id || !stt_handle_secret_ok(l->secret, h.secret)) {
+        pend_sock_refuse(l, ps, STT_TCP_ACK_REJECTED, h.conn_id, h.nsocks,
+                         "its hello does not carry this listener's id and secret (a stale or"
+                         " foreign handle, or a stranger)");
+        return;
     }
     stt_tcp_pend_group_t *g = listen_group_find(l, h.conn_id, true, now);
     if (g == NULL)
@@ -155,13 +194,13 @@ static void listen_hello_place(stt_tcp_listen_t *l, stt_tcp_pend_sock_t *ps, uin
     return;
 
 err_reject:
-    STU_WARN("tcp: %s rejected a hello from %s: %s (index %u of %u)", l->local, ps->peer, why,
-             ps->buf[6], ps->buf[7]);
-    pend_sock_drop(ps);
+    pend_sock_refuse(l, ps, STT_TCP_ACK_REJECTED, h.conn_id, h.nsocks, why);
 }
 
-static void listen_hellos_read(stt_tcp_listen_t *l, uint64_t now, uint64_t timeout_ns)
+static void listen_hellos_read(stt_tcp_listen_t *l, uint64_t now)
 {
+    const uint64_t first_ns = STT_HANDSHAKE_FIRST_MS * 1000000ull;
+
     for (int i = 0; i < STT_TCP_PEND_SOCKS; i++) {
         stt_tcp_pend_sock_t *ps = &l->socks[i];
         if (ps->fd < 0)
@@ -173,11 +212,9 @@ static void listen_hellos_read(stt_tcp_listen_t *l, uint64_t now, uint64_t timeo
             listen_hello_place(l, ps, now);
         else if (status != STRATA_INPROGRESS)
             pend_sock_drop(ps);          /* logged */
-        if (ps->fd >= 0 && now - ps->start_ns > timeout_ns) {
-            STU_WARN("tcp: %s: no complete hello from %s within %llu ms, dropped", l->local,
-                     ps->peer, (unsigned long long)(timeout_ns / 1000000));
-            pend_sock_drop(ps);
-        }
+        if (ps->fd >= 0 && now - ps->start_ns > first_ns)
+            pend_sock_refuse(l, ps, STT_TCP_ACK_LATE, 0, 0,
+                             "no complete hello within STT_HANDSHAKE_FIRST_MS (1 s)");
     }
 }
 
@@ -230,7 +267,7 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
     uint64_t timeout_ns = stt_connect_timeout_ns();
 
     listen_accept_new(l, now);
-    listen_hellos_read(l, now, timeout_ns);
+    listen_hellos_read(l, now);
     for (int i = 0; i < STT_TCP_PEND_GROUPS; i++) {
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)

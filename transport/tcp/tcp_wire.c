@@ -2,6 +2,7 @@
 #include "transport/tcp/tcp_wire.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "util/le.h"
 
@@ -13,6 +14,7 @@ void stt_tcp_hello_encode(const stt_tcp_hello_t *hello, uint8_t *buf)
     buf[7] = hello->nsocks;
     stu_le_put64(buf + 8, hello->listener_id);
     stu_le_put64(buf + 16, hello->conn_id);
+    memcpy(buf + 24, hello->secret, STT_HANDLE_SECRET_BYTES);
 }
 
 strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_p,
@@ -29,6 +31,7 @@ strata_status_t stt_tcp_hello_decode(const uint8_t *buf, stt_tcp_hello_t *hello_
     h.nsocks = buf[7];
     h.listener_id = stu_le_get64(buf + 8);
     h.conn_id = stu_le_get64(buf + 16);
+    memcpy(h.secret, buf + 24, STT_HANDLE_SECRET_BYTES);
     if (h.version != STT_TCP_PROTO_VERSION) {
         *why_p = "protocol version differs from ours";
         return STRATA_ERR_REMOTE;
@@ -74,8 +77,9 @@ strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, con
         *why_p = "socket count out of range 1..8";
         return STRATA_ERR_REMOTE;
     }
-    if (a.status != STT_TCP_ACK_OK) {
-        *why_p = "listener refused the connection";
+    if (a.status != STT_TCP_ACK_OK && a.status != STT_TCP_ACK_REJECTED &&
+        a.status != STT_TCP_ACK_LATE) {
+        *why_p = "unknown ack status";
         return STRATA_ERR_REMOTE;
     }
     *ack_p = a;

@@ -13,11 +13,15 @@
  * not depend on struct layout or host byte order.
  *
  * Connection setup (client = connect side, server = listen side):
- *   client -> server, on each of the nsocks sockets, a hello (24 bytes):
+ *   client -> server, on each of the nsocks sockets, a hello (40 bytes):
  *     0 magic u32 | 4 version u16 | 6 index u8 | 7 nsocks u8 |
- *     8 listener id u64 | 16 connection id u64
+ *     8 listener id u64 | 16 connection id u64 | 24 the handle's secret (16 bytes)
  *   server -> client, on socket 0 once all nsocks hellos arrived, an ack (16 bytes):
  *     0 magic u32 | 4 version u16 | 6 nsocks u8 | 7 status u8 | 8 connection id u64
+ *   A socket whose hello is not this listener's (another id or secret) gets an ack with
+ *   status REJECTED, one whose hello is not complete within STT_HANDSHAKE_FIRST_MS one
+ *   with status LATE (connection id 0 when unknown), and is closed: the client fails at
+ *   once on REJECTED and starts over on LATE.
  *
  * Data: every message starts with a header (24 bytes) on socket 0:
  *     0 magic u32 | 4 flags u32 | 8 tag i32 | 12 sequence u32 | 16 size u64
@@ -36,14 +40,14 @@
 #include "strata/status.h"
 #include "transport/base/connect.h"
 
-#define STT_TCP_PROTO_VERSION 1
+#define STT_TCP_PROTO_VERSION 2   /* 2: the hello carries the handle's secret */
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
 
 #define STT_TCP_HELLO_MAGIC 0x48525453u  /* "STRH" as bytes on the wire */
 #define STT_TCP_ACK_MAGIC   0x41525453u  /* "STRA" */
 #define STT_TCP_HDR_MAGIC   0x4d525453u  /* "STRM" */
 
-#define STT_TCP_HELLO_BYTES 24
+#define STT_TCP_HELLO_BYTES 40
 #define STT_TCP_ACK_BYTES   16
 #define STT_TCP_HDR_BYTES   24
 
@@ -60,6 +64,8 @@
 #define STT_TCP_STRIPE_ALIGN 4096u
 
 #define STT_TCP_ACK_OK 0
+#define STT_TCP_ACK_REJECTED 1           /* not this listener's id or secret */
+#define STT_TCP_ACK_LATE 2               /* the hello took longer than STT_HANDSHAKE_FIRST_MS */
 
 /* The handle: base/connect.h's head with this magic and STT_TCP_PROTO_VERSION. */
 #define STT_TCP_HANDLE_MAGIC 0x4c525453u   /* "STRL" */
@@ -71,6 +77,7 @@ typedef struct stt_tcp_hello {
     uint8_t nsocks;
     uint64_t listener_id;
     uint64_t conn_id;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
 } stt_tcp_hello_t;
 
 typedef struct stt_tcp_ack {
