@@ -4,6 +4,7 @@
  * handshake timeouts, garbage on the stream, a bad handle.
  */
 #include "tcp_fixture.h"
+#include "util/log.h"
 
 static void test_truncation_keeps_connection(void **state)
 {
@@ -269,6 +270,104 @@ static void test_handshake_timeouts(void **state)
     stu_param_reload();
 }
 
+/*
+ * Slowloris: 200 strangers connect to the listener and send nothing (more than its 64
+ * pending slots, each held at most STT_HANDSHAKE_FIRST_MS); a real connect made after them
+ * still succeeds and carries data, and every stranger is answered LATE and closed.
+ */
+#define IDLE_STRANGERS 200
+
+static void test_idle_strangers_do_not_block(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE];
+    stt_listen_t *l = NULL;
+    int fds[IDLE_STRANGERS];
+
+    assert_ok(stt_listen(ops, 0, handle, &l));
+    for (int i = 0; i < IDLE_STRANGERS; i++)
+        fds[i] = raw_connect(handle);
+    sts_pair_t p = {0};
+    assert_ok(sts_connect_accept(ops, 0, l, handle, STS_CONNECT_TIMEOUT_S, &p.send, &p.recv));
+    sts_xfer_ok(&p, 1000, 1000, 0, 4, STS_XFER_UNREGISTERED);
+    p.listen = NULL;
+    sts_pair_close(&p);
+    for (int i = 0; i < IDLE_STRANGERS; i++) {
+        assert_int_equal(accept_until_closed(l, fds[i]), STT_TCP_ACK_LATE);
+        close(fds[i]);
+    }
+    stt_close_listen(l);
+}
+
+/* The warnings of a connect, kept by the sink below. */
+static char warned[4096];
+
+static void warn_keep(int level, unsigned long flags, const char *file, int line,
+                      const char *msg)
+{
+    if (level <= STU_LOG_WARN)
+        snprintf(warned + strlen(warned), sizeof(warned) - strlen(warned), "%s\n", msg);
+}
+
+/* Connects with a copy of handle until it fails; the status, warnings in warned. */
+static strata_status_t connect_until_failed(const uint8_t *handle)
+{
+    uint8_t copy[STT_HANDLE_SIZE];
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    stt_comm_t *c = NULL;
+    strata_status_t status;
+
+    memcpy(copy, handle, sizeof(copy));
+    warned[0] = '\0';
+    stu_log_set_sink(warn_keep, STU_LOG_WARN);
+    do {
+        status = stt_connect(ops, 0, copy, NULL, &c);
+        assert_null(c);
+        assert_false(stu_deadline_passed(deadline));
+        poll(NULL, 0, 5);
+    } while (status == STRATA_OK);
+    stu_log_set_sink(NULL, STU_LOG_WARN);
+    return status;
+}
+
+/* A failed connect names its cause: not accepting, or a handle not the listener's. */
+static void test_connect_failure_names_cause(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE];
+    stt_listen_t *l = NULL;
+
+    setenv("STRATA_CONNECT_TIMEOUT", "300", 1);
+    stu_param_reload();
+    assert_ok(stt_listen(ops, 0, handle, &l));
+
+    /* Nobody calls accept: the kernel completes the TCP connect and takes the hello. */
+    assert_status(connect_until_failed(handle), STRATA_ERR_TIMEOUT);
+    assert_non_null(strstr(warned, "the listener has our hello but has not answered (it is not"
+                                   " calling accept"));
+
+    /* A handle whose secret is not the listener's: refused at once, and said so. */
+    ((stt_tcp_handle_t *)(void *)handle)->secret[0] ^= 1;
+    strata_status_t status = STRATA_OK;
+    uint8_t copy[STT_HANDLE_SIZE];
+    stt_comm_t *c = NULL, *r = NULL;
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    memcpy(copy, handle, sizeof(copy));
+    warned[0] = '\0';
+    stu_log_set_sink(warn_keep, STU_LOG_WARN);
+    while (status == STRATA_OK && !stu_deadline_passed(deadline)) {
+        status = stt_connect(ops, 0, copy, NULL, &c);
+        assert_ok(stt_accept(l, &r));
+        assert_null(r);
+        poll(NULL, 0, 1);
+    }
+    stu_log_set_sink(NULL, STU_LOG_WARN);
+    assert_status(status, STRATA_ERR_REMOTE);
+    assert_non_null(strstr(warned, "refused our hello: the handle's listener id or secret is"
+                                   " not its own"));
+    stt_close_listen(l);
+    unsetenv("STRATA_CONNECT_TIMEOUT");
+    stu_param_reload();
+}
+
 /* A peer that passes the handshake and then sends garbage fails the receive comm. */
 static void test_garbage_stream(void **state)
 {
@@ -344,6 +443,8 @@ int main(void)
         cmocka_unit_test(test_receiver_closed),
         cmocka_unit_test(test_bad_hellos_keep_listener),
         cmocka_unit_test(test_handshake_timeouts),
+        cmocka_unit_test(test_idle_strangers_do_not_block),
+        cmocka_unit_test(test_connect_failure_names_cause),
         cmocka_unit_test(test_garbage_stream),
         cmocka_unit_test(test_bad_handle),
     };
