@@ -223,13 +223,39 @@ static void test_bad_hellos_keep_listener(void **state)
     stt_close_listen(l);
 }
 
+/* The warnings of a connect, kept by the sink below. */
+static char warned[4096];
+
+static void warn_keep(int level, unsigned long flags, const char *file, int line,
+                      const char *msg)
+{
+    if (level <= STU_LOG_WARN)
+        snprintf(warned + strlen(warned), sizeof(warned) - strlen(warned), "%s\n", msg);
+}
+
+/* Connects with copy (a copy of a handle) until it fails; the status, warnings in warned. */
+static strata_status_t connect_until_failed(uint8_t *copy)
+{
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    stt_comm_t *c = NULL;
+    strata_status_t status;
+
+    warned[0] = '\0';
+    stu_log_set_sink(warn_keep, STU_LOG_WARN);
+    do {
+        status = stt_connect(ops, 0, copy, NULL, &c);
+        assert_null(c);
+        assert_false(stu_deadline_passed(deadline));
+        poll(NULL, 0, 5);
+    } while (status == STRATA_OK);
+    stu_log_set_sink(NULL, STU_LOG_WARN);
+    return status;
+}
+
 static void test_handshake_timeouts(void **state)
 {
     uint8_t handle[STT_HANDLE_SIZE], copy[STT_HANDLE_SIZE], buf[STT_TCP_HELLO_BYTES];
     stt_listen_t *l = NULL;
-    stt_comm_t *c = NULL;
-    strata_status_t status;
-    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
 
     setenv("STRATA_CONNECT_TIMEOUT", "300", 1);
     stu_param_reload();
@@ -237,13 +263,7 @@ static void test_handshake_timeouts(void **state)
 
     /* Nobody calls accept: connect gives up with a timeout and resets the handle. */
     memcpy(copy, handle, sizeof(copy));
-    do {
-        status = stt_connect(ops, 0, copy, NULL, &c);
-        assert_null(c);
-        assert_false(stu_deadline_passed(deadline));
-        poll(NULL, 0, 5);
-    } while (status == STRATA_OK);
-    assert_status(status, STRATA_ERR_TIMEOUT);
+    assert_status(connect_until_failed(copy), STRATA_ERR_TIMEOUT);
     stt_connslot_t slot;
     memcpy(&slot, copy + STT_CONNSLOT_OFFSET, sizeof(slot));
     assert_null(slot.state);              /* the connect slot was reset */
@@ -298,37 +318,6 @@ static void test_idle_strangers_do_not_block(void **state)
     stt_close_listen(l);
 }
 
-/* The warnings of a connect, kept by the sink below. */
-static char warned[4096];
-
-static void warn_keep(int level, unsigned long flags, const char *file, int line,
-                      const char *msg)
-{
-    if (level <= STU_LOG_WARN)
-        snprintf(warned + strlen(warned), sizeof(warned) - strlen(warned), "%s\n", msg);
-}
-
-/* Connects with a copy of handle until it fails; the status, warnings in warned. */
-static strata_status_t connect_until_failed(const uint8_t *handle)
-{
-    uint8_t copy[STT_HANDLE_SIZE];
-    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
-    stt_comm_t *c = NULL;
-    strata_status_t status;
-
-    memcpy(copy, handle, sizeof(copy));
-    warned[0] = '\0';
-    stu_log_set_sink(warn_keep, STU_LOG_WARN);
-    do {
-        status = stt_connect(ops, 0, copy, NULL, &c);
-        assert_null(c);
-        assert_false(stu_deadline_passed(deadline));
-        poll(NULL, 0, 5);
-    } while (status == STRATA_OK);
-    stu_log_set_sink(NULL, STU_LOG_WARN);
-    return status;
-}
-
 /* A failed connect names its cause: not accepting, or a handle not the listener's. */
 static void test_connect_failure_names_cause(void **state)
 {
@@ -340,14 +329,15 @@ static void test_connect_failure_names_cause(void **state)
     assert_ok(stt_listen(ops, 0, handle, &l));
 
     /* Nobody calls accept: the kernel completes the TCP connect and takes the hello. */
-    assert_status(connect_until_failed(handle), STRATA_ERR_TIMEOUT);
+    uint8_t copy[STT_HANDLE_SIZE];
+    memcpy(copy, handle, sizeof(copy));
+    assert_status(connect_until_failed(copy), STRATA_ERR_TIMEOUT);
     assert_non_null(strstr(warned, "the listener has our hello but has not answered (it is not"
                                    " calling accept"));
 
     /* A handle whose secret is not the listener's: refused at once, and said so. */
     ((stt_tcp_handle_t *)(void *)handle)->secret[0] ^= 1;
     strata_status_t status = STRATA_OK;
-    uint8_t copy[STT_HANDLE_SIZE];
     stt_comm_t *c = NULL, *r = NULL;
     uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
     memcpy(copy, handle, sizeof(copy));

@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "transport/base/dynlib.h"
+#include "util/log.h"
 
-strata_status_t stt_dynlib_open(const char *file, const stt_dynsym_t *syms, int nsyms,
-                                void *table, size_t table_bytes, char *why, size_t why_len)
+static strata_status_t dynlib_open(const char *file, const stt_dynsym_t *syms, int nsyms,
+                                   void *table, size_t table_bytes, char *why, size_t why_len)
 {
     void *lib;
 
@@ -32,4 +33,20 @@ strata_status_t stt_dynlib_open(const char *file, const stt_dynsym_t *syms, int 
         memcpy((char *)table + s->offset, &fn, sizeof(fn));
     }
     return STRATA_OK;
+}
+
+void stt_dynlib_load(stt_dynlib_t *d)
+{
+    d->status = dynlib_open(d->file, d->syms, d->nsyms, d->table, d->table_bytes, d->why,
+                            sizeof(d->why));
+    if (d->status != STRATA_OK)
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "%s: %s not loadable: %s; the %s transport is"
+                 " unavailable", d->who, d->file, d->why, d->who);
+}
+
+strata_status_t stt_dynlib_result(const stt_dynlib_t *d, const char **why_p)
+{
+    if (why_p != NULL)
+        *why_p = d->status == STRATA_OK ? NULL : d->why;
+    return d->status;
 }

@@ -33,12 +33,27 @@ typedef struct stt_dynsym {
 /* Room for a reason: dlerror's text with a path, or a symbol and version. */
 #define STT_DYNLIB_WHY_BYTES 512
 
+/* One library: what to load (set by its loader), and the answer (set by the load). */
+typedef struct stt_dynlib {
+    const char *who;              /* the transport, "ib", prefixing the message */
+    const char *file;             /* "libibverbs.so.1" */
+    const stt_dynsym_t *syms;
+    int nsyms;
+    void *table;                  /* only function pointers */
+    size_t table_bytes;
+    strata_status_t status;
+    char why[STT_DYNLIB_WHY_BYTES];
+} stt_dynlib_t;
+
 /*
- * Opens file and fills table (which holds only function pointers) from syms.
- * OK, or STRATA_ERR_UNSUPPORTED with why set (dlerror's text, or the first
- * required symbol missing); the table is then left all NULL.
+ * Opens d->file and fills d->table from d->syms: d->status OK, or STRATA_ERR_UNSUPPORTED
+ * with d->why set (dlerror's text, or the first required symbol missing), the table left
+ * all NULL, after the INFO line "<who>: <file> not loadable: <why>; the <who> transport is
+ * unavailable". Called once, from the loader's pthread_once.
  */
-strata_status_t stt_dynlib_open(const char *file, const stt_dynsym_t *syms, int nsyms,
-                                void *table, size_t table_bytes, char *why, size_t why_len);
+void stt_dynlib_load(stt_dynlib_t *d);
+
+/* The answer of the load: its status, and *why_p (may be NULL) NULL or the reason. */
+strata_status_t stt_dynlib_result(const stt_dynlib_t *d, const char **why_p);
 
 #endif /* STT_BASE_DYNLIB_H */

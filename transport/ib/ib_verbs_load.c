@@ -29,20 +29,16 @@ static const stt_dynsym_t verbs_syms[] = {
 stt_ib_verbs_t stt_ib_verbs;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static strata_status_t load_status;
-static char load_why[STT_DYNLIB_WHY_BYTES];
+static stt_dynlib_t verbs_lib = {
+    .who = "ib", .file = STT_IB_VERBS_LIBRARY, .syms = verbs_syms,
+    .nsyms = (int)(sizeof(verbs_syms) / sizeof(verbs_syms[0])),
+    .table = &stt_ib_verbs, .table_bytes = sizeof(stt_ib_verbs),
+};
 
 static void verbs_load_once(void)
 {
-    load_status = stt_dynlib_open(STT_IB_VERBS_LIBRARY, verbs_syms,
-                                  (int)(sizeof(verbs_syms) / sizeof(verbs_syms[0])),
-                                  &stt_ib_verbs, sizeof(stt_ib_verbs), load_why,
-                                  sizeof(load_why));
-    if (load_status != STRATA_OK)
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET,
-                 "ib: " STT_IB_VERBS_LIBRARY " not loadable: %s; the ib transport is unavailable",
-                 load_why);
-    else if (stt_ib_verbs.reg_dmabuf_mr == NULL)
+    stt_dynlib_load(&verbs_lib);
+    if (verbs_lib.status == STRATA_OK && stt_ib_verbs.reg_dmabuf_mr == NULL)
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: " STT_IB_VERBS_LIBRARY " has no "
                  "ibv_reg_dmabuf_mr (older than rdma-core 34): no DMA-BUF registration");
 }
@@ -50,9 +46,7 @@ static void verbs_load_once(void)
 strata_status_t stt_ib_verbs_load(const char **why_p)
 {
     pthread_once(&load_once, verbs_load_once);
-    if (why_p != NULL)
-        *why_p = load_status == STRATA_OK ? NULL : load_why;
-    return load_status;
+    return stt_dynlib_result(&verbs_lib, why_p);
 }
 
 int stt_ib_query_port(struct ibv_context *context, uint8_t port_num,

@@ -3,7 +3,6 @@
 
 #include "transport/base/dynlib.h"
 #include "transport/ucx/ucx_load.h"
-#include "util/log.h"
 
 #define SYM(member, sym) STT_DYNSYM(stt_ucx_lib_t, member, sym, NULL, false)
 #define UCP(member) SYM(member, "ucp_" #member)
@@ -22,26 +21,21 @@ static const stt_dynsym_t ucx_syms[] = {
 stt_ucx_lib_t stt_ucx_lib;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static strata_status_t load_status;
-static char load_why[STT_DYNLIB_WHY_BYTES];
+static stt_dynlib_t ucx_lib = {
+    .who = "ucx", .file = STT_UCX_LIBRARY, .syms = ucx_syms,
+    .nsyms = (int)(sizeof(ucx_syms) / sizeof(ucx_syms[0])),
+    .table = &stt_ucx_lib, .table_bytes = sizeof(stt_ucx_lib),
+};
 
 static void ucx_load_once(void)
 {
-    load_status = stt_dynlib_open(STT_UCX_LIBRARY, ucx_syms,
-                                  (int)(sizeof(ucx_syms) / sizeof(ucx_syms[0])), &stt_ucx_lib,
-                                  sizeof(stt_ucx_lib), load_why, sizeof(load_why));
-    if (load_status != STRATA_OK)
-        STU_INFO(STU_LOG_INIT | STU_LOG_NET,
-                 "ucx: " STT_UCX_LIBRARY " not loadable: %s; the ucx transport is unavailable",
-                 load_why);
+    stt_dynlib_load(&ucx_lib);
 }
 
 strata_status_t stt_ucx_lib_load(const char **why_p)
 {
     pthread_once(&load_once, ucx_load_once);
-    if (why_p != NULL)
-        *why_p = load_status == STRATA_OK ? NULL : load_why;
-    return load_status;
+    return stt_dynlib_result(&ucx_lib, why_p);
 }
 
 const char *stt_ucx_library(const char **why_p)
