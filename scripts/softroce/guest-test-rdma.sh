@@ -57,9 +57,10 @@ group "ib transport tests, one device (rxe0 <-> rxe0)" \
 # on an assertion there under TCG (ucp_request.c:684, "got REQ message", while it
 # fails an endpoint); that is UCX's stack, not Strata's, and UCX_TLS is the user's.
 export UCX_TLS=tcp,self,sm
-conf=$(bins "$TESTS"/transport/test_conformance* "$TESTS"/transport/test_fault_paths)
+conf=$(bins "$TESTS"/transport/test_conformance* "$TESTS"/transport/test_fault_paths \
+    "$TESTS"/transport/test_listen_guard)
 if [ -n "$conf" ]; then
-    group "conformance suite (every transport; ib on rxe0, ucx over UCX_TLS=$UCX_TLS)" \
+    group "conformance suite and listener guard (every transport; ib on rxe0, ucx over UCX_TLS=$UCX_TLS)" \
         env STRATA_IB_HCA==rxe0 tests/run.sh $conf
 fi
 # The plugin tests (2 processes) and the collective fault tests, with every

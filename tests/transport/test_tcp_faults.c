@@ -290,34 +290,6 @@ static void test_handshake_timeouts(void **state)
     stu_param_reload();
 }
 
-/*
- * Slowloris: 200 strangers connect to the listener and send nothing (more than its 64
- * pending slots, each held at most STT_HANDSHAKE_FIRST_MS); a real connect made after them
- * still succeeds and carries data, and every stranger is answered LATE and closed.
- */
-#define IDLE_STRANGERS 200
-
-static void test_idle_strangers_do_not_block(void **state)
-{
-    uint8_t handle[STT_HANDLE_SIZE];
-    stt_listen_t *l = NULL;
-    int fds[IDLE_STRANGERS];
-
-    assert_ok(stt_listen(ops, 0, handle, &l));
-    for (int i = 0; i < IDLE_STRANGERS; i++)
-        fds[i] = raw_connect(handle);
-    sts_pair_t p = {0};
-    assert_ok(sts_connect_accept(ops, 0, l, handle, STS_CONNECT_TIMEOUT_S, &p.send, &p.recv));
-    sts_xfer_ok(&p, 1000, 1000, 0, 4, STS_XFER_UNREGISTERED);
-    p.listen = NULL;
-    sts_pair_close(&p);
-    for (int i = 0; i < IDLE_STRANGERS; i++) {
-        assert_int_equal(accept_until_closed(l, fds[i]), STT_TCP_ACK_LATE);
-        close(fds[i]);
-    }
-    stt_close_listen(l);
-}
-
 /* A failed connect names its cause: not accepting, or a handle not the listener's. */
 static void test_connect_failure_names_cause(void **state)
 {
@@ -433,7 +405,6 @@ int main(void)
         cmocka_unit_test(test_receiver_closed),
         cmocka_unit_test(test_bad_hellos_keep_listener),
         cmocka_unit_test(test_handshake_timeouts),
-        cmocka_unit_test(test_idle_strangers_do_not_block),
         cmocka_unit_test(test_connect_failure_names_cause),
         cmocka_unit_test(test_garbage_stream),
         cmocka_unit_test(test_bad_handle),

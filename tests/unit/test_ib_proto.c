@@ -121,6 +121,8 @@ static stt_ib_meta_t meta_sample(void)
     m.rkey = 0xdeadbeef;
     for (int i = 0; i < 4; i++)
         m.qpn[i] = 0x100 + (uint32_t)i;
+    for (int i = 0; i < STT_HANDLE_SECRET_BYTES; i++)
+        m.secret[i] = (uint8_t)(0x30 + 7 * i);
     return m;
 }
 
@@ -143,6 +145,8 @@ static void test_meta_roundtrip(void **state)
     assert_int_equal(out.addr, in.addr);
     assert_int_equal(out.rkey, in.rkey);
     assert_int_equal(out.qpn[3], 0x103);
+    assert_memory_equal(out.secret, in.secret, STT_HANDLE_SECRET_BYTES);
+    assert_memory_equal(buf + 116, in.secret, STT_HANDLE_SECRET_BYTES);   /* its offset */
     assert_int_equal(out.tc, 106);
     /* Wrong kind for this step of the handshake. */
     assert_int_equal(stt_ib_meta_decode(buf, STT_IB_META_REPLY, &out, &why), STRATA_ERR_REMOTE);

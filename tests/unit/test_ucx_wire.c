@@ -20,7 +20,10 @@ static void test_handle_v4_roundtrip(void **state)
     in.addr.in4.sin_port = htons(4242);
     inet_pton(AF_INET, "192.0.2.7", &in.addr.in4.sin_addr);
     /* Odd offset: handles are plain bytes at any alignment. */
+    for (int i = 0; i < STT_HANDLE_SECRET_BYTES; i++)
+        in.secret[i] = (uint8_t)(0x51 + i);
     assert_int_equal(stt_ucx_handle_encode(&in, buf + 3), STRATA_OK);
+    assert_memory_equal(buf + 3 + 38, in.secret, STT_HANDLE_SECRET_BYTES);
     assert_memory_equal(buf + 3, "STRU", 4);
     assert_int_equal(buf[3 + 8], 0xef);           /* little-endian listener id */
     memset(&out, 0xa5, sizeof(out));
@@ -29,6 +32,7 @@ static void test_handle_v4_roundtrip(void **state)
     assert_int_equal(out.addr.sa.sa_family, AF_INET);
     assert_int_equal(ntohs(out.addr.in4.sin_port), 4242);
     assert_memory_equal(&out.addr.in4.sin_addr, &in.addr.in4.sin_addr, 4);
+    assert_memory_equal(out.secret, in.secret, STT_HANDLE_SECRET_BYTES);
 }
 
 static void test_handle_v6_roundtrip(void **state)
@@ -76,8 +80,11 @@ static void test_hello_roundtrip(void **state)
                           .conn_id = 0x89abcdefu, .addr_len = 321}, out;
     uint8_t buf[STT_UCX_HELLO_BYTES];
 
+    for (int i = 0; i < STT_HANDLE_SECRET_BYTES; i++)
+        in.secret[i] = (uint8_t)(0x90 ^ i);
     stt_ucx_hello_encode(&in, buf);
     assert_memory_equal(buf, "STUH", 4);
+    assert_memory_equal(buf + 24, in.secret, STT_HANDLE_SECRET_BYTES);
     assert_int_equal(buf[20], 321 & 0xff);
     assert_int_equal(buf[21], 321 >> 8);
     assert_int_equal(stt_ucx_hello_decode(buf, &out), STRATA_OK);
@@ -85,6 +92,7 @@ static void test_hello_roundtrip(void **state)
     assert_true(out.listener_id == in.listener_id);
     assert_int_equal(out.conn_id, in.conn_id);
     assert_int_equal(out.addr_len, in.addr_len);
+    assert_memory_equal(out.secret, in.secret, STT_HANDLE_SECRET_BYTES);
 }
 
 static void test_hello_rejects(void **state)

@@ -147,3 +147,10 @@ stt_sock_peek_t stt_sock_peek(int fd, int *err_p)
     *err_p = errno;
     return STT_SOCK_ERROR;
 }
+
+bool stt_sock_backlogged(int lfd)
+{
+    struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) != 0;
+}

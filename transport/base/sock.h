@@ -59,6 +59,13 @@ typedef enum stt_sock_peek {
 
 stt_sock_peek_t stt_sock_peek(int fd, int *err_p);
 
+/*
+ * Whether the listening socket lfd has connections waiting in the kernel's accept queue:
+ * a listener whose pending table is full then closes its idle unauthenticated entries
+ * (past STT_HANDSHAKE_FIRST_MS) to make room.
+ */
+bool stt_sock_backlogged(int lfd);
+
 /* STRATA_ERR_REMOTE for an errno that means the peer went or cannot be reached, IO otherwise. */
 strata_status_t stt_sock_errno_status(int err);
 

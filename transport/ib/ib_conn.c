@@ -399,6 +399,7 @@ static strata_status_t connect_made(ib_connect_t *cs, const stt_ib_handle_t *h)
         return status;
     cs->conn->tc = (uint8_t)(tc >= 0 && tc <= 255 ? tc : cs->tc >= 0 ? cs->tc : 0);
     stt_ib_conn_meta(cs->conn, STT_IB_META_HELLO, h->listener_id, cs->conn_id, &hello);
+    memcpy(hello.secret, h->secret, sizeof(hello.secret));
     stt_ib_meta_encode(&hello, cs->buf);
     cs->done = 0;
     cs->stage = STAGE_HELLO;
@@ -425,6 +426,11 @@ static strata_status_t connect_reply_done(ib_connect_t *cs, const stt_ib_handle_
     if (reply.conn_id != cs->conn_id || reply.listener_id != h->listener_id) {
         STU_WARN("ib: the reply from %s is for another connection (%016llx, ours %016llx)",
                  cs->head.peer, (unsigned long long)reply.conn_id, (unsigned long long)cs->conn_id);
+        return STRATA_ERR_REMOTE;
+    }
+    if (!stt_handle_secret_ok(h->secret, reply.secret)) {
+        STU_WARN("ib: the reply from %s does not carry the handle's secret (not the listener"
+                 " the handle names)", cs->head.peer);
         return STRATA_ERR_REMOTE;
     }
     status = stt_ib_qp_connect(cs->conn, &reply, reply.gid_choice, false);
@@ -459,7 +465,9 @@ static strata_status_t connect_advance(ib_connect_t *cs, const stt_ib_handle_t *
     }
     if (cs->stage == STAGE_REPLY) {
         status = stt_sock_xfer("ib", cs->conn->fd, false, cs->buf, STT_IB_META_BYTES, &cs->done,
-                               "the connection reply", cs->head.peer);
+                               "the connection reply (a listener closes a hello without its"
+                               " handle's id and secret, a stale handle, or one that came"
+                               " late while others waited)", cs->head.peer);
         if (status != STRATA_OK)
             return status;
         status = connect_reply_done(cs, h);
@@ -487,7 +495,7 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
 
 static const stt_connect_steps_t connect_steps = {
     .who = "ib",
-    .hint = " (listener gone, or not calling accept?)",
+    .hint = " (the listener is not calling accept, or its host is unreachable)",
     .magic = STT_IB_HANDLE_MAGIC,
     .version = STT_IB_PROTO_VERSION,
     .start = connect_start,

@@ -5,9 +5,12 @@
  *   HELLO  read the sender's metadata; make the receive comm (QPs to RTR/RTS)
  *   REPLY  write this end's metadata
  *   READY  read the sender's "my QPs are at RTS"; the comm is handed out
- * A connection that fails validation or outlives STRATA_CONNECT_TIMEOUT is
- * dropped with a warning; the listen comm stays usable. Each call returns at
- * most one receive comm.
+ * A HELLO without the handle's listener id and secret is closed at once; a
+ * connection that fails validation or outlives STRATA_CONNECT_TIMEOUT is
+ * dropped with a warning; with every slot taken and more connections
+ * waiting, one without its HELLO after STT_HANDSHAKE_FIRST_MS is closed to
+ * make room. The listen comm stays usable. Each call returns at most one
+ * receive comm.
  *
  * GID fallback: when both ends offered a link-local GID besides their chosen
  * one and the chosen pair cannot reach (modify to RTR fails, as between two
@@ -43,6 +46,7 @@ typedef struct stt_ib_listen {
     stt_listen_t base;
     int fd;
     uint64_t listener_id;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
     char local[STT_IB_ADDR_STRLEN];
     listen_pend_t pend[LISTEN_PENDING];
 } stt_ib_listen_t;
@@ -78,13 +82,16 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p)
     l->base.dev = dev;
     l->fd = fd;
     l->listener_id = stt_netif_random_u64();
+    status = stt_handle_secret_new("ib", l->secret);
+    if (status != STRATA_OK) {
+        free(l);
+        goto err_close;
+    }
     for (int i = 0; i < LISTEN_PENDING; i++)
         l->pend[i].fd = -1;
     stt_netif_addr_format(&addr, l->local, sizeof(l->local));
-    /* The ib hello does not carry the secret yet (docs/reliability.md): its slot stays zero. */
-    static const uint8_t no_secret[STT_HANDLE_SECRET_BYTES];
     stt_handle_store(handle, STT_IB_HANDLE_MAGIC, STT_IB_PROTO_VERSION, l->listener_id,
-                     no_secret, &addr);
+                     l->secret, &addr);
     STU_INFO(STU_LOG_NET, "ib: dev %d listening on %s, id %016llx", dev, l->local,
              (unsigned long long)l->listener_id);
     *listen_p = &l->base;
@@ -103,6 +110,29 @@ static void pend_drop(listen_pend_t *p)
         close(p->fd);
     memset(p, 0, sizeof(*p));
     p->fd = -1;
+}
+
+/*
+ * With every slot taken and more connections waiting in the kernel's queue, closes the
+ * entries that have not delivered their HELLO within STT_HANDSHAKE_FIRST_MS (idle
+ * strangers, base/connect.h), so they cannot hold the slots for STRATA_CONNECT_TIMEOUT.
+ * Without that pressure a slow connector keeps its slot for the whole timeout.
+ */
+static void listen_make_room(stt_ib_listen_t *l, uint64_t now)
+{
+    for (int i = 0; i < LISTEN_PENDING; i++)
+        if (l->pend[i].stage == PEND_FREE)
+            return;
+    if (!stt_sock_backlogged(l->fd))
+        return;
+    for (int i = 0; i < LISTEN_PENDING; i++) {
+        listen_pend_t *p = &l->pend[i];
+        if (p->stage == PEND_HELLO && now - p->start_ns > STT_HANDSHAKE_FIRST_MS * 1000000ull) {
+            STU_INFO(STU_LOG_NET, "ib: %s closed a connection from %s: no HELLO within 1 s while"
+                     " others wait", l->local, p->peer);
+            pend_drop(p);
+        }
+    }
 }
 
 static void listen_accept_new(stt_ib_listen_t *l, uint64_t now)
@@ -134,10 +164,10 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
         STU_WARN("ib: %s rejected a connection from %s: %s", l->local, p->peer, why);
         return STRATA_ERR_REMOTE;
     }
-    if (hello.listener_id != l->listener_id) {
-        STU_WARN("ib: %s rejected a connection from %s: listener id %016llx is not this"
-                 " listener's (stale or foreign handle)", l->local, p->peer,
-                 (unsigned long long)hello.listener_id);
+    if (hello.listener_id != l->listener_id || !stt_handle_secret_ok(l->secret, hello.secret)) {
+        STU_WARN("ib: %s rejected a connection from %s: its hello does not carry this"
+                 " listener's id and secret (a stale or foreign handle, or a stranger)",
+                 l->local, p->peer);
         return STRATA_ERR_REMOTE;
     }
     status = stt_ib_conn_create(false, l->base.dev, hello.nqps, p->fd, p->peer, &p->conn);
@@ -171,6 +201,7 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
         return status;
     p->conn_id = hello.conn_id;
     stt_ib_conn_meta(p->conn, STT_IB_META_REPLY, l->listener_id, hello.conn_id, &reply);
+    memcpy(reply.secret, l->secret, sizeof(reply.secret));
     reply.gid_choice = (uint8_t)choice;
     stt_ib_meta_encode(&reply, p->buf);
     p->done = 0;
@@ -233,6 +264,7 @@ strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p)
 
     *recv_p = NULL;
     listen_accept_new(l, now);
+    listen_make_room(l, now);
     for (int i = 0; i < LISTEN_PENDING; i++) {
         listen_pend_t *p = &l->pend[i];
         if (p->stage == PEND_FREE)

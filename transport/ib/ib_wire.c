@@ -9,9 +9,12 @@
  *   0 magic u32 | 4 version u16 | 6 kind u8 | 7 nqps u8 | 8 link layer u8 | 9 mtu u8 |
  *  10 port u8 | 11 has_alt u8 | 12 gid_choice u8 | 13 tc u8 | 14 lid u16 |
  *  16 byte order u32 (host order) | 20 reserved u32 | 24 listener id u64 | 32 conn id u64 |
- *  40 gid[16] | 56 alt gid[16] | 72 addr u64 | 80 rkey u32 | 84 qpn u32 x 8 | 116..159 zero
+ *  40 gid[16] | 56 alt gid[16] | 72 addr u64 | 80 rkey u32 | 84 qpn u32 x 8 |
+ * 116 secret[16] | 132..159 zero
  */
 #define META_OFF_QPN 84
+#define META_OFF_SECRET 116
+_Static_assert(META_OFF_SECRET + STT_HANDLE_SECRET_BYTES <= STT_IB_META_BYTES, "secret fits");
 _Static_assert(META_OFF_QPN + 4 * STT_IB_MAX_QPS <= STT_IB_META_BYTES, "metadata fits");
 
 void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf)
@@ -39,6 +42,7 @@ void stt_ib_meta_encode(const stt_ib_meta_t *meta, uint8_t *buf)
     stu_le_put32(buf + 80, meta->rkey);
     for (int i = 0; i < STT_IB_MAX_QPS; i++)
         stu_le_put32(buf + META_OFF_QPN + 4 * i, meta->qpn[i]);
+    memcpy(buf + META_OFF_SECRET, meta->secret, STT_HANDLE_SECRET_BYTES);
 }
 
 strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_meta_t *meta_p,
@@ -83,6 +87,7 @@ strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_m
     m.rkey = stu_le_get32(buf + 80);
     for (int i = 0; i < STT_IB_MAX_QPS; i++)
         m.qpn[i] = stu_le_get32(buf + META_OFF_QPN + 4 * i);
+    memcpy(m.secret, buf + META_OFF_SECRET, STT_HANDLE_SECRET_BYTES);
 
     if (m.kind != STT_IB_META_READY) {
         if (m.nqps < 1 || m.nqps > STT_IB_MAX_QPS) {

@@ -6,8 +6,8 @@
  *
  * 0. The handle (STT_HANDLE_SIZE bytes, carried out of band by the caller):
  *    base/connect.h's native head with magic "STBH", STT_IB_PROTO_VERSION, a
- *    random listener id and the side channel's address; connect keeps its
- *    state in the connect slot at the handle's end.
+ *    random listener id, the side channel's address and the listener's
+ *    secret; connect keeps its state in the connect slot at the handle's end.
  *
  * 1. Connection metadata, over the TCP side channel. Three messages of
  *    STT_IB_META_BYTES each, every integer little-endian at a fixed offset:
@@ -42,7 +42,7 @@
 #include "transport/base/connect.h"
 #include "transport/transport.h"
 
-#define STT_IB_PROTO_VERSION 2   /* 2: FIFO seq moved to the end of an entry */
+#define STT_IB_PROTO_VERSION 3   /* 3: HELLO and REPLY carry the handle's secret */
 #define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
 #define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
 
@@ -169,6 +169,9 @@ typedef struct stt_ib_meta {
     uint64_t addr;           /* HELLO: FIFO address; REPLY: sizes array address */
     uint32_t rkey;           /* its rkey */
     uint32_t qpn[STT_IB_MAX_QPS];
+    /* HELLO: the handle's secret, proving the connector holds the handle; REPLY: the same,
+     * proving the listener is the handle's; READY: zero. */
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
 } stt_ib_meta_t;
 
 /* Encodes exactly STT_IB_META_BYTES bytes. */

@@ -254,6 +254,7 @@ typedef struct ucx_connect {
     int stage;
     uint32_t conn_id;
     uint64_t listener_id;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
     stt_ucx_chan_t ch;
     stt_ucx_worker_t w;      /* open from HELLO on */
 } ucx_connect_t;
@@ -308,6 +309,7 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
     memcpy(cs->head.peer, cs->ch.peer, sizeof(cs->head.peer));
     cs->stage = CONNECTING;
     cs->listener_id = h->listener_id;
+    memcpy(cs->secret, h->secret, sizeof(cs->secret));
     cs->conn_id = (uint32_t)stt_netif_random_u64();
     *state_p = &cs->head;
     return STRATA_OK;
@@ -330,6 +332,7 @@ static strata_status_t connect_poll(ucx_connect_t *cs)
         .conn_id = cs->conn_id,
         .addr_len = (uint32_t)cs->w.addr_len,
     };
+    memcpy(hello.secret, cs->secret, sizeof(hello.secret));
     status = stt_ucx_chan_set_hello(&cs->ch, &hello, cs->w.addr);
     if (status == STRATA_OK)
         cs->stage = HELLO;
@@ -358,6 +361,11 @@ static strata_status_t connect_advance(ucx_connect_t *cs, bool *ready)
                          " connection 0x%08x, listener 0x%016llx)", cs->ch.peer,
                          cs->ch.in.kind, cs->ch.in.conn_id,
                          (unsigned long long)cs->ch.in.listener_id);
+                return STRATA_ERR_REMOTE;
+            }
+            if (!stt_handle_secret_ok(cs->secret, cs->ch.in.secret)) {
+                STU_WARN("ucx: %s answered without the handle's secret (not the listener the"
+                         " handle names)", cs->ch.peer);
                 return STRATA_ERR_REMOTE;
             }
             *ready = true;

@@ -8,8 +8,11 @@
  *   -> REPLY (our worker is open; writing our hello + worker address)
  *   -> the receive comm: endpoint to the connector's worker, socket kept.
  *
- * A half-accepted connection that takes longer than STRATA_CONNECT_TIMEOUT,
- * or says something wrong, is dropped with a warning; the listener goes on.
+ * A hello without the handle's listener id and secret is dropped at once; a
+ * half-accepted connection that takes longer than STRATA_CONNECT_TIMEOUT, or
+ * says something wrong, is dropped with a warning; with every slot taken and
+ * more connections waiting, one that has not delivered its hello within
+ * STT_HANDSHAKE_FIRST_MS is dropped to make room. The listener goes on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define UCX_PEND 16            /* connections half accepted at once */
 
@@ -34,6 +38,7 @@ typedef struct stt_ucx_listen {
     stt_listen_t base;
     int fd;
     uint64_t listener_id;
+    uint8_t secret[STT_HANDLE_SECRET_BYTES];
     char local[STT_NETIF_ADDR_STRLEN];
     ucx_pend_t pend[UCX_PEND];
 } stt_ucx_listen_t;
@@ -64,6 +69,9 @@ strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p)
         goto err_close;
     stt_netif_addr_format(&h.addr, l->local, sizeof(l->local));
     h.listener_id = stt_netif_random_u64();
+    status = stt_handle_secret_new("ucx", h.secret);
+    if (status != STRATA_OK)
+        goto err_close;
     memset(handle, 0, STT_HANDLE_SIZE);
     status = stt_ucx_handle_encode(&h, handle);
     if (status != STRATA_OK)
@@ -71,6 +79,7 @@ strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p)
     l->base.ops = &stt_ucx_ops;
     l->base.dev = dev;
     l->listener_id = h.listener_id;
+    memcpy(l->secret, h.secret, sizeof(l->secret));
     STU_INFO(STU_LOG_NET, "ucx: listening on %s (%s)", l->local, nif.name);
     *listen_p = &l->base;
     return STRATA_OK;
@@ -107,6 +116,31 @@ static void listen_take_new(stt_ucx_listen_t *l)
     }
 }
 
+/*
+ * With every slot taken and more connections waiting in the kernel's queue, drops the
+ * entries still reading a hello after STT_HANDSHAKE_FIRST_MS (idle strangers,
+ * base/connect.h); without that pressure a slow connector keeps its slot.
+ */
+static void listen_make_room(stt_ucx_listen_t *l)
+{
+    uint64_t now = stu_time_ns();
+
+    for (int i = 0; i < UCX_PEND; i++)
+        if (l->pend[i].stage == PEND_FREE)
+            return;
+    if (!stt_sock_backlogged(l->fd))
+        return;
+    for (int i = 0; i < UCX_PEND; i++) {
+        ucx_pend_t *p = &l->pend[i];
+        if (p->stage == PEND_HELLO_IN &&
+            now - p->ch.start_ns > STT_HANDSHAKE_FIRST_MS * 1000000ull) {
+            STU_INFO(STU_LOG_NET, "ucx: %s closed a connection from %s: no hello within 1 s"
+                     " while others wait", l->local, p->ch.peer);
+            pend_drop(p);
+        }
+    }
+}
+
 /* Moves one half-accepted connection along; *ready when its reply is out. */
 static strata_status_t pend_step(stt_ucx_listen_t *l, ucx_pend_t *p, bool *ready)
 {
@@ -118,11 +152,11 @@ static strata_status_t pend_step(stt_ucx_listen_t *l, ucx_pend_t *p, bool *ready
         status = stt_ucx_chan_read(&p->ch, &done);
         if (status != STRATA_OK || !done)
             return status;
-        if (p->ch.in.kind != STT_UCX_HELLO_CONNECT || p->ch.in.listener_id != l->listener_id) {
-            STU_WARN("ucx: %s sent a hello for another listener (kind %u, listener"
-                     " 0x%016llx, this one 0x%016llx)", p->ch.peer, p->ch.in.kind,
-                     (unsigned long long)p->ch.in.listener_id,
-                     (unsigned long long)l->listener_id);
+        if (p->ch.in.kind != STT_UCX_HELLO_CONNECT || p->ch.in.listener_id != l->listener_id ||
+            !stt_handle_secret_ok(l->secret, p->ch.in.secret)) {
+            STU_WARN("ucx: %s rejected a connection from %s: its hello does not carry this"
+                     " listener's id and secret (a stale or foreign handle, or a stranger)",
+                     l->local, p->ch.peer);
             return STRATA_ERR_REMOTE;
         }
         status = stt_ucx_worker_open(&p->w, p->ch.peer);
@@ -134,6 +168,7 @@ static strata_status_t pend_step(stt_ucx_listen_t *l, ucx_pend_t *p, bool *ready
             .conn_id = p->ch.in.conn_id,
             .addr_len = (uint32_t)p->w.addr_len,
         };
+        memcpy(reply.secret, l->secret, sizeof(reply.secret));
         status = stt_ucx_chan_set_hello(&p->ch, &reply, p->w.addr);
         if (status != STRATA_OK)
             return status;
@@ -154,6 +189,7 @@ strata_status_t stt_ucx_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         return STRATA_ERR_INVALID;
     }
     listen_take_new(l);
+    listen_make_room(l);
     for (int i = 0; i < UCX_PEND; i++) {
         ucx_pend_t *p = &l->pend[i];
         bool ready = false;

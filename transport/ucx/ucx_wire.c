@@ -27,6 +27,7 @@ strata_status_t stt_ucx_handle_encode(const stt_ucx_handle_t *h, void *buf)
         memcpy(p + 18, &h->addr.in6.sin6_addr, 16);
         stu_le_put32(p + 34, h->addr.in6.sin6_scope_id);
     }
+    memcpy(p + 38, h->secret, STT_HANDLE_SECRET_BYTES);
     return STRATA_OK;
 }
 
@@ -54,6 +55,7 @@ strata_status_t stt_ucx_handle_decode(const void *buf, stt_ucx_handle_t *h)
         memcpy(&h->addr.in6.sin6_addr, p + 18, 16);
         h->addr.in6.sin6_scope_id = stu_le_get32(p + 34);
     }
+    memcpy(h->secret, p + 38, STT_HANDLE_SECRET_BYTES);
     return STRATA_OK;
 }
 
@@ -67,6 +69,7 @@ void stt_ucx_hello_encode(const stt_ucx_hello_t *hello, void *buf)
     stu_le_put64(p + 8, hello->listener_id);
     stu_le_put32(p + 16, hello->conn_id);
     stu_le_put32(p + 20, hello->addr_len);
+    memcpy(p + 24, hello->secret, STT_HANDLE_SECRET_BYTES);
 }
 
 strata_status_t stt_ucx_hello_decode(const void *buf, stt_ucx_hello_t *hello)
@@ -87,5 +90,6 @@ strata_status_t stt_ucx_hello_decode(const void *buf, stt_ucx_hello_t *hello)
     hello->listener_id = stu_le_get64(p + 8);
     hello->conn_id = stu_le_get32(p + 16);
     hello->addr_len = len;
+    memcpy(hello->secret, p + 24, STT_HANDLE_SECRET_BYTES);
     return STRATA_OK;
 }
