@@ -46,7 +46,9 @@ static void seed_text(const char *harness, const char *name, const char *head, s
 
 static void seeds_tcp(void)
 {
-    uint8_t b[STT_TCP_HDR_BYTES + 4];
+    /* the largest seed: the hello (40 bytes) or a header behind its sequence (28) */
+    uint8_t b[STT_TCP_HELLO_BYTES > STT_TCP_HDR_BYTES + 4 ? STT_TCP_HELLO_BYTES
+                                                           : STT_TCP_HDR_BYTES + 4];
     stt_tcp_hello_t h = {.version = STT_TCP_PROTO_VERSION,
                          .index = 1,
                          .nsocks = 4,
