@@ -3,6 +3,8 @@
  * truncation, a tag that matches nothing, dead or departed peers, bad hellos,
  * handshake timeouts, garbage on the stream, a bad handle.
  */
+#include <arpa/inet.h>
+
 #include "tcp_fixture.h"
 #include "util/log.h"
 
@@ -290,6 +292,92 @@ static void test_handshake_timeouts(void **state)
     stu_param_reload();
 }
 
+/*
+ * A raw listener for the connector's side: accepts the two sockets of one attempt, reads
+ * their hellos, answers `status` on socket index 1 (not 0, where a connection's ack goes)
+ * and closes it. Returns the attempt's connection id; the sockets left open go to keep.
+ */
+static uint64_t raw_answer_second(int lfd, uint8_t *copy, uint8_t status, int *keep)
+{
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    int fds[2] = {-1, -1}, have = 0;
+    uint8_t hello[2][STT_TCP_HELLO_BYTES];
+    stt_tcp_hello_t h[2];
+    stt_comm_t *c = NULL;
+    const char *why;
+
+    while (have < 2) {
+        assert_ok(stt_connect(ops, 0, copy, NULL, &c));
+        assert_null(c);
+        int fd = accept(lfd, NULL, NULL);
+        if (fd >= 0) {
+            size_t got = 0;
+            while (got < STT_TCP_HELLO_BYTES) {        /* the connector writes it at once */
+                assert_ok(stt_connect(ops, 0, copy, NULL, &c));
+                ssize_t r = recv(fd, hello[have] + got, STT_TCP_HELLO_BYTES - got, MSG_DONTWAIT);
+                if (r > 0)
+                    got += (size_t)r;
+                assert_false(stu_deadline_passed(deadline));
+            }
+            assert_ok(stt_tcp_hello_decode(hello[have], &h[have], &why));
+            fds[h[have].index] = fd;
+            have++;
+        }
+        assert_false(stu_deadline_passed(deadline));
+        poll(NULL, 0, 1);
+    }
+    assert_true(fds[0] >= 0 && fds[1] >= 0 && h[0].conn_id == h[1].conn_id);
+    stt_tcp_ack_t ack = {.version = STT_TCP_PROTO_VERSION, .nsocks = 2, .status = status};
+    uint8_t buf[STT_TCP_ACK_BYTES];
+    stt_tcp_ack_encode(&ack, buf);
+    raw_send(fds[1], buf, sizeof(buf));
+    close(fds[1]);
+    *keep = fds[0];
+    return h[0].conn_id;
+}
+
+/*
+ * The listener's answer on a socket other than 0: LATE makes the connector start over
+ * with new sockets and a new connection id, REJECTED fails it at once.
+ */
+static void test_answer_on_other_socket(void **state)
+{
+    uint8_t handle[STT_HANDLE_SIZE], copy[STT_HANDLE_SIZE];
+    uint8_t secret[STT_HANDLE_SECRET_BYTES] = {9};
+    stt_netif_addr_t addr = {0};
+    socklen_t len = sizeof(addr.in4);
+    stt_comm_t *c = NULL;
+    int keep[2];
+
+    setenv("STRATA_SOCKET_NSOCKS", "2", 1);
+    stu_param_reload();
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    addr.in4.sin_family = AF_INET;
+    addr.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, &addr.sa, sizeof(addr.in4)), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    assert_int_equal(getsockname(lfd, &addr.sa, &len), 0);
+    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, 77, secret, &addr);
+    memcpy(copy, handle, sizeof(copy));
+
+    uint64_t first = raw_answer_second(lfd, copy, STT_TCP_ACK_LATE, &keep[0]);
+    uint64_t second = raw_answer_second(lfd, copy, STT_TCP_ACK_REJECTED, &keep[1]);
+    assert_true(first != second);                  /* started over, a new connection */
+    strata_status_t status;
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    do {
+        status = stt_connect(ops, 0, copy, NULL, &c);
+        assert_null(c);
+        assert_false(stu_deadline_passed(deadline));
+    } while (status == STRATA_OK);
+    assert_status(status, STRATA_ERR_REMOTE);
+    close(keep[0]);
+    close(keep[1]);
+    close(lfd);
+    setenv("STRATA_SOCKET_NSOCKS", "1", 1);
+    stu_param_reload();
+}
+
 /* A failed connect names its cause: not accepting, or a handle not the listener's. */
 static void test_connect_failure_names_cause(void **state)
 {
@@ -406,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_bad_hellos_keep_listener),
         cmocka_unit_test(test_handshake_timeouts),
         cmocka_unit_test(test_connect_failure_names_cause),
+        cmocka_unit_test(test_answer_on_other_socket),
         cmocka_unit_test(test_garbage_stream),
         cmocka_unit_test(test_bad_handle),
     };

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/base/connect.h"
@@ -220,6 +221,40 @@ static strata_status_t connect_hellos_send(tcp_connect_t *cs)
     return STRATA_OK;
 }
 
+/* The listener answered REJECTED: the handle is not its own. */
+static strata_status_t connect_refused(const tcp_connect_t *cs)
+{
+    STU_WARN("tcp: the listener at %s refused our hello: the handle's listener id or secret is"
+             " not its own (a stale handle, from an earlier listen or another process?)",
+             cs->head.peer);
+    return STRATA_ERR_REMOTE;
+}
+
+/*
+ * The listener answers (and closes) a refused socket on that socket, which need not be
+ * socket 0, where the connection's ack comes: so sockets 1.. are watched too, being silent
+ * until the comm exists. STRATA_INPROGRESS when one was answered LATE or closed (the
+ * caller starts over), STRATA_ERR_REMOTE when one was REJECTED, OK while they are quiet.
+ */
+static strata_status_t connect_others_check(tcp_connect_t *cs)
+{
+    for (int i = 1; i < cs->nsocks; i++) {
+        int err;
+        uint8_t buf[STT_TCP_ACK_BYTES];
+        stt_tcp_ack_t ack;
+        const char *why;
+        if (cs->stage[i] != SOCK_SENT || stt_sock_peek(cs->fds[i], &err) == STT_SOCK_QUIET)
+            continue;
+        /* An answer is 16 bytes, sent at once; anything else, or none, means closed. */
+        ssize_t got = recv(cs->fds[i], buf, sizeof(buf), MSG_DONTWAIT);
+        if (got == (ssize_t)sizeof(buf) && stt_tcp_ack_decode(buf, &ack, &why) == STRATA_OK &&
+            ack.status == STT_TCP_ACK_REJECTED)
+            return connect_refused(cs);
+        return STRATA_INPROGRESS;
+    }
+    return STRATA_OK;
+}
+
 /*
  * OK with *ready set once every hello is out and the ack is in and valid; STRATA_INPROGRESS
  * when the listener answered LATE (the caller starts over).
@@ -232,10 +267,12 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
     *ready = false;
     if (cs->stage[0] != SOCK_SENT)
         return STRATA_OK;
-    strata_status_t status = stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES,
-                                           &cs->ack_have, "the ack (the listener closed the"
-                                           " connection without one: its listen comm was closed"
-                                           " or its process ended)", cs->head.peer);
+    strata_status_t status = connect_others_check(cs);
+    if (status != STRATA_OK)
+        return status;
+    status = stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES, &cs->ack_have,
+                           "the ack (the listener closed the connection without one: its listen"
+                           " comm was closed or its process ended)", cs->head.peer);
     if (status == STRATA_INPROGRESS)
         return STRATA_OK;
     if (status != STRATA_OK)
@@ -245,10 +282,7 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
         return STRATA_ERR_REMOTE;
     }
     if (ack.status == STT_TCP_ACK_REJECTED) {
-        STU_WARN("tcp: the listener at %s refused our hello: the handle's listener id or secret"
-                 " is not its own (a stale handle, from an earlier listen or another process?)",
-                 cs->head.peer);
-        return STRATA_ERR_REMOTE;
+        return connect_refused(cs);
     }
     if (ack.status == STT_TCP_ACK_LATE)
         return STRATA_INPROGRESS;
