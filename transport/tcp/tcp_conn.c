@@ -232,9 +232,10 @@ static strata_status_t connect_refused(const tcp_connect_t *cs)
 
 /*
  * The listener answers (and closes) a refused socket on that socket, which need not be
- * socket 0, where the connection's ack comes: so sockets 1.. are watched too, being silent
- * until the comm exists. STRATA_INPROGRESS when one was answered LATE or closed (the
- * caller starts over), STRATA_ERR_REMOTE when one was REJECTED, OK while they are quiet.
+ * socket 0, where the connection's ack comes: so while no ack is in, sockets 1.. are
+ * watched too (the listener writes nothing else there). STRATA_INPROGRESS when one was
+ * answered LATE or closed (the caller starts over), STRATA_ERR_REMOTE when one was
+ * REJECTED, OK while they are quiet.
  */
 static strata_status_t connect_others_check(tcp_connect_t *cs)
 {
@@ -267,23 +268,22 @@ static strata_status_t connect_ack_read(tcp_connect_t *cs, bool *ready)
     *ready = false;
     if (cs->stage[0] != SOCK_SENT)
         return STRATA_OK;
-    strata_status_t status = connect_others_check(cs);
-    if (status != STRATA_OK)
-        return status;
-    status = stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES, &cs->ack_have,
-                           "the ack (the listener closed the connection without one: its listen"
-                           " comm was closed or its process ended)", cs->head.peer);
+    strata_status_t status =
+        stt_sock_xfer("tcp", cs->fds[0], false, cs->ack, STT_TCP_ACK_BYTES, &cs->ack_have,
+                      "the ack (the listener closed the connection without one: its listen"
+                      " comm was closed or its process ended)", cs->head.peer);
+    /* No ack yet: an answer on another socket? (Only then: a listener that accepted may
+     * already have closed the comm, and its ack on socket 0 is what counts.) */
     if (status == STRATA_INPROGRESS)
-        return STRATA_OK;
+        return cs->ack_have == 0 ? connect_others_check(cs) : STRATA_OK;
     if (status != STRATA_OK)
         return status;
     if (stt_tcp_ack_decode(cs->ack, &ack, &why) != STRATA_OK) {
         STU_WARN("tcp: invalid ack from %s: %s", cs->head.peer, why);
         return STRATA_ERR_REMOTE;
     }
-    if (ack.status == STT_TCP_ACK_REJECTED) {
+    if (ack.status == STT_TCP_ACK_REJECTED)
         return connect_refused(cs);
-    }
     if (ack.status == STT_TCP_ACK_LATE)
         return STRATA_INPROGRESS;
     if (ack.conn_id != cs->conn_id || ack.nsocks != cs->nsocks) {
