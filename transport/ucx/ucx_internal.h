@@ -14,15 +14,20 @@
  *                the peer's worker, the side-channel socket kept as a liveness
  *                check, and preallocated request slots (made, progressed and
  *                closed in ucx_conn.c; requests in ucx_send.c and ucx_recv.c)
+ *   lingering closes send comms whose flush outlived close_send, finished by
+ *                a background thread (ucx_linger.c)
  *
  * Calls go one way: ucx_ops.c -> ucx_listen.c, ucx_send.c, ucx_recv.c,
- * ucx_poll.c -> ucx_conn.c -> ucx_chan.c, ucx_context.c, ucx_device.c,
- * ucx_wire.c, base/. ucx_conn.c never calls the request files.
+ * ucx_poll.c -> ucx_conn.c -> ucx_linger.c, ucx_chan.c, ucx_context.c,
+ * ucx_device.c, ucx_wire.c, base/. ucx_conn.c never calls the request files;
+ * ucx_linger.c reaches back only through the finish function it is given.
  *
  * Threading: a worker per comm, created UCS_THREAD_MODE_SERIALIZED, so a comm
  * (used by one thread at a time, the contract) needs no lock, and comms used
  * by different threads at once never share UCP state but the context, which
- * is created with mt_workers_shared. The device table is guarded by its
+ * is created with mt_workers_shared. A closed send comm's worker may pass to
+ * the lingering-close thread, which then alone progresses it (the last fini,
+ * in ucx_device.c, waits for that thread). The device table is guarded by its
  * devref, the context by a mutex in ucx_context.c (taken after the devref's).
  */
 #ifndef STT_UCX_INTERNAL_H
@@ -162,7 +167,9 @@ typedef struct stt_ucx_conn {
     ucp_ep_h ep;
     uint32_t conn_id;
     uint32_t idle;           /* idle tests since the last liveness check */
-    bool peer_eof;           /* the peer closed the side channel */
+    bool peer_eof;           /* the peer closed the side channel, or (receive comm) UCX
+                                saw its worker go */
+    ucs_status_t ep_status;  /* how UCX failed a receive comm's endpoint, UCS_OK before */
     uint64_t quiet_since_ns; /* since then, or the last progress after it */
 } stt_ucx_conn_t;
 
@@ -195,6 +202,23 @@ typedef struct stt_ucx_worker {
  */
 strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer);
 void stt_ucx_worker_close(stt_ucx_worker_t *w);
+
+/* ------------------------------------------------------------------ closes in the background (ucx_linger.c) */
+
+typedef void (*stt_ucx_linger_fn)(void *arg);
+
+/*
+ * Hands over a closed send comm's worker whose flush req is still in flight:
+ * a background thread progresses the worker until req completes, the side
+ * channel fd shows the peer's close, or stt_ucx_linger_bound_ms passes, then
+ * frees req and calls finish(arg). On an error (warned) nothing is taken over.
+ */
+strata_status_t stt_ucx_linger_add(ucp_worker_h worker, void *req, int fd, const char *peer,
+                                   stt_ucx_linger_fn finish, void *arg);
+/* How long a close may linger: STRATA_SOCKET_USER_TIMEOUT, or 30 s when that is 0. */
+int64_t stt_ucx_linger_bound_ms(void);
+/* Waits until every lingering close is finished and the thread has returned (last fini). */
+void stt_ucx_linger_drain(void);
 
 /* ------------------------------------------------------------------ ucx_conn.c */
 
