@@ -70,7 +70,7 @@ static void fault_sender_killed(void **state)
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "receive from a killed sender");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_buf_put(fix, &b);
 }
 
@@ -97,7 +97,7 @@ static void fault_receiver_killed(void **state)
     sts_peer_kill(&peer);
     fault_expect_remote(fix, &r, "send to a killed receiver");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_buf_put(fix, &b);
 }
 
@@ -120,7 +120,7 @@ static void fault_idle_peer_killed(void **state)
                                        &b.mh, NULL, 0, sts_deadline(PEER_TIMEOUT_S), &r.req));
     fault_expect_remote(fix, &r, "receive posted after the peer died");
     func_buf_dereg(fix, &b);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_buf_put(fix, &b);
 }
 
@@ -134,11 +134,11 @@ static void fault_survivor_reconnects(void **state)
     func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
 
     func_start(fix, &peer, "echo-smoke", 0, &link);
     func_echo(fix, &peer, &link, peer_smoke, PEER_COUNT(peer_smoke));
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_finish(&peer);
 }
 

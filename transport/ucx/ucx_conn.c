@@ -14,10 +14,10 @@
  *
  * Each comm owns a worker (UCS_THREAD_MODE_SERIALIZED: one thread at a time,
  * the contract's rule for a comm) and one endpoint to the peer's worker,
- * created with UCP_ERR_HANDLING_MODE_PEER so UCX fails it (and our comm,
- * through conn_err_cb) when it sees the peer go. Both ends create one: the
- * receive side never sends on its endpoint, but holding it makes UCX watch
- * the peer from that side too.
+ * created with UCP_ERR_HANDLING_MODE_PEER so UCX fails it when it sees the
+ * peer go (conn_err_cb: a send comm fails at once, a receive comm after a
+ * grace). Both ends create one: the receive side never sends on its
+ * endpoint, but holding it makes UCX watch the peer from that side too.
  *
  * UCX alone does not see every way a peer goes away: a peer in the same
  * process (or one whose shared-memory transport stays mapped) that closes
@@ -49,7 +49,7 @@ _Static_assert(STT_UCX_HANDLE_BYTES <= STT_CONNSLOT_OFFSET,
  * is the side channel's EOF seen sooner: what the peer sent before it went
  * is already in UCX, read in order before the disconnect, and receives may
  * still take it, so the comm fails only once its worker stays idle for
- * STT_UCX_EOF_GRACE_NS (stt_ucx_conn_progress).
+ * STT_UCX_EOF_GRACE_NS with a request pending (stt_ucx_conn_pending).
  */
 static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -183,18 +183,21 @@ strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
             conn->quiet_since_ns = stu_time_ns();
         return stt_conn_status(&conn->head);
     }
-    if (conn->head.failed != STRATA_OK)
-        return conn->head.failed;
-    if (!conn->peer_eof) {
-        if (++conn->idle >= STT_UCX_LIVENESS_EVERY) {
-            conn->idle = 0;
-            stt_ucx_conn_check_peer(conn);
-        }
-    } else if (stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS) {
+    if (conn->head.failed == STRATA_OK && !conn->peer_eof &&
+        ++conn->idle >= STT_UCX_LIVENESS_EVERY) {
+        conn->idle = 0;
+        stt_ucx_conn_check_peer(conn);
+    }
+    return conn->head.failed;
+}
+
+strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn)
+{
+    if (conn->head.failed == STRATA_OK && conn->peer_eof &&
+        stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS)
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed the connection%s%s",
                       conn->ep_status != UCS_OK ? "; UCX failed the endpoint: " : "",
                       conn->ep_status != UCS_OK ? ucs_status_string(conn->ep_status) : "");
-    }
     return conn->head.failed;
 }
 
@@ -254,8 +257,8 @@ void stt_ucx_close_send(stt_comm_t *comm)
         void *flush = ucp_ep_flush_nbx(conn->ep, &param);
         if (!conn_wait(conn, flush, STT_UCX_CLOSE_FLUSH_NS, STT_UCX_CLOSE_IDLE_NS) &&
             conn->head.failed == STRATA_OK &&
-            stt_ucx_linger_add(conn->worker, flush, conn->fd, conn->head.peer, close_send_finish,
-                               sc) == STRATA_OK)
+            stt_ucx_linger_add(conn->conn_id, conn->worker, flush, conn->fd, conn->head.peer,
+                               close_send_finish, sc) == STRATA_OK)
             return;
         if (flush != NULL && !UCS_PTR_IS_ERR(flush))
             ucp_request_free(flush);
@@ -283,6 +286,7 @@ void stt_ucx_close_recv(stt_comm_t *comm)
         }
     }
     conn_ep_close(&rc->conn);
+    stt_ucx_linger_cancel(rc->conn.conn_id);
     conn_release(&rc->conn);
 }
 

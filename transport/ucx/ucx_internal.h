@@ -68,21 +68,24 @@
  */
 #define STT_UCX_LIVENESS_EVERY 64u
 /*
- * After the peer closed its side channel, how long the worker may stay idle
- * before the comm fails: data the peer sent before closing may still be in
- * flight on UCX's own connections (the side channel is a different socket),
- * and every progress restarts the wait. 200 ms covers a scheduler tick on a
+ * After the peer closed its side channel (or, for a receive comm, UCX failed
+ * the endpoint), how long the worker may stay idle before the comm fails:
+ * data the peer sent before closing may still be in flight on UCX's own
+ * connections (the side channel is a different socket) or waiting in UCX for
+ * a receive, and every progress restarts the wait. 200 ms covers a scheduler tick on a
  * loaded 2-core machine many times over.
  */
 #define STT_UCX_EOF_GRACE_NS (200ull * 1000000ull)
 /*
  * Closing a send comm with nothing in flight flushes its endpoint, so that
  * completed sends still queued in UCX (a send completes when its buffer may
- * be reused) reach the peer, for at most FLUSH_NS, and only while the worker
- * keeps making progress: after IDLE_NS without any, the flush waits for the
- * peer's worker (UCX 1.13's flush needs an answer from it: measured 2 s, the
- * whole budget, when the peer's worker is not progressed, as in NCCL's
- * same-thread loopback probe), and the close goes on without it.
+ * be reused) reach the peer. close_send waits for the flush inline for at
+ * most FLUSH_NS, and only while the worker keeps making progress: after
+ * IDLE_NS without any, the flush is waiting for the peer's worker (a process
+ * not scheduled yet on a loaded machine, or NCCL's same-thread loopback probe,
+ * whose receive side is progressed only after close_send returns), and the
+ * rest of the close finishes in the background (ucx_linger.c) instead of
+ * blocking the caller or dropping the data.
  */
 #define STT_UCX_CLOSE_FLUSH_NS (2000ull * 1000000ull)
 #define STT_UCX_CLOSE_IDLE_NS (5ull * 1000000ull)
@@ -211,10 +214,17 @@ typedef void (*stt_ucx_linger_fn)(void *arg);
  * Hands over a closed send comm's worker whose flush req is still in flight:
  * a background thread progresses the worker until req completes, the side
  * channel fd shows the peer's close, or stt_ucx_linger_bound_ms passes, then
- * frees req and calls finish(arg). On an error (warned) nothing is taken over.
+ * frees req and calls finish(arg). key is the connection id. On an error
+ * (warned) nothing is taken over.
  */
-strata_status_t stt_ucx_linger_add(ucp_worker_h worker, void *req, int fd, const char *peer,
-                                   stt_ucx_linger_fn finish, void *arg);
+strata_status_t stt_ucx_linger_add(uint32_t key, ucp_worker_h worker, void *req, int fd,
+                                   const char *peer, stt_ucx_linger_fn finish, void *arg);
+/*
+ * The receive end of connection key is closing in this process: a close of
+ * its send end still lingering here has no one left to deliver to and
+ * finishes now, in the caller's thread.
+ */
+void stt_ucx_linger_cancel(uint32_t key);
 /* How long a close may linger: STRATA_SOCKET_USER_TIMEOUT, or 30 s when that is 0. */
 int64_t stt_ucx_linger_bound_ms(void);
 /* Waits until every lingering close is finished and the thread has returned (last fini). */
@@ -239,6 +249,13 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
  * then. Returns the comm's state (OK or its error).
  */
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
+/*
+ * A request is still pending after stt_ucx_conn_progress and a look at it:
+ * once the peer has gone (peer_eof) and the worker stayed idle for
+ * STT_UCX_EOF_GRACE_NS, the comm fails. Returns the comm's state. A request
+ * that completes is never failed by the grace, however late it is tested.
+ */
+strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn);
 
 /* ------------------------------------------------------------------ the data path */
 

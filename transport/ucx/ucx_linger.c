@@ -17,8 +17,10 @@
  * closes the side channel (its receive comm is gone: nothing left to deliver
  * to), or the entry's deadline passes (STRATA_SOCKET_USER_TIMEOUT, the tcp
  * transport's bound for an unresponsive peer), and then calls the entry's
- * finish function (endpoint closed, worker destroyed, socket closed). The
- * thread owns a lingering worker outright: its comm is closed, so no other
+ * finish function (endpoint closed, worker destroyed, socket closed). When
+ * the receive end of the same connection is closed in this process (NCCL's
+ * loopback probe), its close finishes the lingering one at once, in its own
+ * thread (stt_ucx_linger_cancel). The thread owns a lingering worker outright: its comm is closed, so no other
  * thread touches it, and UCS_THREAD_MODE_SERIALIZED holds. The last fini
  * drains the list and joins the thread (ucx_device.c), so no thread runs
  * after the plugin is finalised and unloaded.
@@ -44,6 +46,7 @@
 
 typedef struct ucx_linger {
     struct ucx_linger *next;
+    uint32_t key;                /* the connection id */
     ucp_worker_h worker;
     void *req;                   /* the flush */
     int fd;                      /* the side channel, peeked for the peer's close */
@@ -128,8 +131,8 @@ int64_t stt_ucx_linger_bound_ms(void)
     return ms > 0 ? ms : LINGER_DEFAULT_MS;
 }
 
-strata_status_t stt_ucx_linger_add(ucp_worker_h worker, void *req, int fd, const char *peer,
-                                   stt_ucx_linger_fn finish, void *arg)
+strata_status_t stt_ucx_linger_add(uint32_t key, ucp_worker_h worker, void *req, int fd,
+                                   const char *peer, stt_ucx_linger_fn finish, void *arg)
 {
     linger_t *l = calloc(1, sizeof(*l));
     strata_status_t status = STRATA_OK;
@@ -139,7 +142,7 @@ strata_status_t stt_ucx_linger_add(ucp_worker_h worker, void *req, int fd, const
                  peer);
         return STRATA_ERR_NO_MEMORY;
     }
-    *l = (linger_t){.worker = worker, .req = req, .fd = fd, .finish = finish, .arg = arg,
+    *l = (linger_t){.key = key, .worker = worker, .req = req, .fd = fd, .finish = finish, .arg = arg,
                     .deadline_ns = stu_deadline_ms(stt_ucx_linger_bound_ms())};
     snprintf(l->peer, sizeof(l->peer), "%s", peer);
     pthread_mutex_lock(&linger_lock);
@@ -169,6 +172,23 @@ strata_status_t stt_ucx_linger_add(ucp_worker_h worker, void *req, int fd, const
         STU_INFO(STU_LOG_NET, "ucx: the send comm to %s finishes its close in the background",
                  peer);
     return status;
+}
+
+void stt_ucx_linger_cancel(uint32_t key)
+{
+    linger_t *found = NULL;
+
+    pthread_mutex_lock(&linger_lock);
+    for (linger_t **pp = &linger_head; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->key == key) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&linger_lock);
+    if (found != NULL)
+        linger_finish(found);
 }
 
 void stt_ucx_linger_drain(void)
