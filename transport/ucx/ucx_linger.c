@@ -202,3 +202,14 @@ void stt_ucx_linger_drain(void)
     if (join)
         pthread_join(thread, NULL);
 }
+
+/*
+ * A process that exits (or unloads the plugin) without the last fini, as
+ * with ABI versions before v11, which have no finalize, still finishes its
+ * lingering closes: each is bounded by its deadline and ends as soon as its
+ * peer closes. Without this, exit would cut them off with the data undelivered.
+ */
+__attribute__((destructor)) static void linger_at_exit(void)
+{
+    stt_ucx_linger_drain();
+}
