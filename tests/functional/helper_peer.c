@@ -238,6 +238,54 @@ static int scenario_tagged(peer_t *p)
     return rc;
 }
 
+static int scenario_tags_shared(peer_t *p)
+{
+    enum { N = PEER_TAGS_T * PEER_TAGS_STEPS };
+    sts_net_req_t reqs[N];
+    size_t off[N + 1];
+    int sent[PEER_TAGS_T] = {0}, nreq = 0, rc = 0;
+    sts_net_link_t link;
+    sts_net_buf_t b;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    off[0] = 0;
+    for (int m = 0; m < N; m++)
+        off[m + 1] = off[m] + peer_tags_size(m % PEER_TAGS_T, m / PEER_TAGS_T);
+    if (buf_get(p, &b, link.send, off[N]) != 0) {
+        sts_net_link_close(p->net, &link);
+        return -1;
+    }
+    for (int m = 0; m < N; m++)
+        sts_pattern_fill(b.data + off[m], peer_tags_size(m % PEER_TAGS_T, m / PEER_TAGS_T),
+                         peer_tags_seed(m % PEER_TAGS_T, m / PEER_TAGS_T));
+    for (int round = 0; nreq < N && rc == 0; round++) {
+        for (int t = 0; t < PEER_TAGS_T && rc == 0; t++) {
+            int s = sent[t];
+            if (s == PEER_TAGS_STEPS || (t % 2 == 1 && round % 3 != 0))
+                continue;
+            int m = s * PEER_TAGS_T + t;
+            reqs[nreq] = (sts_net_req_t){.result = ncclInProgress};
+            ncclResult_t res = sts_net_isend_retry(p->net, link.send, b.data + off[m],
+                                                   peer_tags_size(t, s), peer_tags_tag(t), b.mh,
+                                                   reqs, nreq, p->deadline, &reqs[nreq].req);
+            if (res != ncclSuccess)
+                rc = peer_fail(p, "isend (tag %d, step %d): %s", peer_tags_tag(t), s,
+                               stb_plugin_result_str(res));
+            nreq++;
+            sent[t]++;
+        }
+        sts_net_progress(p->net, reqs, nreq);
+        if (stu_deadline_passed(p->deadline))
+            rc = peer_fail(p, "sends not all posted at the deadline");
+    }
+    if (rc == 0)
+        rc = wait_ok(p, reqs, nreq, "tags-shared sends");
+    sts_net_buf_put(p->net, &b);
+    sts_net_link_close(p->net, &link);
+    return rc;
+}
+
 static int scenario_trunc(peer_t *p)
 {
     sts_net_link_t link;
@@ -451,6 +499,8 @@ static int run(peer_t *p, const char *scenario, int arg)
         return scenario_cycles(p, arg);
     if (strcmp(scenario, "inflight") == 0)
         return scenario_inflight(p);
+    if (strcmp(scenario, "tags-shared") == 0)
+        return scenario_tags_shared(p);
     return peer_fail(p, "unknown scenario '%s'", scenario);
 }
 
