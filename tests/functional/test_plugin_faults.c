@@ -25,6 +25,24 @@
 /* Bound on noticing a dead peer: seconds, on a loaded machine (sanitizers scale it). */
 #define FAULT_DETECT_S 30.0
 
+/* What a case holds: the fixture, the peer, the link to it, one request and its buffer. */
+typedef struct fault_case {
+    func_fix_t *fix;
+    sts_peer_t peer;
+    sts_net_link_t link;
+    sts_net_req_t r;
+    sts_net_buf_t b;
+} fault_case_t;
+
+/* Starts the peer playing scenario and links to it. */
+static void fault_begin(void **state, const char *scenario, fault_case_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->fix = *state;
+    c->r.result = ncclInProgress;
+    func_start(c->fix, &c->peer, scenario, 0, &c->link);
+}
+
 /* Waits for the peer's READY, progressing reqs (may be NULL) meanwhile. */
 static void fault_wait_ready(func_fix_t *fix, sts_peer_t *peer, sts_net_req_t *reqs, int n)
 {
@@ -99,61 +117,49 @@ static void fault_end(func_fix_t *fix, sts_net_link_t *link, sts_net_buf_t *b)
  */
 static void fault_sender_killed(void **state)
 {
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
     size_t size = PEER_STALL_BYTES;
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
     int tag = 0;
+    fault_case_t c;
 
-    func_start(fix, &peer, "stall-send", 0, &link);
-    func_buf_get(fix, &b, link.recv, PEER_STALL_BYTES);
-    fault_wait_ready(fix, &peer, NULL, 0);
-    assert_nccl_ok(stb_plugin_irecv(fix->net, link.recv, 1, (void **)&b.data, &size, &tag, &b.mh,
-                                 &r.req));
-    assert_non_null(r.req);
-    sts_peer_kill(&peer);
-    fault_expect_remote(fix, &r, "receive from a killed sender");
-    fault_end(fix, &link, &b);
+    fault_begin(state, "stall-send", &c);
+    func_buf_get(c.fix, &c.b, c.link.recv, PEER_STALL_BYTES);
+    fault_wait_ready(c.fix, &c.peer, NULL, 0);
+    assert_nccl_ok(stb_plugin_irecv(c.fix->net, c.link.recv, 1, (void **)&c.b.data, &size, &tag,
+                                    &c.b.mh, &c.r.req));
+    assert_non_null(c.r.req);
+    sts_peer_kill(&c.peer);
+    fault_expect_remote(c.fix, &c.r, "receive from a killed sender");
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /* The peer, which never receives, dies while we push 256 MiB to it. */
 static void fault_receiver_killed(void **state)
 {
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
+    fault_case_t c;
 
-    func_start(fix, &peer, "stall-idle", 0, &link);
-    fault_send_push(fix, &peer, &link, &b, &r);
-    for (int pass = 0; pass < 100 && r.req != NULL; pass++)
-        sts_net_progress(fix->net, &r, 1);
-    if (r.req == NULL)
+    fault_begin(state, "stall-idle", &c);
+    fault_send_push(c.fix, &c.peer, &c.link, &c.b, &c.r);
+    for (int pass = 0; pass < 100 && c.r.req != NULL; pass++)
+        sts_net_progress(c.fix->net, &c.r, 1);
+    if (c.r.req == NULL)
         fail_msg("256 MiB send finished (%s) although the peer never received",
-                 stb_plugin_result_str(r.result));
-    sts_peer_kill(&peer);
-    fault_expect_remote(fix, &r, "send to a killed receiver");
-    fault_end(fix, &link, &b);
+                 stb_plugin_result_str(c.r.result));
+    sts_peer_kill(&c.peer);
+    fault_expect_remote(c.fix, &c.r, "send to a killed receiver");
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /* The peer dies with nothing in flight; a receive posted afterwards fails. */
 static void fault_idle_peer_killed(void **state)
 {
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
+    fault_case_t c;
 
-    func_start(fix, &peer, "stall-idle", 0, &link);
-    fault_wait_ready(fix, &peer, NULL, 0);
-    sts_peer_kill(&peer);
-    fault_recv_post(fix, &link, &b, &r);
-    fault_expect_remote(fix, &r, "receive posted after the peer died");
-    fault_end(fix, &link, &b);
+    fault_begin(state, "stall-idle", &c);
+    fault_wait_ready(c.fix, &c.peer, NULL, 0);
+    sts_peer_kill(&c.peer);
+    fault_recv_post(c.fix, &c.link, &c.b, &c.r);
+    fault_expect_remote(c.fix, &c.r, "receive posted after the peer died");
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /* The peer listened, gave us its handle and died: connecting to it fails, in time. */
@@ -182,18 +188,14 @@ static void fault_listener_killed(void **state)
 /* The peer is killed after the handshake while our receive waits for it. */
 static void fault_idle_peer_killed_pending(void **state)
 {
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
+    fault_case_t c;
 
-    func_start(fix, &peer, "stall-idle", 0, &link);
-    fault_recv_post(fix, &link, &b, &r);
-    fault_wait_ready(fix, &peer, &r, 1);
-    sts_peer_kill(&peer);
-    fault_expect_remote(fix, &r, "receive pending when an idle peer is killed");
-    fault_end(fix, &link, &b);
+    fault_begin(state, "stall-idle", &c);
+    fault_recv_post(c.fix, &c.link, &c.b, &c.r);
+    fault_wait_ready(c.fix, &c.peer, &c.r, 1);
+    sts_peer_kill(&c.peer);
+    fault_expect_remote(c.fix, &c.r, "receive pending when an idle peer is killed");
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /*
@@ -204,45 +206,37 @@ static void fault_idle_peer_killed_pending(void **state)
 static void fault_receiver_stopped_then_killed(void **state)
 {
     const struct timespec nap = {0, 10 * 1000 * 1000};
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
+    fault_case_t c;
 
-    func_start(fix, &peer, "stall-idle", 0, &link);
-    fault_send_push(fix, &peer, &link, &b, &r);
-    assert_int_equal(kill(peer.pid, SIGSTOP), 0);
+    fault_begin(state, "stall-idle", &c);
+    fault_send_push(c.fix, &c.peer, &c.link, &c.b, &c.r);
+    assert_int_equal(kill(c.peer.pid, SIGSTOP), 0);
     uint64_t start = stu_time_ns();
     for (int i = 0; i < 100; i++) {        /* about a second of progress while stopped */
-        sts_net_progress(fix->net, &r, 1);
-        if (r.req == NULL)
+        sts_net_progress(c.fix->net, &c.r, 1);
+        if (c.r.req == NULL)
             fail_msg("send ended (%s) while the receiver was only stopped",
-                     stb_plugin_result_str(r.result));
+                     stb_plugin_result_str(c.r.result));
         nanosleep(&nap, NULL);
     }
     fault_row("send to a stopped receiver", "still pending (no error)", start);
-    sts_peer_kill(&peer);
-    fault_expect_remote(fix, &r, "send to a receiver killed while stopped");
-    fault_end(fix, &link, &b);
+    sts_peer_kill(&c.peer);
+    fault_expect_remote(c.fix, &c.r, "send to a receiver killed while stopped");
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /* The peer closes its comms (a clean close) while our receive waits: it fails in time. */
 static void fault_peer_closes(void **state)
 {
-    func_fix_t *fix = *state;
-    sts_net_req_t r = {.result = ncclInProgress};
-    sts_net_link_t link;
-    sts_peer_t peer;
-    sts_net_buf_t b;
+    fault_case_t c;
 
-    func_start(fix, &peer, "close-early", 0, &link);
-    fault_recv_post(fix, &link, &b, &r);
-    fault_wait_ready(fix, &peer, &r, 1);
-    assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_GO, NULL, 0), 0);
-    fault_expect_remote(fix, &r, "receive pending when the peer closes its comms");
-    func_finish(&peer);
-    fault_end(fix, &link, &b);
+    fault_begin(state, "close-early", &c);
+    fault_recv_post(c.fix, &c.link, &c.b, &c.r);
+    fault_wait_ready(c.fix, &c.peer, &c.r, 1);
+    assert_int_equal(sts_ctl_send(c.peer.fd, STS_CTL_GO, NULL, 0), 0);
+    fault_expect_remote(c.fix, &c.r, "receive pending when the peer closes its comms");
+    func_finish(&c.peer);
+    fault_end(c.fix, &c.link, &c.b);
 }
 
 /* After a peer died, the plugin still connects to a new one (nothing global broke). */
