@@ -68,7 +68,9 @@ static ncclResult_t net_get_properties(int dev, ncclNetProperties_v11_t *props)
     props->port = p->port;
     props->latency = p->latency_us;
     props->maxComms = p->max_comms;
-    props->maxRecvs = p->max_recvs;
+    /* NCCL shares a send comm among ranks only when maxRecvs > 1; a comm where a waiting
+     * message holds back the ones behind it (tcp) must not be shared (transport.h). */
+    props->maxRecvs = p->tags_block ? 1 : p->max_recvs;
     props->netDeviceType = NCCL_NET_DEVICE_HOST;
     props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
     props->vProps.ndevs = 1;

@@ -33,12 +33,27 @@
  * later posts and tests on it return the same status (STRATA_ERR_TRUNCATED fails only
  * its receive).
  *
- * Matching. Sends and receives of one connection match in posting order. A receive groups
- * n <= max_recvs buffers with a tag each; an incoming send lands in the buffer of the
- * oldest incompletely matched receive whose tag equals the send's. A buffer may be larger
- * than the send (test reports the real size); a send larger than its buffer fails that
- * receive with STRATA_ERR_TRUNCATED and the comm stays usable. Every comm sustains
- * STT_MAX_REQUESTS receives and STT_MAX_SEND_REQUESTS sends in flight.
+ * Matching. A receive groups n <= max_recvs buffers with a tag each. Matching is per
+ * tag and in posting order: the k-th send of tag t on a connection lands in the k-th
+ * buffer of tag t the receiver posted (receives in posting order, a receive's buffers in
+ * index order). Several tags may share one connection and progress out of step, as
+ * NCCL's shared comms do (one send comm for the GPUs of a node that send to one peer,
+ * each with its own tag, maxRecvs > 1): a send whose buffer is not posted yet is never
+ * an error and is never lost or reordered within its tag. isend accepts it (a NULL
+ * request still means only "no free slot") and its request stays pending until a
+ * receive with its tag is posted and the data has moved; sends of other tags pass it.
+ * When a transport matches (ib and loop, as NCCL's IB transport: only against the oldest
+ * receive with an unmatched buffer; ucx and tcp: against any posted receive) changes
+ * when a request completes, never where data lands. A held send keeps its slot: a caller
+ * that posts STT_MAX_SEND_REQUESTS sends ahead of their receives gets NULL for the next.
+ * On a transport with props.tags_block set (tcp, a byte stream) a message whose buffer is
+ * not posted also holds back the messages behind it on the connection, so a receiver that
+ * waits for one of those before posting that buffer waits forever; the NCCL edge reports
+ * maxRecvs 1 for such a device, which keeps NCCL from sharing its comms (NCCL's own
+ * socket transport does the same). A buffer may be larger than the send (test reports
+ * the real size); a send larger than its buffer fails that receive with
+ * STRATA_ERR_TRUNCATED and the comm stays usable. Every comm sustains STT_MAX_REQUESTS
+ * receives and STT_MAX_SEND_REQUESTS sends in flight.
  *
  * Memory handles. reg_mr returns a handle for [data, data + size) on one comm;
  * isend/irecv/iflush take one per buffer, which must cover the buffer. A NULL handle (or
@@ -103,6 +118,8 @@ typedef struct stt_props {
     float latency_us;       /* one-way latency NCCL adds to its inter-node model, µs, >= 0 */
     int max_comms;          /* most send plus receive comms the device holds at once, > 0 */
     int max_recvs;          /* most buffers one irecv/iflush groups, 1..STT_MAX_RECVS */
+    int tags_block;         /* 1: a message whose receive is not posted holds back the later
+                               messages of its connection (tcp's byte stream); else 0 */
     size_t max_p2p_bytes;   /* largest message isend/irecv take on this device, > 0 */
     size_t max_coll_bytes;  /* largest message a collective hands one call (NCCL), > 0 */
 } stt_props_t;

@@ -41,6 +41,7 @@ static strata_status_t dev_open(int *count_p)
         dev->addr = nifs[i].addr;
         stt_netif_props_fill(&nifs[i], p);
         p->latency_us = STT_TCP_LATENCY_US;
+        p->tags_block = 1;       /* one byte stream per connection (tcp-protocol.md) */
         p->max_comms = STT_TCP_MAX_COMMS;
         p->max_p2p_bytes = STT_TCP_MAX_MSG_BYTES;
         p->max_coll_bytes = STT_TCP_MAX_COLL_BYTES;

@@ -68,6 +68,12 @@
  * straight into the user buffer, with the stage behind it in the same readv.
  */
 #define STT_TCP_STAGE_EAGER 4096u
+/*
+ * A receive comm whose next message waits for a receive with its tag, while
+ * other receives wait behind it, fails this long after the peer closed: the
+ * ib transport's grace for its closed side channel (STT_IB_EOF_GRACE_NS).
+ */
+#define STT_TCP_EOF_GRACE_NS (2000ull * 1000000ull)
 
 #define STT_TCP_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
 
@@ -195,6 +201,8 @@ typedef struct stt_tcp_recv {
     uint32_t stage_off;
     uint32_t stage_len;
     bool eof0;               /* the peer closed socket 0 between two messages */
+    uint64_t stall_closed_ns;  /* when the peer was seen closed while the next message
+                                  waits for a receive of its tag; 0: not */
     stt_slots_t slots;
     stt_tcp_rreq_t reqs[STT_TCP_RING];
     uint8_t *drain;          /* STT_TCP_DRAIN_BYTES, allocated at the first truncation */
@@ -212,15 +220,11 @@ static inline uint32_t stt_tcp_recv_staged(const stt_tcp_recv_t *rc)
 
 /*
  * True when a staged header could be matched right now (socket 0 is between
- * messages, a receive waits and the message queue has room): test() would
- * progress without reading a socket, so nobody may sleep on one.
+ * messages, a posted receive has an open buffer with its tag and the message
+ * queue has room): test() would progress without reading a socket, so nobody
+ * may sleep on one. tcp_recv.c.
  */
-static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
-{
-    return rc->conn.head.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
-           stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES && rc->post_head != rc->post_tail &&
-           rc->msg_tail - rc->msg_head < STT_TCP_MSGQ;
-}
+bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc);
 
 /* ------------------------------------------------------------------ tcp_conn.c */
 

@@ -120,6 +120,11 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
     return STRATA_OK;
 }
 
+int stt_tcp_hdr_tag(const uint8_t *buf)
+{
+    return (int32_t)stu_le_get32(buf + 8);
+}
+
 void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
                            uint64_t *off_p, uint64_t *len_p)
 {

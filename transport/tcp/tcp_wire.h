@@ -102,6 +102,8 @@ void stt_tcp_ack_encode(const stt_tcp_ack_t *ack, uint8_t *buf);
 strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, const char **why_p);
 
 void stt_tcp_hdr_encode(const stt_tcp_hdr_t *hdr, uint8_t *buf);
+/* The tag of an encoded header, read without validating it (for a matching look-ahead). */
+int stt_tcp_hdr_tag(const uint8_t *buf);
 strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
                                    stt_tcp_hdr_t *hdr_p, const char **why_p);
 
