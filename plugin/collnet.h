@@ -259,9 +259,10 @@ typedef struct stp_cn_comm {
     int nflights;
     unsigned pass;           /* walks over the flights, for stp_cn_link_t's marks */
     int moved;               /* the last stp_cn_exec_progress changed something */
-    /* waiting (collnet_idle.c): members on this host outnumber its cores, so a test() that
-     * finds nothing to do sleeps on the links' descriptors instead of spinning */
-    int oversubscribed;
+    /* waiting (collnet_idle.c): a test() that finds nothing to do sleeps on the links'
+     * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
+     * this host outnumber its cores) */
+    int poll_idle;
     int idle;                /* backoff runs: no progress since it started */
     sta_backoff_t backoff;
     struct pollfd *pfds;     /* [2 x nconn x STP_CN_POLL_FDS_PER_COMM], for the wait */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -305,19 +306,32 @@ static uint64_t cn_host_id(void)
     return stp_cn_host_id(host);
 }
 
-/* Do the members on this host outnumber its cores? Then test() waits instead of spinning. */
-static int cn_oversubscribed(const stp_cn_comm_t *c, const uint8_t *recs)
+/*
+ * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
+ * own: poll, spin, or auto: poll when the members on this host outnumber its cores.
+ */
+static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
 {
+    const char *mode = stu_param_str(STU_PARAM_COLLNET_WAIT);
     const uint64_t mine = cn_host_id();
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int here = 0;
+    int here = 0, poll;
 
     for (int p = 0; p < c->nranks; p++) {
         stp_cn_record_t r;
         if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) == STRATA_OK)
             here += r.host == mine;
     }
-    return ncpu > 0 && here > ncpu;
+    if (strcasecmp(mode, "poll") == 0)
+        poll = 1;
+    else if (strcasecmp(mode, "spin") == 0)
+        poll = 0;
+    else
+        poll = ncpu > 0 && here > ncpu;
+    STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
+             " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
+             c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");
+    return poll;
 }
 
 /* Step 3: the records of every member, in position order, into recs (nranks records). */
@@ -452,7 +466,7 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
     }
     if ((status = cn_decide(c, recs, &r0)) != STRATA_OK)
         goto out;
-    c->oversubscribed = cn_oversubscribed(c, recs);
+    c->poll_idle = cn_poll_idle(c, recs);
     status = stp_cn_select_build(c, &r0);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */
