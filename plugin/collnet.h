@@ -261,7 +261,7 @@ typedef struct stp_cn_comm {
     int moved;               /* the last stp_cn_exec_progress changed something */
     /* waiting (collnet_idle.c): a test() that finds nothing to do sleeps on the links'
      * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
-     * this host outnumber its cores) */
+     * this host take every core) */
     int poll_idle;
     int idle;                /* backoff runs: no progress since it started */
     sta_backoff_t backoff;
@@ -304,8 +304,8 @@ strata_status_t stp_cn_exec_progress(stp_cn_comm_t *c);
 strata_status_t stp_cn_exec_wait(stp_cn_comm_t *c, stp_cn_req_t *req, uint64_t deadline_ns);
 /*
  * test() found its request unfinished: after a progress call that moved nothing on a host
- * whose cores the members outnumber, waits on the links' descriptors (at most a few ms);
- * otherwise returns at once (collnet_idle.c).
+ * whose cores the members fill (or STRATA_COLLNET_WAIT=poll), waits on the links'
+ * descriptors (at most a few ms); otherwise returns at once (collnet_idle.c).
  */
 void stp_cn_exec_idle(stp_cn_comm_t *c);
 /* Releases the executor's scratch (closeColl). */

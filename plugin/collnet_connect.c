@@ -308,7 +308,9 @@ static uint64_t cn_host_id(void)
 
 /*
  * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
- * own: poll, spin, or auto: poll when the members on this host outnumber its cores.
+ * own: poll, spin, or auto: poll when the members on this host take every core (spinning
+ * heads would leave none to the kernel's network processing and the peers they wait for:
+ * 2 heads on 2 cores are faster polling, docs/benchmarks.md).
  */
 static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
 {
@@ -327,7 +329,7 @@ static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
     else if (strcasecmp(mode, "spin") == 0)
         poll = 0;
     else
-        poll = ncpu > 0 && here > ncpu;
+        poll = ncpu > 0 && here >= ncpu;
     STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
              " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
              c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");

@@ -271,7 +271,7 @@ ncclResult_t stp_cn_test(void *request, int *done, int *size)
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
     if (q->state != STP_CN_REQ_DONE) {
-        stp_cn_exec_idle(q->comm);      /* returns at once unless members outnumber cores */
+        stp_cn_exec_idle(q->comm);      /* returns at once unless it polls (collnet_idle.c) */
         return ncclSuccess;
     }
     *done = 1;

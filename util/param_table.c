@@ -215,7 +215,7 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_COLLNET_WAIT] = {"STRATA_COLLNET_WAIT", STU_PARAM_TYPE_STR, "auto",
         "what the CollNet's test() does when nothing moved: spin (return at once, as NCCL's"
         " proxy expects), poll (sleep on the connections' sockets, up to 2 ms), or auto (poll"
-        " when the members on this host outnumber its cores, else spin)",
+        " when the heads on this host take every core, else spin)",
         .choices = "auto|spin|poll"},
 };
 
