@@ -263,9 +263,6 @@ typedef struct stp_cn_comm {
      * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
      * this host take every core) */
     int poll_idle;
-    int oversubscribed;      /* ... and the members on this host outnumber its cores: the
-                                backoff blocks after 2 us instead of spinning 50 us and
-                                yielding 0.5 ms first (algos/ctx.c) */
     int idle;                /* backoff runs: no progress since it started */
     sta_backoff_t backoff;
     struct pollfd *pfds;     /* [2 x nconn x STP_CN_POLL_FDS_PER_COMM], for the wait */

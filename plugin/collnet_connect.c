@@ -312,7 +312,7 @@ static uint64_t cn_host_id(void)
  * heads would leave none to the kernel's network processing and the peers they wait for:
  * 2 heads on 2 cores are faster polling, docs/benchmarks.md).
  */
-static int cn_poll_idle(stp_cn_comm_t *c, const uint8_t *recs)
+static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
 {
     const char *mode = stu_param_str(STU_PARAM_COLLNET_WAIT);
     const uint64_t mine = cn_host_id();
@@ -330,7 +330,6 @@ static int cn_poll_idle(stp_cn_comm_t *c, const uint8_t *recs)
         poll = 0;
     else
         poll = ncpu > 0 && here >= ncpu;
-    c->oversubscribed = ncpu > 0 && here > ncpu;
     STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
              " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
              c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");

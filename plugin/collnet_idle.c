@@ -10,10 +10,9 @@
  * that spins uses up its share, and a peer woken behind spinners or compilers waits a
  * scheduler tick (~4 ms, docs/machines.md) or more per hop. There (=poll; auto picks it when
  * the members on this host take every core) test() waits as the collective library's
- * waits do (algos/ctx.c's backoff): after 50 us of spinning and 0.5 ms of yields without
- * progress, or after 2 us where the members outnumber the cores, it blocks in poll() on the
- * sockets of the connections that have requests in flight, for at most 2 ms, and returns to
- * NCCL; readiness wakes it at once.
+ * waits do where ranks outnumber cores (algos/ctx.c's backoff): after 2 us without progress
+ * it blocks in poll() on the sockets of the connections that have requests in flight, for at
+ * most 2 ms, and returns to NCCL; readiness wakes it at once.
  *
  * A comm whose poll_fds names nothing while it has requests in flight (staged bytes, ucx
  * events already waiting, a set too large) makes the wait a short nap instead: sleeping on
@@ -54,7 +53,9 @@ void stp_cn_exec_idle(stp_cn_comm_t *c)
     if (!c->idle) {
         /* the executor's own STRATA_TIMEOUT check names the late member; the backoff's
          * deadline is never reached first */
-        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, c->oversubscribed);
+        /* the backoff of ranks that outnumber the cores: block after 2 us (its spin and yield
+         * phases, 0.55 ms, lost to blocking at once side by side with 2 heads on 2 cores) */
+        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, 1);
         c->idle = 1;
     }
     int nfds = idle_fds(c);
