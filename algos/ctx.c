@@ -55,13 +55,18 @@ strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p)
     return STRATA_OK;
 }
 
-void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
+void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed)
 {
     b->start_ns = stu_time_ns();
-    b->deadline_ns = b->start_ns + ctx->timeout_ns;
+    b->deadline_ns = b->start_ns + timeout_ns;
     b->nap_ns = BACKOFF_NAP_MIN_NS;
     b->polls = 0;
-    b->oversubscribed = ctx->oversubscribed;
+    b->oversubscribed = oversubscribed;
+}
+
+void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
+{
+    sta_backoff_init(b, ctx->timeout_ns, ctx->oversubscribed);
 }
 
 int sta_backoff_spinning(const sta_backoff_t *b)

@@ -212,6 +212,11 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"
         " (slower; for tests of that path on machines without GPUs)",
         .min = 0, .max = 1},
+    [STU_PARAM_COLLNET_WAIT] = {"STRATA_COLLNET_WAIT", STU_PARAM_TYPE_STR, "auto",
+        "what the CollNet's test() does when nothing moved: spin (return at once, as NCCL's"
+        " proxy expects), poll (sleep on the connections' sockets, up to 2 ms), or auto (poll"
+        " when the heads on this host take every core, else spin)",
+        .choices = "auto|spin|poll"},
 };
 
 const stu_param_def_t *stu_param_def(stu_param_id_t id)
