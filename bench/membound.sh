@@ -12,7 +12,8 @@
 #   bench/membound.sh                                # build/, 2 ranks, 16M 64M 256M, 5 rounds
 #   MEMBOUND_BUILDS="build /tmp/base/build" MEMBOUND_ROUNDS=3 bench/membound.sh
 # Knobs: MEMBOUND_BUILDS (build), MEMBOUND_RANKS (2), MEMBOUND_SIZES (16M 64M 256M),
-# MEMBOUND_ROUNDS (5), MEMBOUND_ITERS (10 timed calls per size).
+# MEMBOUND_ROUNDS (5), MEMBOUND_ITERS (10 timed calls per size), MEMBOUND_CHECK (1: checked
+# calls per size, strata-perf -c; #wrong counts the wrong values).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,7 @@ RANKS=${MEMBOUND_RANKS:-2}
 read -r -a SIZES <<<"${MEMBOUND_SIZES:-16M 64M 256M}"
 ROUNDS=${MEMBOUND_ROUNDS:-5}
 ITERS=${MEMBOUND_ITERS:-10}
+CHECK=${MEMBOUND_CHECK:-1}
 RAW=$(mktemp)
 trap 'rm -f "$RAW"' EXIT
 
@@ -31,7 +33,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for b in "${BUILDS[@]}"; do
         for s in "${SIZES[@]}"; do
             "$b/bin/strata-run" -n "$RANKS" -- "$b/bin/strata-perf" -b "$s" -e "$s" \
-                -n "$ITERS" -w 2 -c 1 2>&1 | awk -v r="$r" -v b="$b" -v bw="$bw" \
+                -n "$ITERS" -w 2 -c "$CHECK" 2>&1 | awk -v r="$r" -v b="$b" -v bw="$bw" \
                 '/^ +[0-9]/ {print "round", r, "build", b, "bytes", $1, "us", $6, "wrong", $9, "membw", bw}' \
                 >>"$RAW"
         done
