@@ -372,13 +372,15 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
 }
 
 /*
- * One piece of the fused allreduce, two rounds. Round r: every rank copies its
- * piece of each other rank's block into its half r, and reduces the pieces of
- * its own block into its half r + 1 (free: every rank finished round r - 1,
- * or it would not have published r). Round r + 1: every rank copies every
- * block's reduced piece from its owner's half into dst.
+ * Round r of the fused allreduce, for piece t. Every rank copies its piece t of
+ * each other rank's block into its half r; slot `me` of that half already
+ * holds its own block's reduced piece t - 1 (written during round r - 1). Once
+ * every rank published r, each copies every block's reduced piece t - 1 out of
+ * its owner's half r into dst, and reduces piece t of its own block into slot
+ * `me` of its half r + 1 (free: every rank that published r finished r - 1).
+ * One round per piece and one more to copy the last piece out.
  */
-static strata_status_t node_allreduce_piece(sta_ctx_t *ctx, sta_node_t *node, const void *src,
+static strata_status_t node_allreduce_round(sta_ctx_t *ctx, sta_node_t *node, const void *src,
                                             void *dst, size_t count, strata_dtype_t dtype,
                                             strata_op_t op, size_t t, size_t piece, int stream)
 {
@@ -388,24 +390,18 @@ static strata_status_t node_allreduce_piece(sta_ctx_t *ctx, sta_node_t *node, co
 
     if ((status = node_scatter_in(ctx, node, src, count, esz, t, piece)) != STRATA_OK)
         return status;
-    node_reduce_piece(node, src, node_half(node, me, node->round + 1) + (size_t)me * piece * esz,
-                      count, dtype, op, t, piece, 0);
-    round_end(node);
-    if ((status = round_begin(ctx, node)) != STRATA_OK)
-        return status;
-    round_publish(node);
-    if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
-        return status;
-    for (int i = 0; i < L; i++) {
+    for (int i = 0; t > 0 && i < L; i++) {
         int k = (me + i) % L;   /* each rank starts at its own block: fewer readers per line */
         size_t off, len;
         sta_block(count, L, k, &off, &len);
-        size_t m = piece_len(len, t, piece);
-        char *to = (char *)dst + (off + t * piece) * esz;
-        const char *from = node_half(node, k, node->round) + (size_t)k * piece * esz;
+        size_t m = piece_len(len, t - 1, piece);
         if (m > 0)
-            node_copy_out(to, from, m * esz, stream);
+            node_copy_out((char *)dst + (off + (t - 1) * piece) * esz,
+                          node_half(node, k, node->round) + (size_t)k * piece * esz, m * esz,
+                          stream);
     }
+    node_reduce_piece(node, src, node_half(node, me, node->round + 1) + (size_t)me * piece * esz,
+                      count, dtype, op, t, piece, 0);
     round_end(node);
     return STRATA_OK;
 }
@@ -431,8 +427,8 @@ strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
     size_t rounds = (len0 + piece - 1) / piece;
     /* An output past the caches is not read again by this call: stream it to memory. */
     int stream = count * esz >= sta_reduce_nt_min_bytes();
-    for (size_t t = 0; t < rounds; t++)
-        if ((status = node_allreduce_piece(ctx, node, src, dst, count, dtype, op, t, piece,
+    for (size_t t = 0; t <= rounds; t++)
+        if ((status = node_allreduce_round(ctx, node, src, dst, count, dtype, op, t, piece,
                                            stream)) != STRATA_OK)
             return status;
     return STRATA_OK;

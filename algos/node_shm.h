@@ -58,11 +58,12 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
                                          size_t count, strata_dtype_t dtype, strata_op_t op);
 
 /*
- * Intra-node allreduce of any size (dst may equal src), piece by piece: each rank copies its
- * pieces of the other ranks' blocks into its slot, reduces its own block's pieces into its
- * other half, and every rank copies all reduced pieces into dst (with streaming stores when
- * the buffer outgrows the caches). Memory sees src read once and dst written once per rank;
- * the slots stay in cache.  t = 2·(n/c)·α_s + n/β_s + (L-1)/L·n/γ + n/β_s
+ * Intra-node allreduce of any size (dst may equal src), piece by piece, one round per piece:
+ * each rank copies its pieces of the other ranks' blocks into its slot, reduces its own
+ * block's piece into its other half, and in the next round every rank copies all reduced
+ * pieces into dst (with streaming stores when the buffer outgrows the caches). Memory sees
+ * src read once and dst written once per rank; the slots stay in cache.
+ *   t = (nL/c + 1)·α_s + n/β_s + (L-1)/L·n/γ + n/β_s
  */
 strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
                                    strata_dtype_t dtype, strata_op_t op);
