@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/net_stats.h"
 #include "plugin/plugin.h"
 #include "util/build_info.h"
 #include "util/log.h"
@@ -114,7 +115,9 @@ void stp_state_release(stp_ctx_t *ctx)
     }
     ctx->magic = 0;
     free(ctx);
+    stp_stats_finalize();
     if (state_refs > 0 && --state_refs == 0) {
+        stp_stats_reset();
         stt_fini(state_ops);
         state_ops = NULL;
         state_ndev = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugin/collnet_props.h"
+#include "plugin/net_stats.h"
 #include "plugin/plugin.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -107,6 +108,8 @@ static ncclResult_t net_connect(void *ctx, int dev, void *handle, void **send_co
     *send_comm = NULL;
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
+    if (comm != NULL)
+        stp_stats_open(comm, dev, true);
     if (send_dev_comm != NULL)
         *send_dev_comm = NULL;
     *send_comm = comm;
@@ -123,6 +126,8 @@ static ncclResult_t net_accept(void *listen_comm, void **recv_comm,
     *recv_comm = NULL;
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
+    if (comm != NULL)
+        stp_stats_open(comm, comm->dev, false);
     if (recv_dev_comm != NULL)
         *recv_dev_comm = NULL;
     *recv_comm = comm;
@@ -158,7 +163,12 @@ static ncclResult_t net_isend(void *send_comm, void *data, size_t size, int tag,
     NET_CHECK_ARG(send_comm != NULL && request != NULL, "NULL sendComm or request");
     strata_status_t status = stt_isend(send_comm, data, size, tag, mhandle, &req);
     *request = req;
-    return STU_LIKELY(status == STRATA_OK) ? ncclSuccess : stp_status_to_nccl(status);
+    if (STU_LIKELY(status == STRATA_OK)) {
+        stp_stats_post(send_comm, req != NULL);
+        return ncclSuccess;
+    }
+    stp_stats_error(send_comm);
+    return stp_status_to_nccl(status);
 }
 
 static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
@@ -172,7 +182,12 @@ static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes
     NET_CHECK_ARG(n >= 1 && n <= STT_MAX_RECVS, "n outside 1..maxRecvs");
     strata_status_t status = stt_irecv(recv_comm, n, data, sizes, tags, mhandles, &req);
     *request = req;
-    return STU_LIKELY(status == STRATA_OK) ? ncclSuccess : stp_status_to_nccl(status);
+    if (STU_LIKELY(status == STRATA_OK)) {
+        stp_stats_post(recv_comm, req != NULL);
+        return ncclSuccess;
+    }
+    stp_stats_error(recv_comm);
+    return stp_status_to_nccl(status);
 }
 
 static ncclResult_t net_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
@@ -195,11 +210,20 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
     NET_CHECK_ARG(request != NULL && done != NULL, "NULL request or done");
     stt_req_t *req = request;
     int n = req->nsizes;   /* read before test: a finished request is released */
+    const stt_comm_t *comm = req->comm;
     strata_status_t status = stt_test(req, &d, got);
     *done = d;
-    if (STU_UNLIKELY(status != STRATA_OK))
+    if (STU_UNLIKELY(status != STRATA_OK)) {
+        stp_stats_error(comm);
         return stp_status_to_nccl(status);
-    if (d && sizes != NULL) {
+    }
+    if (!d)
+        return ncclSuccess;
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += got[i];
+    stp_stats_done(comm, n, bytes);
+    if (sizes != NULL) {
         for (int i = 0; i < n; i++) {
             if (STU_UNLIKELY(got[i] > INT_MAX)) {
                 STU_WARN("test: %zu bytes do not fit NCCL's int size", got[i]);
@@ -213,15 +237,19 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
 
 static ncclResult_t net_close_send(void *send_comm)
 {
-    if (send_comm != NULL)
+    if (send_comm != NULL) {
+        stp_stats_close(send_comm);
         stt_close_send(send_comm);
+    }
     return ncclSuccess;
 }
 
 static ncclResult_t net_close_recv(void *recv_comm)
 {
-    if (recv_comm != NULL)
+    if (recv_comm != NULL) {
+        stp_stats_close(recv_comm);
         stt_close_recv(recv_comm);
+    }
     return ncclSuccess;
 }
 

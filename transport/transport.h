@@ -123,6 +123,8 @@ typedef struct stt_listen {
 typedef struct stt_comm {
     const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
     int dev;                /* the device it was connected or accepted on */
+    void *stats;            /* the layer above's per-comm counters (plugin/net_stats.h), set by
+                               it after connect/accept; transports never touch it */
 } stt_comm_t;
 
 /* Base of every request. */
