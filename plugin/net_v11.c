@@ -72,12 +72,52 @@ static ncclResult_t net_get_properties(int dev, ncclNetProperties_v11_t *props)
     props->maxRecvs = p->max_recvs;
     props->netDeviceType = NCCL_NET_DEVICE_HOST;
     props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-    props->vProps.ndevs = 1;
-    props->vProps.devs[0] = dev;
+    int members[STT_MAX_VDEV_MEMBERS];
+    int n = stp_state_vmembers(dev, members);
+    props->vProps.ndevs = n < NCCL_NET_MAX_DEVS_PER_NIC ? n : NCCL_NET_MAX_DEVS_PER_NIC;
+    for (int i = 0; i < props->vProps.ndevs; i++)
+        props->vProps.devs[i] = members[i];
     props->maxP2pBytes = p->max_p2p_bytes;
     props->maxCollBytes = p->max_coll_bytes;
     props->maxMultiRequestSize = 1;
     return ncclSuccess;
+}
+
+/* makeVDevice of v11 (up to NCCL_NET_MAX_DEVS_PER_NIC members) and v12 (up to 8). */
+static ncclResult_t net_make_vdev(int *d, int ndevs, const int *devs, int max)
+{
+    NET_CHECK_ARG(d != NULL, "d is NULL");
+    NET_CHECK_ARG(ndevs >= 2 && ndevs <= max, "vProps.ndevs outside 2..maxDevsPerNic");
+    int16_t rail, plane, plane0 = NCCL_NET_ID_UNDEF;
+    for (int i = 0; i < ndevs; i++) {
+        NET_CHECK_ARG(stp_state_props(devs[i]) != NULL, "vProps.devs names no device");
+        stp_cn_rail_plane(devs[i], &rail, &plane);
+        if (i == 0)
+            plane0 = plane;
+        if (plane != plane0) {
+            STU_WARN("makeVDevice: device %d is on plane %d, device %d on plane %d: devices of"
+                     " different planes are never fused", devs[0], plane0, devs[i], plane);
+            return stp_status_to_nccl(STRATA_ERR_UNSUPPORTED);
+        }
+    }
+    int vdev = -1;
+    strata_status_t status = stp_state_vdev_make(devs, ndevs, &vdev);
+    if (status != STRATA_OK)
+        return stp_status_to_nccl(status);
+    *d = vdev;
+    return ncclSuccess;
+}
+
+static ncclResult_t net_make_vdev_v11(int *d, ncclNetVDeviceProps_v11_t *props)
+{
+    NET_CHECK_ARG(props != NULL, "props is NULL");
+    return net_make_vdev(d, props->ndevs, props->devs, NCCL_NET_MAX_DEVS_PER_NIC);
+}
+
+static ncclResult_t net_make_vdev_v12(int *d, ncclNetVDeviceProps_v12_t *props)
+{
+    NET_CHECK_ARG(props != NULL, "props is NULL");
+    return net_make_vdev(d, props->ndevs, props->devs, NCCL_NET_MAX_DEVS_PER_NIC_V12);
 }
 
 static ncclResult_t net_listen(void *ctx, int dev, void *handle, void **listen_comm)
@@ -290,7 +330,7 @@ STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
     .closeListen = net_close_listen,
     .getDeviceMr = NULL,      /* host-memory transports have no device-side handle */
     .irecvConsumed = NULL,
-    .makeVDevice = NULL,      /* NULL tells NCCL 2.28 not to fuse NICs */
+    .makeVDevice = net_make_vdev_v11,   /* NCCL fuses per NCCL_NET_MERGE_LEVEL */
     .finalize = net_finalize,
     .setNetAttr = NULL,       /* optional; NCCL checks for NULL */
 };
@@ -322,7 +362,7 @@ STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
     .closeListen = net_close_listen,
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
-    .makeVDevice = NULL,
+    .makeVDevice = net_make_vdev_v12,
     .finalize = net_finalize,
     .setNetAttr = NULL,
 };

@@ -54,6 +54,21 @@ const stt_props_t *stp_state_props(int dev);
  */
 int stp_state_has_comm(uint64_t comm_id, int *ndev_p);
 
+/*
+ * makeVDevice: fuses devs[0..n-1] through the transport (which orders and checks
+ * them) and adds the virtual device to the state; its index in *dev_p. Refused
+ * (STRATA_ERR_UNSUPPORTED) under STRATA_NET_FUSE=off. The decision is logged:
+ * INFO with the members when fused, WARN with the reason when not.
+ */
+strata_status_t stp_state_vdev_make(const int *devs, int n, int *dev_p);
+
+/*
+ * The devices NCCL fused into dev with makeVDevice, into devs
+ * (STT_MAX_VDEV_MEMBERS entries); returns their number. A device NCCL did not
+ * fuse (an interface, or one STRATA_NET_FUSE fused at init) is its only member.
+ */
+int stp_state_vmembers(int dev, int *devs);
+
 /* True if ctx is a live context handed out by stp_state_acquire. */
 int stp_ctx_valid(const stp_ctx_t *ctx);
 

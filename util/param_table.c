@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/fuse.h"
 #include "util/name_filter.h"
 
 /* Timeouts in ms: a week is past any job's wall clock and keeps ms * 1e6 far from overflow. */
@@ -55,6 +56,19 @@ static strata_status_t param_check_stats(const char *value, char *why, size_t le
     if (bad == NULL)
         return STRATA_OK;
     snprintf(why, len, "%s", bad);
+    return STRATA_ERR_INVALID;
+}
+
+/* STRATA_NET_FUSE: util/fuse.h's syntax. */
+static strata_status_t param_check_fuse(const char *value, char *why, size_t len)
+{
+    stu_fuse_t f;
+    char what[128];
+
+    if (stu_fuse_parse(value, &f, what, sizeof(what)) == STRATA_OK)
+        return STRATA_OK;
+    snprintf(why, len, "auto, off, all or ';'-separated groups of 2..8 ','-separated device"
+             " names (wanted %s)", what);
     return STRATA_ERR_INVALID;
 }
 
@@ -238,6 +252,11 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " per connection: bytes, messages, errors, reconnects, time blocked on back-pressure;"
         " docs/multirail.md); %p becomes the process id, %h the host name; empty: none",
         .check = param_check_stats},
+    [STU_PARAM_NET_FUSE] = {"STRATA_NET_FUSE", STU_PARAM_TYPE_STR, "auto",
+        "virtual NICs (docs/multirail.md): auto (NCCL's makeVDevice decides), off (refuse"
+        " every fusion), all (fuse every tcp interface into one device), or groups such as"
+        " 'eth1,eth2;eth3,eth4' fused at init in place of their members",
+        .check = param_check_fuse},
 };
 
 const stu_param_def_t *stu_param_def(stu_param_id_t id)

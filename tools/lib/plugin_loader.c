@@ -388,6 +388,25 @@ ncclResult_t stb_plugin_props(stb_plugin_t *pl, int dev, stb_plugin_props_t *out
     return plugin_props(pl, dev, out);
 }
 
+ncclResult_t stb_plugin_make_vdev(stb_plugin_t *pl, int ndevs, const int *devs, int *vdev)
+{
+    if (ndevs < 0 || ndevs > STB_PLUGIN_MAX_VDEV_MEMBERS)
+        return ncclInvalidArgument;
+#if PLUGIN_HAVE_V12
+    if (pl->version == 12) {
+        ncclNetVDeviceProps_v12_t p = {.ndevs = ndevs};
+        memcpy(p.devs, devs, (size_t)ndevs * sizeof(int));
+        const ncclNet_v12_t *t = pl->table;
+        return t->makeVDevice != NULL ? t->makeVDevice(vdev, &p) : ncclInvalidUsage;
+    }
+#endif
+    if (pl->version < 11 || ndevs > NCCL_NET_MAX_DEVS_PER_NIC)
+        return ncclInvalidUsage;
+    ncclNetVDeviceProps_v11_t p = {.ndevs = ndevs};
+    memcpy(p.devs, devs, (size_t)ndevs * sizeof(int));
+    return V11(pl)->makeVDevice != NULL ? V11(pl)->makeVDevice(vdev, &p) : ncclInvalidUsage;
+}
+
 ncclResult_t stb_plugin_listen(stb_plugin_t *pl, int dev, void *handle, void **listen)
 {
     switch (pl->version) {

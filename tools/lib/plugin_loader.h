@@ -101,6 +101,14 @@ ncclResult_t stb_plugin_finalize(stb_plugin_t *plugin);
 
 ncclResult_t stb_plugin_devices(stb_plugin_t *plugin, int *ndev);
 ncclResult_t stb_plugin_props(stb_plugin_t *plugin, int dev, stb_plugin_props_t *props);
+/*
+ * makeVDevice: fuses devs[0..ndevs-1] into a new device, *vdev. v11 takes up to
+ * NCCL_NET_MAX_DEVS_PER_NIC (4) members, v12 up to 8; ncclInvalidUsage for a
+ * version without makeVDevice (v10 and older) or more members than it takes.
+ */
+#define STB_PLUGIN_MAX_VDEV_MEMBERS 8
+ncclResult_t stb_plugin_make_vdev(stb_plugin_t *plugin, int ndevs, const int *devs, int *vdev);
+
 /* handle: STB_PLUGIN_HANDLE_SIZE bytes, to carry to the peer. */
 ncclResult_t stb_plugin_listen(stb_plugin_t *plugin, int dev, void *handle, void **listen);
 ncclResult_t stb_plugin_connect(stb_plugin_t *plugin, int dev, void *handle, void **send);
