@@ -10,7 +10,12 @@
  *     receiver's two interfaces each carried at least a quarter of the bytes
  *     (striped and rotated messages use both rails; read from /proc/net/dev);
  *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
- *   - STRATA_NET_FUSE=off refuses makeVDevice.
+ *   - STRATA_NET_FUSE=off refuses makeVDevice;
+ *   - one member's link taken down in the middle of a stream (ip link set veth1
+ *     down in the sender's node) fails both ends' requests with an error within
+ *     STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang. Moving the
+ *     traffic to the surviving member (failover) is not done yet: this case
+ *     checks the detection path only (docs/multirail.md, "Failover").
  *
  * Needs root (namespaces); skips otherwise. Children report through their
  * exit status and a RESULT message; nothing outlives a test.
@@ -29,6 +34,7 @@
 #include "sts_net.h"
 #include "sts_proc.h"
 #include "sts_util.h"
+#include "util/time.h"
 
 #define VNIC_TIMEOUT_S 120.0
 #define VNIC_RAILS 2
@@ -39,7 +45,12 @@ static const size_t vnic_sizes[] = {0,         1,         4095,      4096,     6
                                     24 << 20,  100000,    300000,    8191,     4 << 20};
 #define VNIC_NSIZES ((int)(sizeof(vnic_sizes) / sizeof(vnic_sizes[0])))
 
-typedef enum { VNIC_MAKE, VNIC_FORCED, VNIC_FORBIDDEN } vnic_mode_t;
+typedef enum { VNIC_MAKE, VNIC_FORCED, VNIC_FORBIDDEN, VNIC_MEMBER_DOWN } vnic_mode_t;
+
+/* The member-down case: the user timeout it sets, and how long past it an error may take. */
+#define VNIC_DOWN_USER_TIMEOUT_MS "3000"
+#define VNIC_DOWN_BOUND_S 60.0
+#define VNIC_DOWN_MSG (4u << 20)
 
 typedef struct vnic_job {
     vnic_mode_t mode;
@@ -165,6 +176,43 @@ static int vnic_traffic(int ctl, stb_plugin_t *pl, void *comm, int receiver)
     return 0;
 }
 
+/*
+ * Streams VNIC_DOWN_MSG messages until a request fails: READY after the first one,
+ * then the parent takes a member down. Reports how the comm failed, or that it did not.
+ */
+static int vnic_stream_until_error(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+{
+    sts_net_buf_t b;
+    uint64_t deadline = sts_deadline(VNIC_DOWN_BOUND_S);
+    ncclResult_t failed = ncclSuccess;
+    int done = 0;
+
+    CHILD_CHECK(sts_net_buf_get(pl, &b, comm, VNIC_DOWN_MSG) == ncclSuccess, "buffer");
+    while (failed == ncclSuccess && !stu_deadline_passed(deadline)) {
+        sts_net_req_t req = {.result = ncclInProgress};
+        size_t size = VNIC_DOWN_MSG;
+        int tag = 6;
+        void *data = b.data;
+        failed = receiver ? sts_net_irecv_retry(pl, comm, 1, &data, &size, &tag, &b.mh, NULL, 0,
+                                                deadline, &req.req)
+                          : sts_net_isend_retry(pl, comm, b.data, size, tag, b.mh, NULL, 0,
+                                                deadline, &req.req);
+        if (failed != ncclSuccess)
+            break;
+        if (sts_net_wait_all(pl, &req, 1, deadline) != 0)
+            break;
+        failed = req.result;
+        if (failed == ncclSuccess && ++done == 1)
+            CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_READY, NULL, 0) == 0, "READY");
+    }
+    sts_net_buf_put(pl, &b);
+    CHILD_CHECK(failed != ncclSuccess, "no error within %.0f s of streaming (%d messages)",
+                VNIC_DOWN_BOUND_S, done);
+    sts_ctl_result(ctl, 0, "failed with %s after %d messages", stb_plugin_result_str(failed),
+                   done);
+    return 0;
+}
+
 static int vnic_child(void *arg, int ctl)
 {
     const vnic_job_t *job = arg;
@@ -178,7 +226,7 @@ static int vnic_child(void *arg, int ctl)
 
     CHILD_CHECK(stb_plugin_load(NULL, 11, 0, &pl, why, sizeof(why)) == STRATA_OK, "%s", why);
     CHILD_CHECK(stb_plugin_init(pl, 0x7653) == ncclSuccess, "init");
-    if (vnic_device(ctl, pl, job->mode, &dev) != 0)
+    if (vnic_device(ctl, pl, job->mode == VNIC_MEMBER_DOWN ? VNIC_MAKE : job->mode, &dev) != 0)
         return 1;
     if (job->mode == VNIC_FORBIDDEN) {
         stb_plugin_finalize(pl);
@@ -196,6 +244,15 @@ static int vnic_child(void *arg, int ctl)
                     "no handle from the parent");
         CHILD_CHECK(sts_net_connect_wait(pl, dev, handle, deadline, &comm) == ncclSuccess,
                     "connect");
+    }
+    if (job->mode == VNIC_MEMBER_DOWN) {
+        int rc = vnic_stream_until_error(ctl, pl, comm, job->receiver);
+        job->receiver ? stb_plugin_close_recv(pl, comm) : stb_plugin_close_send(pl, comm);
+        if (listen != NULL)
+            stb_plugin_close_listen(pl, listen);
+        stb_plugin_finalize(pl);
+        stb_plugin_unload(pl);
+        return rc;
     }
     if (vnic_traffic(ctl, pl, comm, job->receiver) != 0)
         return 1;
@@ -285,6 +342,14 @@ static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode)
         }
         assert_int_equal(sts_ctl_send(kids[1].fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
     }
+    if (mode == VNIC_MEMBER_DOWN) {
+        for (int k = 0; k < 2; k++)
+            if (sts_ctl_expect(kids[k].fd, STS_CTL_READY, NULL, 0, deadline) != 0) {
+                sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), sts_deadline(5.0));
+                fail_msg("%s never streamed: %s", k ? "sender" : "receiver", msg);
+            }
+        assert_int_equal(stb_netns_rail_link(&fix->net, 1, 1, 0), STRATA_OK);
+    }
     for (int k = 0; k < 2; k++) {
         int32_t status = sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), deadline);
         int code = sts_peer_wait(&kids[k], deadline);
@@ -312,12 +377,22 @@ static void vnic_forbidden(void **state)
     vnic_run(*state, VNIC_FORBIDDEN);
 }
 
+static void vnic_member_down_fails_bounded(void **state)
+{
+    unsetenv("STRATA_NET_FUSE");
+    setenv("STRATA_SOCKET_USER_TIMEOUT", VNIC_DOWN_USER_TIMEOUT_MS, 1);
+    vnic_run(*state, VNIC_MEMBER_DOWN);
+    setenv("STRATA_SOCKET_USER_TIMEOUT", "10000", 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(vnic_made_by_nccl, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_forced_by_param, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_forbidden, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_member_down_fails_bounded, vnic_setup,
+                                        vnic_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
  * so posting and releasing cost no allocation, lock or system call.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,6 +79,28 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     }
     *comm_p = &conn->head.base;
     return STRATA_OK;
+}
+
+void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err)
+{
+    char path[2 * STT_TCP_ADDR_STRLEN + 48] = "";
+
+    if (conn->nmembers > 1) {
+        stt_netif_addr_t local, peer;
+        socklen_t llen = sizeof(local), plen = sizeof(peer);
+        char ltext[STT_TCP_ADDR_STRLEN] = "?", ptext[STT_TCP_ADDR_STRLEN + 4] = "";
+        if (getsockname(conn->socks[j].fd, &local.sa, &llen) == 0)
+            stt_netif_addr_format(&local, ltext, sizeof(ltext));
+        /* a socket the kernel gave up on has no peer any more */
+        if (getpeername(conn->socks[j].fd, &peer.sa, &plen) == 0) {
+            memcpy(ptext, " -> ", 5);
+            stt_netif_addr_format(&peer, ptext + 4, sizeof(ptext) - 4);
+        }
+        snprintf(path, sizeof(path), " (virtual NIC member %d of %d, from %s%s)",
+                 j % conn->nmembers, conn->nmembers, ltext, ptext);
+    }
+    stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "%s on socket %d of %d%s: %s", what, j,
+                  conn->nsocks, path, strerror(err));
 }
 
 static void conn_close(stt_comm_t *comm, bool send, const char *call)

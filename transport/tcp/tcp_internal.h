@@ -266,6 +266,13 @@ static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
 strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
                                     int nmembers, const char *peer, stt_comm_t **comm_p);
 
+/*
+ * Fails the comm for an error err (errno) of socket j, in `what` ("send", "recv");
+ * on a virtual device's connection the message names the member and the socket's
+ * two addresses, so a lost rail is told apart from a dead peer.
+ */
+void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err);
+
 /* ------------------------------------------------------------------ the data path */
 
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */

@@ -59,8 +59,7 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
                       "peer closed socket %d of %d (process exited or closed the comm)", j,
                       rc->conn.nsocks);
     else
-        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
-                      rc->conn.nsocks, strerror(errno));
+        stt_tcp_conn_fail_sock(&rc->conn, j, "recv", errno);
     return READ_FAILED;
 }
 

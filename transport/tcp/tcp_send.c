@@ -42,8 +42,11 @@ static bool send_error_is_transient(stt_tcp_send_t *sc, int j, ssize_t r)
 {
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return true;
-    stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: %s", j,
-                  sc->conn.nsocks, r < 0 ? strerror(errno) : "no progress");
+    if (r < 0)
+        stt_tcp_conn_fail_sock(&sc->conn, j, "send", errno);
+    else
+        stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: no progress",
+                      j, sc->conn.nsocks);
     return false;
 }
 
