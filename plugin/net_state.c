@@ -72,6 +72,12 @@ static strata_status_t state_open(void)
     state_ops = ops;
     state_ndev = ndev;
     memset(state_vn, 0, sizeof(state_vn));
+    bool fuse = stt_can_fuse(ops) && strcmp(stu_param_str(STU_PARAM_NET_FUSE), "off") != 0;
+    stp_net_fusion_offer(fuse);
+    STU_INFO(STU_LOG_INIT | STU_LOG_NET, "makeVDevice %s (transport %s%s)",
+             fuse ? "offered to NCCL" : "not offered: NCCL will not fuse devices", stt_name(ops),
+             fuse ? " fuses devices" : stt_can_fuse(ops) ? ", STRATA_NET_FUSE=off"
+                                                        : " cannot fuse devices");
     state_log_devices();
     return STRATA_OK;
 }

@@ -310,7 +310,13 @@ static ncclResult_t net_finalize(void *ctx)
     return ncclSuccess;
 }
 
-STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
+/*
+ * NCCL (2.28-2.30) reads makeVDevice from these tables when it builds its topology,
+ * after init, and treats a failed fusion as fatal; a NULL pointer tells it not to fuse.
+ * So the tables are writable, and the first init offers fusion only when the transport
+ * can fuse and STRATA_NET_FUSE is not off (stp_net_fusion_offer).
+ */
+STU_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .name = STP_PLUGIN_NAME,
     .init = net_init,
     .devices = net_devices,
@@ -330,7 +336,7 @@ STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
     .closeListen = net_close_listen,
     .getDeviceMr = NULL,      /* host-memory transports have no device-side handle */
     .irecvConsumed = NULL,
-    .makeVDevice = net_make_vdev_v11,   /* NCCL fuses per NCCL_NET_MERGE_LEVEL */
+    .makeVDevice = NULL,      /* set by stp_net_fusion_offer at the first init */
     .finalize = net_finalize,
     .setNetAttr = NULL,       /* optional; NCCL checks for NULL */
 };
@@ -342,7 +348,7 @@ static ncclResult_t net_get_properties_v12(int dev, ncclNetProperties_v12_t *pro
 }
 
 /* v12's other types are v11's (include/nccl/net_v12.h), so the entry points are shared. */
-STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
+STU_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
     .name = STP_PLUGIN_NAME,
     .init = net_init,
     .devices = net_devices,
@@ -362,7 +368,13 @@ STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
     .closeListen = net_close_listen,
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
-    .makeVDevice = net_make_vdev_v12,
+    .makeVDevice = NULL,
     .finalize = net_finalize,
     .setNetAttr = NULL,
 };
+
+void stp_net_fusion_offer(bool on)
+{
+    ncclNetPlugin_v11.makeVDevice = on ? net_make_vdev_v11 : NULL;
+    ncclNetPlugin_v12.makeVDevice = on ? net_make_vdev_v12 : NULL;
+}

@@ -10,6 +10,7 @@
 #ifndef STP_PLUGIN_H
 #define STP_PLUGIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nccl/net.h"
@@ -68,6 +69,12 @@ strata_status_t stp_state_vdev_make(const int *devs, int n, int *dev_p);
  * fuse (an interface, or one STRATA_NET_FUSE fused at init) is its only member.
  */
 int stp_state_vmembers(int dev, int *devs);
+
+/*
+ * Sets the exported v11 and v12 tables' makeVDevice: NCCL fuses devices only when it
+ * is not NULL. Called by the first init, under the state's lock.
+ */
+void stp_net_fusion_offer(bool on);
 
 /* True if ctx is a live context handed out by stp_state_acquire. */
 int stp_ctx_valid(const stp_ctx_t *ctx);

@@ -377,13 +377,21 @@ static inline strata_status_t stt_make_vdev(const stt_ops_t *ops, const int *dev
     return ops->make_vdev(devs, n, vdev_p);
 }
 
+strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p);
+/* Whether the transport fuses devices at all (its make_vdev is not the stub). */
+static inline int stt_can_fuse(const stt_ops_t *ops)
+{
+    return ops->make_vdev != stt_no_make_vdev;
+}
+
 /* Shared "unsupported" operations, for ops a transport does not implement. */
 strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
                                      uint64_t offset, int fd, void **mh_p);
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
-strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p);
+/* stt_no_make_vdev is declared above, beside stt_can_fuse. */
+
 
 /*
  * The registry: an ordered, const table of every transport built in (which ones depends on

@@ -10,7 +10,8 @@
  *     receiver's two interfaces each carried at least a quarter of the bytes
  *     (striped and rotated messages use both rails; read from /proc/net/dev);
  *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
- *   - STRATA_NET_FUSE=off refuses makeVDevice;
+ *   - STRATA_NET_FUSE=off leaves makeVDevice NULL in the table (NCCL then never asks)
+ *     and a direct request is refused;
  *   - one member's link taken down in the middle of a stream (ip link set veth1
  *     down in the sender's node) fails both ends' requests with an error within
  *     STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang. Moving the
@@ -114,6 +115,11 @@ static int vnic_device(int ctl, stb_plugin_t *pl, vnic_mode_t mode, int *dev)
         return 0;
     }
     CHILD_CHECK(ndev == VNIC_RAILS, "%d devices, want one per rail (%d)", ndev, VNIC_RAILS);
+    /* What NCCL reads after init: a NULL makeVDevice means "do not fuse". */
+    const ncclNet_v11_t *table = stb_plugin_table(pl);
+    CHILD_CHECK((table->makeVDevice == NULL) == (mode == VNIC_FORBIDDEN),
+                "makeVDevice is %s under this STRATA_NET_FUSE",
+                table->makeVDevice ? "offered" : "NULL");
     CHILD_CHECK(stb_plugin_props(pl, 0, &m0) == ncclSuccess &&
                 stb_plugin_props(pl, 1, &m1) == ncclSuccess, "member props");
     int backwards[] = {1, 0}, forwards[] = {0, 1}, vdev = -1, again = -1;
