@@ -306,6 +306,8 @@ stp_cn_req_t *stp_cn_req_alloc(stp_cn_comm_t *c);
 
 /* collnet_select.c */
 /* This member's part of the agreement: its cost model and knobs. */
+/* STRATA_COLLNET_ALGO as an algorithm (auto, ring or recursive; anything else: auto, warned). */
+sta_algo_t stp_cn_forced_algo(void);
 strata_status_t stp_cn_record_local(stp_cn_record_t *r);
 /* Builds c->table from member 0's record and logs it at INFO. */
 strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0);

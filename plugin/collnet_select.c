@@ -20,11 +20,24 @@
 #define CN_CHUNK_MIN ((int64_t)4 << 10)
 #define CN_CHUNK_MAX ((int64_t)64 << 20)
 
+sta_algo_t stp_cn_forced_algo(void)
+{
+    const char *algo = stu_param_str(STU_PARAM_COLLNET_ALGO);
+    sta_algo_t forced = STA_ALGO_AUTO;
+
+    if (sta_algo_parse(algo, &forced) != STRATA_OK ||
+        (forced != STA_ALGO_AUTO && forced != STA_ALGO_RING && forced != STA_ALGO_RECURSIVE)) {
+        STU_WARN("collnet: STRATA_COLLNET_ALGO='%s' is not auto, ring or recursive; using auto",
+                 algo);
+        forced = STA_ALGO_AUTO;
+    }
+    return forced;
+}
+
 strata_status_t stp_cn_record_local(stp_cn_record_t *r)
 {
     sta_model_t model;
-    sta_algo_t forced = STA_ALGO_AUTO;
-    const char *algo = stu_param_str(STU_PARAM_COLLNET_ALGO);
+    sta_algo_t forced;
     int64_t chunk = stu_param_int(STU_PARAM_COLLNET_CHUNK);
 
     if (sta_model_load(&model) != STRATA_OK) {
@@ -33,12 +46,7 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
         sta_model_default(&model);
         sta_model_apply_env(&model);
     }
-    if (sta_algo_parse(algo, &forced) != STRATA_OK ||
-        (forced != STA_ALGO_AUTO && forced != STA_ALGO_RING && forced != STA_ALGO_RECURSIVE)) {
-        STU_WARN("collnet: STRATA_COLLNET_ALGO='%s' is not auto, ring or recursive; using auto",
-                 algo);
-        forced = STA_ALGO_AUTO;
-    }
+    forced = stp_cn_forced_algo();
     if (chunk < CN_CHUNK_MIN || chunk > CN_CHUNK_MAX) {
         STU_WARN("collnet: STRATA_COLLNET_CHUNK=%" PRId64 " is outside %" PRId64 "..%" PRId64
                  "; using %s", chunk, CN_CHUNK_MIN, CN_CHUNK_MAX,

@@ -37,6 +37,7 @@
 
 #include "algos/profile.h"
 #include "algos/rail.h"
+#include "plugin/collnet.h"
 #include "plugin/plugin.h"
 #include "plugin/tuner_cost.h"
 #include "util/log.h"
@@ -146,7 +147,7 @@ static ncclResult_t tuner_init(void **ctx, uint64_t comm_id, size_t nranks, size
     stp_tuner_mode_t mode;
     stp_tuner_shape_t shape;
     sta_model_t model;
-    sta_algo_t inter_forced = STA_ALGO_AUTO;
+    sta_algo_t inter_forced;
     stp_tuner_ctx_t *c;
     int ndev = 0;
 
@@ -178,8 +179,9 @@ static ncclResult_t tuner_init(void **ctx, uint64_t comm_id, size_t nranks, size
     shape.ppn = nvl != NULL && nvl->maxRanksPerNvlDomain >= 1
                     ? nvl->maxRanksPerNvlDomain : (int)((nranks + nnodes - 1) / nnodes);
     shape.nrails = sta_rail_count(shape.ppn, ndev > 0 ? ndev : 1, NULL);
-    /* The CollNet picks its schedule per size with the model (STRATA_ALGO is the library's
-     * knob, not the CollNet's), as the tuner prices it: inter_forced stays auto. */
+    /* The CollNet's inter-node schedule as it will run: the model's choice per size, or the
+     * one STRATA_COLLNET_ALGO forces (STRATA_ALGO is the library's knob, not the CollNet's). */
+    inter_forced = stp_cn_forced_algo();
     if (sta_model_load(&model) != STRATA_OK || (c = calloc(1, sizeof(*c))) == NULL) {
         STU_WARN("tuner: off for comm 0x%llx: the model could not be loaded (see above)",
                  (unsigned long long)comm_id);

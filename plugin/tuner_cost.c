@@ -68,8 +68,8 @@ strata_status_t stp_tuner_build(stp_tuner_t *t, stp_tuner_mode_t mode,
     if (chain_chunk < NCCL_TUNER_SIMPLE_GRAIN || sta_model_check(model) != STRATA_OK)
         return STRATA_ERR_INVALID;
     /* The CollNet's members: one per node, the library's algorithms over the net tier. */
-    sta_dims_t inter_dims = {.nranks = s->nnodes, .nnodes = s->nnodes, .local_size = 1,
-                             .nrails = 1, .contiguous = 1};
+    sta_dims_t inter_dims;
+    sta_dims_one_per_node(s->nnodes, &inter_dims);
     sta_select_t inter;
     if (sta_select_build(model, &inter_dims, inter_forced, &inter) != STRATA_OK)
         return STRATA_ERR_INVALID;

@@ -21,6 +21,7 @@
 #include "transport/base/slots.h"
 #include "transport/base/sock.h"
 #include "util/param.h"
+#include "util/time.h"
 
 /* A request type as a transport has one: the slot head first, its own fields after. */
 typedef struct test_req {
@@ -172,6 +173,7 @@ typedef struct script_attempt {
 static int script_steps_to_ready;       /* < 0: never ready */
 static strata_status_t script_fail_with;  /* returned by the step when not OK */
 static int script_live;                 /* attempts not freed */
+static int script_long_ago;             /* 1: attempts start long ago, past any deadline */
 static stt_comm_t script_comm = {.ops = &test_ops};
 
 static strata_status_t script_start(int dev, const void *h, const stt_conn_cfg_t *cfg,
@@ -179,7 +181,7 @@ static strata_status_t script_start(int dev, const void *h, const stt_conn_cfg_t
 {
     script_attempt_t *a = calloc(1, sizeof(*a));
     assert_non_null(a);
-    a->head.start_ns = 0;                /* long ago: past any deadline that is set */
+    a->head.start_ns = script_long_ago ? 0 : stu_time_ns();
     strcpy(a->head.peer, "scripted peer");
     script_live++;
     *state_p = &a->head;
@@ -224,8 +226,9 @@ static void test_connect_run(void **state)
     stt_comm_t *comm = &script_comm;
     void *slot;
 
-    setenv("STRATA_CONNECT_TIMEOUT", "0", 1);           /* no deadline */
+    unsetenv("STRATA_CONNECT_TIMEOUT");                 /* 30 s: never reached here */
     stu_param_reload();
+    script_long_ago = 0;
     script_handle(handle);
     script_steps_to_ready = 3;
     script_fail_with = STRATA_OK;
@@ -253,6 +256,7 @@ static void test_connect_run(void **state)
     /* Past STRATA_CONNECT_TIMEOUT: STRATA_ERR_TIMEOUT, freed and reset. */
     setenv("STRATA_CONNECT_TIMEOUT", "1", 1);
     stu_param_reload();
+    script_long_ago = 1;
     script_fail_with = STRATA_OK;
     script_steps_to_ready = -1;
     assert_int_equal(stt_connect_run(&script, 0, handle, NULL, &comm), STRATA_ERR_TIMEOUT);
