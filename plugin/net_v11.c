@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugin/collnet_props.h"
+#include "plugin/net_prof.h"
 #include "plugin/net_stats.h"
 #include "plugin/plugin.h"
 #include "util/compiler.h"
@@ -32,6 +33,7 @@ static ncclResult_t net_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
     NET_CHECK_ARG(ctx != NULL, "ctx is NULL");
     *ctx = NULL;   /* NCCL 2.28.9 calls finalize(ctx) even when init failed */
     stp_log_attach(log_fn);
+    stp_prof_attach(prof_fn);
     int tc = config != NULL ? config->trafficClass : STT_TRAFFIC_CLASS_UNDEF;
     status = stp_state_acquire(comm_id, tc, &c);
     if (status != STRATA_OK)
@@ -205,6 +207,8 @@ static ncclResult_t net_isend(void *send_comm, void *data, size_t size, int tag,
     *request = req;
     if (STU_LIKELY(status == STRATA_OK)) {
         stp_stats_post(send_comm, req != NULL);
+        if (req != NULL)
+            stp_prof_start(req, phandle, true, size);
         return ncclSuccess;
     }
     stp_stats_error(send_comm);
@@ -224,6 +228,12 @@ static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes
     *request = req;
     if (STU_LIKELY(status == STRATA_OK)) {
         stp_stats_post(recv_comm, req != NULL);
+        if (req != NULL) {
+            size_t posted = 0;
+            for (int i = 0; i < n; i++)
+                posted += sizes[i];
+            stp_prof_start(req, phandles != NULL ? phandles[0] : NULL, false, posted);
+        }
         return ncclSuccess;
     }
     stp_stats_error(recv_comm);
@@ -251,14 +261,17 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
     stt_req_t *req = request;
     int n = req->nsizes;   /* read before test: a finished request is released */
     const stt_comm_t *comm = req->comm;
+    void *ev = req->prof;
     strata_status_t status = stt_test(req, &d, got);
     *done = d;
     if (STU_UNLIKELY(status != STRATA_OK)) {
         stp_stats_error(comm);
+        stp_prof_stop(ev);
         return stp_status_to_nccl(status);
     }
     if (!d)
         return ncclSuccess;
+    stp_prof_stop(ev);
     uint64_t bytes = 0;
     for (int i = 0; i < n; i++)
         bytes += got[i];

@@ -134,6 +134,8 @@ typedef struct stt_req {
     int nsizes;             /* set at post: how many sizes test() reports (1 for a send, n for
                                a receive of n buffers, 0 for a flush), so a layer above copies
                                exactly that many */
+    void *prof;             /* the layer above's profiler event (plugin/net_prof.h), written
+                               by it after each post; transports never touch it */
 } stt_req_t;
 
 /*

@@ -5,7 +5,9 @@
  * message, in strata_net_stats_json while the comms are open (looked up with
  * dlsym as a tool does), and in the STRATA_STATS file the finalize writes.
  * A truncated receive counts one error on the receive comm; sends refused for
- * want of a slot leave blocked time on the send comm.
+ * want of a slot leave blocked time on the send comm. With a profiler handle on
+ * each post (as NCCL passes while a profiler wants net events), every request
+ * reports one start and one stop event in NCCL's socket shape.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "func_common.h"
+#include "nccl/profiler_net.h"
 #include "strata/net_stats.h"
 #include "util/file.h"
 
@@ -186,13 +189,25 @@ static void stats_backpressure(func_fix_t *fix, void *send, void *recv, size_t *
     free(reqs);
 }
 
+/* Opens the plugin (v11) and a loopback connection on device 0, both ends in this process. */
+static void stats_open_linked(func_fix_t *fix, sts_net_link_t *link)
+{
+    uint64_t handle[STB_PLUGIN_HANDLE_SIZE / 8];
+    void *listen = NULL;
+
+    assert_int_equal(func_open(fix, 11), 0);
+    assert_nccl_ok(stb_plugin_listen(fix->net, 0, handle, &listen));
+    assert_nccl_ok(stb_plugin_connect_accept(fix->net, 0, handle, listen,
+                                             sts_deadline(STATS_TIMEOUT_S), NULL, NULL,
+                                             &link->send, &link->recv));
+    assert_nccl_ok(stb_plugin_close_listen(fix->net, listen));
+}
+
 static void stats_counts_match(void **state)
 {
     func_fix_t fix;
     char dir[] = "/tmp/strata-stats-XXXXXX", path[128], file[160];
     sts_net_link_t link = {0};
-    uint64_t handle[STB_PLUGIN_HANDLE_SIZE / 8];
-    void *listen = NULL;
     size_t total, bp_bytes;
     int bp_msgs;
 
@@ -201,12 +216,7 @@ static void stats_counts_match(void **state)
     snprintf(path, sizeof(path), "%s/net-%%p.json", dir);
     snprintf(file, sizeof(file), "%s/net-%d.json", dir, (int)getpid());
     setenv("STRATA_STATS", path, 1);
-    assert_int_equal(func_open(&fix, 11), 0);
-    assert_nccl_ok(stb_plugin_listen(fix.net, 0, handle, &listen));
-    assert_nccl_ok(stb_plugin_connect_accept(fix.net, 0, handle, listen,
-                                             sts_deadline(STATS_TIMEOUT_S), NULL, NULL,
-                                             &link.send, &link.recv));
-    assert_nccl_ok(stb_plugin_close_listen(fix.net, listen));
+    stats_open_linked(&fix, &link);
 
     stats_traffic(&fix, link.send, link.recv, &total);
     char *doc = stats_live(&fix);
@@ -260,6 +270,36 @@ static void stats_counts_match(void **state)
     rmdir(dir);
 }
 
+/* Profiler net events: one start and one stop per request, socket descriptors, the bytes posted. */
+static void stats_profiler_events(void **state)
+{
+    func_fix_t fix;
+    sts_net_link_t link = {0};
+    size_t total;
+    stb_plugin_prof_t p;
+
+    (void)state;
+    stats_open_linked(&fix, &link);
+    stb_plugin_prof_record(1);
+    stats_traffic(&fix, link.send, link.recv, &total);
+    stb_plugin_prof_get(&p);
+    stb_plugin_prof_record(0);
+    assert_int_equal(p.starts, 2 * STATS_NMSG);
+    assert_int_equal(p.stops, 2 * STATS_NMSG);
+    assert_int_equal(p.sock_events, 2 * STATS_NMSG);
+    assert_int_equal(p.plugin_id, NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER);
+    assert_int_equal(p.bytes[1], total);
+    assert_int_equal(p.bytes[0], total);
+    assert_true(p.last_fd > 0);   /* the connection's telemetry id */
+    /* Without a profiler handle nothing is reported. */
+    stats_traffic(&fix, link.send, link.recv, &total);
+    stb_plugin_prof_get(&p);
+    assert_int_equal(p.starts, 0);
+    sts_net_link_close(fix.net, &link);
+    assert_nccl_ok(stb_plugin_finalize(fix.net));
+    stb_plugin_unload(fix.net);
+}
+
 /* Without STRATA_STATS nothing is written; a bad value fails init naming the variable. */
 static void stats_param_checked(void **state)
 {
@@ -284,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stats_counts_match),
         cmocka_unit_test(stats_param_checked),
+        cmocka_unit_test(stats_profiler_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,22 @@ ncclResult_t stb_plugin_connect_accept(stb_plugin_t *plugin, int dev, void *hand
                                        int (*give_up)(void *arg), void *arg, void **send,
                                        void **recv);
 
+/*
+ * Profiler net events (v10+): stb_plugin_prof_record(1) makes isend and irecv pass a
+ * profiler handle, as NCCL does while a profiler wants net events, and counts the
+ * events the plugin reports for it through init's callback (reset at each call);
+ * stb_plugin_prof_get copies the counts. Process-wide, like the WARN counter.
+ */
+typedef struct stb_plugin_prof {
+    int starts, stops;
+    int sock_events;            /* starts with a socket descriptor (ncclProfileSocket) */
+    int64_t plugin_id;          /* of the last start */
+    uint64_t bytes[2];          /* lengths of started receives [0] and sends [1] */
+    int last_fd;
+} stb_plugin_prof_t;
+void stb_plugin_prof_record(int on);
+void stb_plugin_prof_get(stb_plugin_prof_t *out);
+
 /* WARN lines the plugin logged through the loader's logger since the process started. */
 int stb_plugin_warnings(void);
 
