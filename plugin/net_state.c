@@ -99,6 +99,8 @@ strata_status_t stp_state_acquire(uint64_t comm_id, int traffic_class, stp_ctx_t
         ctx->traffic_class = traffic_class;
         ctx->next = state_ctxs;
         state_ctxs = ctx;
+    } else if (state_refs == 0) {
+        stu_param_release();   /* a failed first init holds nothing: no heap left behind */
     }
     pthread_mutex_unlock(&state_lock);
     if (status != STRATA_OK) {
@@ -116,8 +118,15 @@ int stp_ctx_valid(const stp_ctx_t *ctx)
 
 void stp_state_release(stp_ctx_t *ctx)
 {
-    if (!stp_ctx_valid(ctx))
+    if (!stp_ctx_valid(ctx)) {
+        /* NCCL's finalize after a failed init (ctx NULL): with no live context, drop what
+         * the failure path read (the parameters its messages consulted) before a dlclose */
+        pthread_mutex_lock(&state_lock);
+        if (state_refs == 0)
+            stu_param_release();
+        pthread_mutex_unlock(&state_lock);
         return;
+    }
     pthread_mutex_lock(&state_lock);
     for (stp_ctx_t **pp = &state_ctxs; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == ctx) {

@@ -234,6 +234,7 @@ static void tuner_optout_env(void **state)
     t_env("7", 9, 1.25);
     t_open(&c, 0);
     assert_int_not_equal(stb_plugin_init(c.net, T_COMM_ID), ncclSuccess);
+    assert_int_equal(stb_plugin_finalize(c.net), ncclSuccess);   /* as NCCL does after it */
     assert_null(t_init(&c, 0, T_COMM_ID, 4, 8));
     t_close(&c);
 }
