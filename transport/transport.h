@@ -94,6 +94,7 @@ extern "C" {
 #define STT_MAX_RECVS 8          /* buffers per grouped receive */
 #define STT_MAX_REQUESTS 32      /* receives in flight per comm (NCCL_NET_MAX_REQUESTS) */
 #define STT_MAX_SEND_REQUESTS (STT_MAX_REQUESTS * STT_MAX_RECVS)
+#define STT_MAX_VDEV_MEMBERS 8   /* devices one virtual device fuses (NCCL v12's ndevs bound) */
 
 /* Memory types, bit values equal to NCCL_PTR_*. */
 #define STT_PTR_HOST 0x1
@@ -140,6 +141,8 @@ typedef struct stt_listen {
 typedef struct stt_comm {
     const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
     int dev;                /* the device it was connected or accepted on */
+    void *stats;            /* the layer above's per-comm counters (plugin/net_stats.h), set by
+                               it after connect/accept; transports never touch it */
 } stt_comm_t;
 
 /* Base of every request. */
@@ -148,6 +151,8 @@ typedef struct stt_req {
     int nsizes;             /* set at post: how many sizes test() reports (1 for a send, n for
                                a receive of n buffers, 0 for a flush), so a layer above copies
                                exactly that many */
+    void *prof;             /* the layer above's profiler event (plugin/net_prof.h), written
+                               by it after each post; transports never touch it */
 } stt_req_t;
 
 /*
@@ -274,6 +279,19 @@ struct stt_ops {
      * Never blocks; the caller polls the descriptors, then calls test().
      */
     int (*poll_fds)(stt_comm_t *comm, struct pollfd *fds, int max);
+
+    /*
+     * Between init and fini: fuses devs[0..n-1] (2..STT_MAX_VDEV_MEMBERS distinct
+     * physical devices, in any order: the transport orders the members itself, the
+     * same way in every process, tcp by interface name) into one virtual device and
+     * returns its index in *vdev_p; devices() counts it from then on, until the last
+     * fini. The same members give the same index again.
+     * A comm on a virtual device carries each message over its members (the transport
+     * says how: docs/multirail.md); listen and connect take it like any device.
+     * Errors: STRATA_ERR_UNSUPPORTED (this transport cannot fuse, or not these
+     * devices: logged with why), STRATA_ERR_NO_RESOURCE (no room for another device).
+     */
+    strata_status_t (*make_vdev)(const int *devs, int n, int *vdev_p);
 };
 
 /*
@@ -372,6 +390,18 @@ static inline int stt_poll_fds(stt_comm_t *c, struct pollfd *fds, int max)
 {
     return c->ops->poll_fds(c, fds, max);
 }
+static inline strata_status_t stt_make_vdev(const stt_ops_t *ops, const int *devs, int n,
+                                            int *vdev_p)
+{
+    return ops->make_vdev(devs, n, vdev_p);
+}
+
+strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p);
+/* Whether the transport fuses devices at all (its make_vdev is not the stub). */
+static inline int stt_can_fuse(const stt_ops_t *ops)
+{
+    return ops->make_vdev != stt_no_make_vdev;
+}
 
 /* Shared "unsupported" operations, for ops a transport does not implement. */
 strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
@@ -379,6 +409,8 @@ strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+/* stt_no_make_vdev is declared above, beside stt_can_fuse. */
+
 
 /*
  * The registry: an ordered, const table of every transport built in (which ones depends on

@@ -66,6 +66,8 @@ typedef enum stu_param_id {
     STU_PARAM_JOB_SECRET,
     STU_PARAM_JOB_SECRET_FILE,
     STU_PARAM_JOB_SECRET_FD,
+    STU_PARAM_STATS,
+    STU_PARAM_NET_FUSE,
     STU_PARAM_COUNT
 } stu_param_id_t;
 

@@ -63,15 +63,14 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
                       "peer closed socket %d of %d (process exited or closed the comm)", j,
                       rc->conn.nsocks);
     else
-        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
-                      rc->conn.nsocks, strerror(errno));
+        stt_tcp_conn_fail_sock(&rc->conn, j, "recv", errno);
     return READ_FAILED;
 }
 
 static void recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
                       uint64_t *off_p, uint64_t *len_p)
 {
-    stt_tcp_stripe_locate(m->size, m->flags, rc->conn.nsocks, j, off_p, len_p);
+    stt_tcp_stripe_locate(m->size, m->flags, m->rot, rc->conn.nsocks, j, off_p, len_p);
 }
 
 /* Where the next bytes of socket j's part of m go, and how many fit there. */
@@ -166,6 +165,7 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
         rc->post_head++;
     rc->msgs[rc->msg_tail % STT_TCP_MSGQ] = (stt_tcp_msg_t){
         .size = hdr.size, .slot = slot, .buf = (uint8_t)buf, .flags = (uint8_t)hdr.flags,
+        .rot = (uint8_t)(hdr.seq % (uint32_t)rc->conn.nsocks),
         .discard = discard};
     rc->msg_tail++;
     rc->conn.seq++;
@@ -296,7 +296,7 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
     }
 }
 
-/* Socket j > 0: piece j of every matched striped message. */
+/* Socket j > 0: piece j of every matched striped message, or a rotated one. */
 static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
 {
     stt_tcp_cursor_t *cur = &rc->conn.socks[j];
