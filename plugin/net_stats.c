@@ -93,7 +93,9 @@ void stp_stats_close(stt_comm_t *comm)
     if (s->dev >= 0 && s->dev < STATS_MAX_DEVS)
         stats_fold(&stats_devs[s->dev], s);
     s->closed = true;
-    if (stats_nclosed < STP_STATS_MAX_CLOSED) {
+    /* entries of closed comms only for a dump that was asked for (STRATA_STATS): a job that
+     * never reads them keeps no memory per connection it has closed */
+    if (stats_nclosed < STP_STATS_MAX_CLOSED && stu_param_str(STU_PARAM_STATS)[0] != '\0') {
         s->next = stats_closed;
         stats_closed = s;
         stats_nclosed++;

@@ -15,8 +15,9 @@
  *
  * The registry of records takes a mutex at open and close (off the data path)
  * and while a reader walks it. A closed comm's counters stay: in its device's
- * totals always, and as a connection entry for the first STP_STATS_MAX_CLOSED
- * closed comms; the last finalize dumps and then forgets everything.
+ * totals always, and, when STRATA_STATS names a file, as a connection entry
+ * for the first STP_STATS_MAX_CLOSED closed comms; the last finalize dumps and
+ * then forgets everything.
  */
 #ifndef STP_NET_STATS_H
 #define STP_NET_STATS_H
