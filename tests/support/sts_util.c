@@ -168,6 +168,22 @@ long long sts_heap_in_use(void)
 #endif
 }
 
+long long sts_rss_bytes(void)
+{
+#if STS_SANITIZED
+    return -1;
+#else
+    long long size = 0, resident = -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%lld %lld", &size, &resident) != 2)
+        resident = -1;
+    fclose(f);
+    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+#endif
+}
+
 const char *sts_job_secret_export(void)
 {
     static char text[65];

@@ -63,6 +63,13 @@ int sts_socket_count(int except);
  */
 long long sts_heap_in_use(void);
 
+/*
+ * Resident memory of this process in bytes (/proc/self/statm), or -1 when the
+ * number is not meaningful (under AddressSanitizer, whose quarantine keeps up
+ * to 256 MiB of freed memory resident) or cannot be read.
+ */
+long long sts_rss_bytes(void);
+
 /* Timeout multiplier from STS_TIMEOUT_SCALE (default 1; sanitizer builds set more). */
 double sts_timeout_scale(void);
 
