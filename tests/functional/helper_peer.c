@@ -455,7 +455,7 @@ static int scenario_cycles(peer_t *p, int n)
         if (rc != 0)
             return rc;
     }
-    fds_after = sts_fd_count();
+    fds_after = sts_fd_count_settle(fds_before, p->deadline);
     if (fds_after != fds_before)
         return peer_fail(p, "%d descriptors before %d connect/close cycles, %d after",
                          fds_before, n, fds_after);
@@ -512,6 +512,30 @@ static int scenario_inflight(peer_t *p)
     return rc;
 }
 
+static int scenario_send_close(peer_t *p)
+{
+    sts_net_link_t link;
+    int rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    /* GO: the test's side of the link is up too (a link closed before it is, fails it). */
+    if (sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        rc = peer_fail(p, "no GO from the test");
+    for (int i = 0; i < PEER_CLOSED_COUNT && rc == 0; i++) {
+        sts_net_buf_t b;
+        if ((rc = buf_get(p, &b, link.send, peer_closed_size(i))) != 0)
+            break;
+        sts_pattern_fill(b.data, b.size, peer_closed_seed(i));
+        rc = send_one(p, link.send, &b, b.size, 0);
+        sts_net_buf_put(p->net, &b);
+    }
+    sts_net_link_close(p->net, &link);
+    if (rc == 0 && sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0) != 0)
+        rc = peer_fail(p, "READY: the control socket failed");
+    return rc;
+}
+
 static int run(peer_t *p, const char *scenario, int arg)
 {
     if (strcmp(scenario, "echo-matrix") == 0)
@@ -534,6 +558,8 @@ static int run(peer_t *p, const char *scenario, int arg)
         return scenario_cycles(p, arg);
     if (strcmp(scenario, "inflight") == 0)
         return scenario_inflight(p);
+    if (strcmp(scenario, "send-close") == 0)
+        return scenario_send_close(p);
     if (strcmp(scenario, "tags-shared") == 0)
         return scenario_tags_shared(p);
     if (strcmp(scenario, "listen-die") == 0)

@@ -48,6 +48,9 @@
  *   inflight                 link; both sides post requests that cannot all
  *                            complete, swap READY, then close everything
  *                            while requests are in flight
+ *   send-close               link; after GO the peer sends PEER_CLOSED_COUNT
+ *                            small messages one after the other (each to
+ *                            local completion), closes its link, says READY
  *   listen-die               the peer listens, sends its handle and READY,
  *                            waits to be killed (the test connects after)
  *   close-early              link; READY; after GO the peer closes both comms
@@ -131,5 +134,11 @@ static inline uint32_t peer_many_seed(int k) { return 500u + (uint32_t)k; }
 #define PEER_INFLIGHT_SMALL PEER_MiB
 #define PEER_INFLIGHT_NSMALL_RECV 7
 #define PEER_INFLIGHT_NSMALL_SEND 3
+
+/* send-close: message i, tag 0; all under PEER_CLOSED_MAX. */
+#define PEER_CLOSED_COUNT 8
+#define PEER_CLOSED_MAX (2 * PEER_KiB)
+static inline size_t peer_closed_size(int i) { return 1 + 251 * (size_t)i; }
+static inline uint32_t peer_closed_seed(int i) { return 0xc105u + (uint32_t)i; }
 
 #endif /* PEER_SCENARIOS_H */

@@ -106,7 +106,7 @@ static void fault_send_push(func_fix_t *fix, sts_peer_t *peer, sts_net_link_t *l
 static void fault_end(func_fix_t *fix, sts_net_link_t *link, sts_net_buf_t *b)
 {
     func_buf_dereg(fix, b);
-    sts_net_link_close(fix->net, link);
+    func_link_close(fix, link);
     func_buf_put(fix, b);
 }
 
@@ -249,11 +249,11 @@ static void fault_survivor_reconnects(void **state)
     func_start(fix, &peer, "stall-idle", 0, &link);
     fault_wait_ready(fix, &peer, NULL, 0);
     sts_peer_kill(&peer);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
 
     func_start(fix, &peer, "echo-smoke", 0, &link);
     func_echo(fix, &peer, &link, peer_smoke, PEER_COUNT(peer_smoke));
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_finish(&peer);
 }
 

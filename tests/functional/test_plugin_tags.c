@@ -126,7 +126,7 @@ static void tags_shared_comm(void **state)
                 fail_msg("tag %d step %d: holds another message's data", peer_tags_tag(t), s);
         }
     func_buf_put(fix, &b);
-    sts_net_link_close(fix->net, &link);
+    func_link_close(fix, &link);
     func_finish(&peer);
 }
 

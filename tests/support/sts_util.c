@@ -127,6 +127,15 @@ int sts_fd_count(void)
     return n - 1; /* the directory stream's own descriptor */
 }
 
+int sts_fd_count_settle(int most, uint64_t deadline)
+{
+    int n;
+
+    while ((n = sts_fd_count()) > most && !stu_deadline_passed(deadline))
+        sts_relax();
+    return n;
+}
+
 int sts_socket_count(int except)
 {
     DIR *dir = opendir("/proc/self/fd");

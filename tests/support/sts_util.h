@@ -45,6 +45,13 @@ int sts_guard_ok(const void *buf, size_t size);
 
 /* Open descriptors of this process (entries of /proc/self/fd), -1 on error. */
 int sts_fd_count(void);
+/*
+ * Waits until at most `most` descriptors are open or deadline (stu_time_ns)
+ * passes; returns the last count. A transport may finish a close in the
+ * background (ucx: a send comm whose flush waits for the peer), so a count
+ * taken right after closing can be high for a moment.
+ */
+int sts_fd_count_settle(int most, uint64_t deadline);
 
 /* Sockets among this process's descriptors, not counting `except` (-1: none excepted). */
 int sts_socket_count(int except);
