@@ -231,16 +231,22 @@ static void stats_counts_match(void **state)
     assert_non_null(strstr(doc, "\"state\":\"open\""));
     free(doc);
 
-    stats_truncate(&fix, link.send, link.recv);
+    /* A truncated message fails its receive on tcp and ucx, the sender's side seeing a
+     * whole send; the ib transport, as NCCL's, fails the send too (it learns the receive's
+     * size from the clear-to-send slot), so its counts differ: that case is the others'. */
+    const char *xport = getenv("STRATA_TRANSPORT");
+    const int trunc = xport == NULL || strcmp(xport, "ib") != 0;
+    if (trunc)
+        stats_truncate(&fix, link.send, link.recv);
     stats_backpressure(&fix, link.send, link.recv, &bp_bytes, &bp_msgs);
     doc = stats_live(&fix);
     assert_int_equal(stats_conn_find(doc, "send", &s), 0);
     assert_int_equal(stats_conn_find(doc, "recv", &r), 0);
-    assert_int_equal(r.errors, 1);
+    assert_int_equal(r.errors, trunc);
     assert_int_equal(s.errors, 0);
     /* the truncated message: sent whole, its receive failed (not counted as received) */
-    assert_int_equal(s.msgs, STATS_NMSG + 1 + bp_msgs);
-    assert_int_equal(s.bytes, total + 2 + bp_bytes);
+    assert_int_equal(s.msgs, STATS_NMSG + trunc + bp_msgs);
+    assert_int_equal(s.bytes, total + 2 * trunc + bp_bytes);
     assert_int_equal(r.msgs, STATS_NMSG + bp_msgs);
     assert_int_equal(r.bytes, total + bp_bytes);
     assert_true(s.blocked_ns > 0);
@@ -257,13 +263,13 @@ static void stats_counts_match(void **state)
                      STRATA_OK);
     if (stats_conn_find(written, "send", &s) != 0 || stats_conn_find(written, "recv", &r) != 0)
         fail_msg("no single send and receive connection in %s", written);
-    assert_int_equal(s.bytes, total + 2 + bp_bytes);
+    assert_int_equal(s.bytes, total + 2 * trunc + bp_bytes);
     assert_int_equal(r.bytes, total + bp_bytes);
     assert_null(strstr(written, "\"state\":\"open\""));
     /* The device totals are the two comms' sums. */
-    assert_int_equal(stats_field(written, "bytes_sent"), total + 2 + bp_bytes);
+    assert_int_equal(stats_field(written, "bytes_sent"), total + 2 * trunc + bp_bytes);
     assert_int_equal(stats_field(written, "bytes_recv"), total + bp_bytes);
-    assert_int_equal(stats_field(written, "errors"), 1);
+    assert_int_equal(stats_field(written, "errors"), trunc);
     assert_int_equal(stats_field(written, "comms"), 2);
     free(written);
     unlink(file);
