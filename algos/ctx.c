@@ -20,10 +20,15 @@
  * at all when ranks outnumber cores.
  */
 #define BACKOFF_SPIN_NS 50000ull           /* 50 µs: about 10 busy-polled hops */
-#define BACKOFF_SPIN_OVERSUB_NS 2000ull    /* 2 µs when oversubscribed */
+/*
+ * Oversubscribed, no spin at all and 20 µs of yields before blocking on a futex: 4 ranks on
+ * 2 cores, 8 B-4 KiB allreduce, medians of 5-7 interleaved runs at load average 12-14
+ * (docs/benchmarks.md): 6-8 µs per call; a spin of 0.5-2 µs first made it 30-50 µs, and 100 µs
+ * of yields (a peer on our core gets its turn, but so does every other process) 18-32 µs.
+ */
+#define BACKOFF_SPIN_OVERSUB_NS 0ull
 #define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */
-#define BACKOFF_YIELD_OVERSUB_NS 100000ull /* oversubscribed, before blocking on a futex: 0.1 ms
-                                              of yields lets a peer on this core finish a round */
+#define BACKOFF_YIELD_OVERSUB_NS 20000ull
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
 #define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
 #define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
@@ -55,13 +60,18 @@ strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p)
     return STRATA_OK;
 }
 
-void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
+void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed)
 {
     b->start_ns = stu_time_ns();
-    b->deadline_ns = b->start_ns + ctx->timeout_ns;
+    b->deadline_ns = b->start_ns + timeout_ns;
     b->nap_ns = BACKOFF_NAP_MIN_NS;
     b->polls = 0;
-    b->oversubscribed = ctx->oversubscribed;
+    b->oversubscribed = oversubscribed;
+}
+
+void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
+{
+    sta_backoff_init(b, ctx->timeout_ns, ctx->oversubscribed);
 }
 
 int sta_backoff_spinning(const sta_backoff_t *b)

@@ -67,6 +67,8 @@ typedef struct sta_backoff {
 } sta_backoff_t;
 
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
+/* The same without a context: the wait's deadline and whether ranks outnumber the cores. */
+void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
 /* True while the backoff is still in its spin phase (the next step returns at once). */

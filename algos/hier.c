@@ -55,6 +55,8 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
         return status;
     if (ctx->nnodes == 1 && count * esz <= STA_NODE_SMALL_BYTES)
         return sta_node_allreduce_small(ctx, src, dst, count, dtype, op);   /* one round */
+    if (ctx->nnodes == 1)
+        return sta_node_allreduce(ctx, src, dst, count, dtype, op);   /* no net phase between */
     if ((status = sta_node_reduce_scatter(ctx, src, dst, count, dtype, op)) != STRATA_OK)
         return status;
     if (ctx->nnodes > 1) {

@@ -44,6 +44,7 @@ struct sta_node {
     int me;
     int nlocal;
     uint64_t round;
+    uint64_t all_written;   /* every local rank's written counter is known to be at least this */
 };
 
 _Static_assert(sizeof(node_ctl_t) == 3 * NODE_LINE, "node_ctl_t layout");
@@ -155,6 +156,12 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
     sta_backoff_t b;
     int k = lo;
 
+    /* Most waits are already satisfied: no clock read for them. */
+    while (k < hi && __atomic_load_n(use_done ? &node->ctl[k].done : &node->ctl[k].written,
+                                     __ATOMIC_ACQUIRE) >= target)
+        k++;
+    if (k == hi)
+        return STRATA_OK;
     sta_backoff_start(&b, ctx);
     uint64_t next_check = b.start_ns + NODE_LIVENESS_NS;   /* no syscall on a short wait */
     while (k < hi) {
@@ -183,10 +190,15 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
     return STRATA_OK;
 }
 
-/* Before writing round r into half r % 2, every rank must have finished round r - 2. */
+/*
+ * Before writing round r into half r % 2, every rank must have finished round
+ * r - 2. A rank publishes round r - 1 only after it finished round r - 2, so
+ * when the last round waited for every writer, nothing is left to check (and
+ * the peers' `done` lines stay in their caches).
+ */
 static strata_status_t round_begin(sta_ctx_t *ctx, sta_node_t *node)
 {
-    if (node->round < 2)
+    if (node->round < 2 || node->all_written >= node->round)
         return STRATA_OK;
     return node_wait(ctx, node, 1, 0, node->nlocal, node->round - 1);
 }
@@ -199,7 +211,10 @@ static void round_publish(sta_node_t *node)
 
 static strata_status_t round_wait_writers(sta_ctx_t *ctx, sta_node_t *node, int lo, int hi)
 {
-    return node_wait(ctx, node, 0, lo, hi, node->round + 1);
+    strata_status_t status = node_wait(ctx, node, 0, lo, hi, node->round + 1);
+    if (status == STRATA_OK && lo == 0 && hi == node->nlocal)
+        node->all_written = node->round + 1;
+    return status;
 }
 
 static void round_end(sta_node_t *node)
@@ -217,6 +232,82 @@ static size_t piece_len(size_t block_len, size_t t, size_t piece)
     return block_len - start < piece ? block_len - start : piece;
 }
 
+/* One round that carries nothing: when it returns, every local rank finished the rounds before. */
+static strata_status_t node_round_barrier(sta_ctx_t *ctx, sta_node_t *node)
+{
+    strata_status_t status;
+
+    if ((status = round_begin(ctx, node)) != STRATA_OK)
+        return status;
+    round_publish(node);
+    if ((status = round_wait_writers(ctx, node, 0, node->nlocal)) != STRATA_OK)
+        return status;
+    round_end(node);
+    return STRATA_OK;
+}
+
+/* Copies a piece out of the segment into the caller's buffer, streaming when asked. */
+static void node_copy_out(void *to, const void *from, size_t bytes, int stream)
+{
+    if (stream)
+        sta_copy_stream(to, from, bytes);
+    else
+        memcpy(to, from, bytes);
+}
+
+/*
+ * Opens round r of piece t of a block-wise reduction: copies our piece t of
+ * every other rank's block into our half r (slot j for block j), publishes it,
+ * and waits for every rank's.
+ */
+static strata_status_t node_scatter_in(sta_ctx_t *ctx, sta_node_t *node, const void *src,
+                                       size_t count, size_t esz, size_t t, size_t piece)
+{
+    const int L = node->nlocal, me = node->me;
+    strata_status_t status;
+
+    if ((status = round_begin(ctx, node)) != STRATA_OK)
+        return status;
+    char *mine = node_half(node, me, node->round);
+    for (int j = 0; j < L; j++) {
+        size_t off, len;
+        sta_block(count, L, j, &off, &len);
+        size_t n = piece_len(len, t, piece);
+        if (j != me && n > 0)
+            memcpy(mine + (size_t)j * piece * esz, (const char *)src + (off + t * piece) * esz,
+                   n * esz);
+    }
+    round_publish(node);
+    return round_wait_writers(ctx, node, 0, L);
+}
+
+/*
+ * Reduces piece t of our block into out: our own src (no trip through shm)
+ * and the other ranks' slot `me` of the open round, in local-rank order.
+ */
+static void node_reduce_piece(sta_node_t *node, const void *src, void *out, size_t count,
+                              strata_dtype_t dtype, strata_op_t op, size_t t, size_t piece,
+                              int stream)
+{
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    const void *srcs[L];
+    size_t off, len;
+
+    sta_block(count, L, me, &off, &len);
+    size_t n = piece_len(len, t, piece);
+    if (n == 0)
+        return;
+    srcs[0] = (const char *)src + (off + t * piece) * esz;
+    for (int k = 0, s = 1; k < L; k++)
+        if (k != me)
+            srcs[s++] = node_half(node, k, node->round) + (size_t)me * piece * esz;
+    if (stream)
+        sta_reduce_n_stream(out, srcs, L, n, dtype, op);
+    else
+        sta_reduce_n(out, srcs, L, n, dtype, op);
+}
+
 strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *dst,
                                         size_t count, strata_dtype_t dtype, strata_op_t op)
 {
@@ -226,7 +317,6 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
         return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
-    const void *srcs[L];
     strata_status_t status;
 
     if (L == 1) {
@@ -239,30 +329,12 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
     sta_block(count, L, 0, &off0, &len0);
     sta_block(count, L, me, &my_off, &my_len);
     size_t rounds = (len0 + piece - 1) / piece;
+    int stream = my_len * esz >= sta_reduce_nt_min_bytes();   /* dst leaves the caches anyway */
     for (size_t t = 0; t < rounds; t++) {
-        if ((status = round_begin(ctx, node)) != STRATA_OK)
+        if ((status = node_scatter_in(ctx, node, src, count, esz, t, piece)) != STRATA_OK)
             return status;
-        char *mine = node_half(node, me, node->round);
-        for (int j = 0; j < L; j++) {
-            size_t off, len;
-            sta_block(count, L, j, &off, &len);
-            size_t n = piece_len(len, t, piece);
-            if (j != me && n > 0)
-                memcpy(mine + (size_t)j * piece * esz, (const char *)src + (off + t * piece) * esz,
-                       n * esz);
-        }
-        round_publish(node);
-        if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)
-            return status;
-        size_t n = piece_len(my_len, t, piece);
-        if (n > 0) {
-            size_t at = (my_off + t * piece) * esz;
-            srcs[0] = (const char *)src + at;   /* our own data needs no trip through shm */
-            for (int k = 0, s = 1; k < L; k++)
-                if (k != me)
-                    srcs[s++] = node_half(node, k, node->round) + (size_t)me * piece * esz;
-            sta_reduce_n((char *)dst + at, srcs, L, n, dtype, op);
-        }
+        node_reduce_piece(node, src, (char *)dst + (my_off + t * piece) * esz, count, dtype, op,
+                          t, piece, stream);
         round_end(node);
     }
     return STRATA_OK;
@@ -299,6 +371,69 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
     return STRATA_OK;
 }
 
+/*
+ * Round r of the fused allreduce, for piece t. Every rank copies its piece t of
+ * each other rank's block into its half r; slot `me` of that half already
+ * holds its own block's reduced piece t - 1 (written during round r - 1). Once
+ * every rank published r, each copies every block's reduced piece t - 1 out of
+ * its owner's half r into dst, and reduces piece t of its own block into slot
+ * `me` of its half r + 1 (free: every rank that published r finished r - 1).
+ * One round per piece and one more to copy the last piece out.
+ */
+static strata_status_t node_allreduce_round(sta_ctx_t *ctx, sta_node_t *node, const void *src,
+                                            void *dst, size_t count, strata_dtype_t dtype,
+                                            strata_op_t op, size_t t, size_t piece, int stream)
+{
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal, me = node->me;
+    strata_status_t status;
+
+    if ((status = node_scatter_in(ctx, node, src, count, esz, t, piece)) != STRATA_OK)
+        return status;
+    for (int i = 0; t > 0 && i < L; i++) {
+        int k = (me + i) % L;   /* each rank starts at its own block: fewer readers per line */
+        size_t off, len;
+        sta_block(count, L, k, &off, &len);
+        size_t m = piece_len(len, t - 1, piece);
+        if (m > 0)
+            node_copy_out((char *)dst + (off + (t - 1) * piece) * esz,
+                          node_half(node, k, node->round) + (size_t)k * piece * esz, m * esz,
+                          stream);
+    }
+    node_reduce_piece(node, src, node_half(node, me, node->round + 1) + (size_t)me * piece * esz,
+                      count, dtype, op, t, piece, 0);
+    round_end(node);
+    return STRATA_OK;
+}
+
+strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
+                                   strata_dtype_t dtype, strata_op_t op)
+{
+    sta_node_t *node = ctx->node_tier;
+    const size_t esz = strata_dtype_size(dtype);
+    const int L = node->nlocal;
+    strata_status_t status;
+
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
+    if (L == 1) {
+        if (dst != src && count > 0)
+            memmove(dst, src, count * esz);
+        return STRATA_OK;
+    }
+    size_t piece = node->chunk / (size_t)L / esz;
+    size_t off0, len0;
+    sta_block(count, L, 0, &off0, &len0);
+    size_t rounds = (len0 + piece - 1) / piece;
+    /* An output past the caches is not read again by this call: stream it to memory. */
+    int stream = count * esz >= sta_reduce_nt_min_bytes();
+    for (size_t t = 0; t <= rounds; t++)
+        if ((status = node_allreduce_round(ctx, node, src, dst, count, dtype, op, t, piece,
+                                           stream)) != STRATA_OK)
+            return status;
+    return STRATA_OK;
+}
+
 strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
                                    strata_dtype_t dtype)
 {
@@ -317,6 +452,7 @@ strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
     sta_block(count, L, 0, &off0, &len0);
     sta_block(count, L, me, &my_off, &my_len);
     size_t rounds = (len0 + piece - 1) / piece;
+    int stream = count * esz >= sta_reduce_nt_min_bytes();
     for (size_t t = 0; t < rounds; t++) {
         if ((status = round_begin(ctx, node)) != STRATA_OK)
             return status;
@@ -332,8 +468,8 @@ strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
             sta_block(count, L, k, &off, &len);
             size_t m = piece_len(len, t, piece);
             if (k != me && m > 0)
-                memcpy((char *)buf + (off + t * piece) * esz, node_half(node, k, node->round),
-                       m * esz);
+                node_copy_out((char *)buf + (off + t * piece) * esz,
+                              node_half(node, k, node->round), m * esz, stream);
         }
         round_end(node);
     }
@@ -420,15 +556,7 @@ strata_status_t sta_node_barrier(sta_ctx_t *ctx)
 
     if (ctx->failed != STRATA_OK)
         return ctx->failed;
-    strata_status_t status;
-
     if (node->nlocal == 1)
         return STRATA_OK;
-    if ((status = round_begin(ctx, node)) != STRATA_OK)
-        return status;
-    round_publish(node);
-    if ((status = round_wait_writers(ctx, node, 0, node->nlocal)) != STRATA_OK)
-        return status;
-    round_end(node);
-    return STRATA_OK;
+    return node_round_barrier(ctx, node);
 }

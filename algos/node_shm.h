@@ -8,6 +8,9 @@
  * writers it reads. All local ranks run the same sequence of rounds, so one
  * barrier per round suffices and no rank overwrites data still being read.
  *
+ * Outputs of at least sta_reduce_nt_min_bytes are written to the user's
+ * buffer with streaming stores (nothing reads them again in the call).
+ *
  * Waits back off (spin, yield, sleep), watch the other local ranks' pids
  * (a dead one fails the operation with STRATA_ERR_REMOTE at once) and give up
  * at the context's timeout.
@@ -53,6 +56,17 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
 #define STA_NODE_SMALL_BYTES 4096   /* 2-rank calls at <= 2 KiB lost to OpenMPI's 0.2-0.5 µs */
 strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,
                                          size_t count, strata_dtype_t dtype, strata_op_t op);
+
+/*
+ * Intra-node allreduce of any size (dst may equal src), piece by piece, one round per piece:
+ * each rank copies its pieces of the other ranks' blocks into its slot, reduces its own
+ * block's piece into its other half, and in the next round every rank copies all reduced
+ * pieces into dst (with streaming stores when the buffer outgrows the caches). Memory sees
+ * src read once and dst written once per rank; the slots stay in cache.
+ *   t = (nL/c + 1)·α_s + n/β_s + (L-1)/L·n/γ + n/β_s
+ */
+strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
+                                   strata_dtype_t dtype, strata_op_t op);
 
 /* Intra-node allgather: block i of buf is valid on local rank i; afterwards buf is on all. */
 strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,

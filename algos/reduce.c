@@ -14,6 +14,11 @@
 #include "algos/reduce_kern.h"
 #include "util/compiler.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define REDUCE_STREAM_ALIGN 16   /* one SSE2 streaming store (x86-64 baseline) */
+#endif
+
 static const sta_reduce_family_t *const reduce_families[] = {
     &sta_reduce_family_avx512,
     &sta_reduce_family_avx2,
@@ -55,8 +60,8 @@ static const sta_reduce_family_t *reduce_family(void)
     return f;
 }
 
-void sta_reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
-                  strata_dtype_t dtype, strata_op_t op)
+static void reduce_run(void *dst, const void *const *srcs, int nsrc, size_t count,
+                       strata_dtype_t dtype, strata_op_t op, int stream)
 {
     assert((unsigned)dtype < STRATA_DTYPE_COUNT && (unsigned)op < STRATA_OP_COUNT);
     assert(nsrc >= 1 && srcs != NULL);
@@ -66,10 +71,47 @@ void sta_reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
 
     size_t esize = reduce_esize[dtype];
     unsigned flags = 0;
-    if (count * esize >= atomic_load_explicit(&reduce_nt_min, memory_order_relaxed) &&
+    if ((stream || count * esize >= atomic_load_explicit(&reduce_nt_min, memory_order_relaxed)) &&
         (uintptr_t)dst % esize == 0)
         flags |= STA_REDUCE_F_NT;
     reduce_family()->kern[dtype][op](dst, srcs, nsrc, 0, count, flags);
+}
+
+void sta_reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
+                  strata_dtype_t dtype, strata_op_t op)
+{
+    reduce_run(dst, srcs, nsrc, count, dtype, op, 0);
+}
+
+void sta_reduce_n_stream(void *dst, const void *const *srcs, int nsrc, size_t count,
+                         strata_dtype_t dtype, strata_op_t op)
+{
+    reduce_run(dst, srcs, nsrc, count, dtype, op, 1);
+}
+
+void sta_copy_stream(void *dst, const void *src, size_t bytes)
+{
+#if defined(__SSE2__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & (REDUCE_STREAM_ALIGN - 1));
+
+    if (bytes < 2 * REDUCE_STREAM_ALIGN) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    for (; bytes >= REDUCE_STREAM_ALIGN; d += REDUCE_STREAM_ALIGN, s += REDUCE_STREAM_ALIGN,
+                                          bytes -= REDUCE_STREAM_ALIGN)
+        _mm_stream_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)s));
+    memcpy(d, s, bytes);
+    _mm_sfence();
+#else
+    memcpy(dst, src, bytes);
+#endif
 }
 
 void sta_reduce(void *dst, const void *a, const void *b, size_t count, strata_dtype_t dtype,

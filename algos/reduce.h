@@ -44,6 +44,19 @@
 void sta_reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
                   strata_dtype_t dtype, strata_op_t op);
 
+/*
+ * As sta_reduce_n, but non-temporal stores at any size (dst element-aligned): for a caller
+ * that cuts a large output into cache-sized pieces, none of which will be read again soon.
+ */
+void sta_reduce_n_stream(void *dst, const void *const *srcs, int nsrc, size_t count,
+                         strata_dtype_t dtype, strata_op_t op);
+
+/*
+ * memcpy with non-temporal stores (and a store fence before it returns): for an output that
+ * will not be read soon, so it costs no read-for-ownership and evicts nothing. No overlap.
+ */
+void sta_copy_stream(void *dst, const void *src, size_t bytes);
+
 /* Two-input shorthand: dst = a op b. dst may be a exactly, never b. As sta_reduce_n. */
 void sta_reduce(void *dst, const void *a, const void *b, size_t count, strata_dtype_t dtype,
                 strata_op_t op);

@@ -13,7 +13,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -I. -Iinclude \
 	-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 # The parsers and what they use; an archive, so each harness links only what it calls.
-FUZZ_LIB_SRC := util/log.c util/param.c util/param_table.c util/name_filter.c util/file.c \
+FUZZ_LIB_SRC := util/log.c util/param.c util/param_table.c util/name_filter.c util/fuse.c util/file.c \
 	util/hmac.c util/status.c transport/tcp/tcp_wire.c transport/ib/ib_wire.c \
 	transport/ib/ib_fifo.c transport/ucx/ucx_wire.c coll/boot_wire.c coll/launch.c \
 	algos/profile.c algos/rail.c algos/cost_model.c

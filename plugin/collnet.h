@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "algos/cost_model.h"
+#include "algos/ctx.h"
 #include "algos/sched.h"
 #include "algos/select.h"
 #include "plugin/collnet_props.h"
@@ -52,6 +53,9 @@
 #define STP_CN_MAX_UNITS 32768
 /* Transport requests in flight per collComm: every active collective's pieces, both ways. */
 #define STP_CN_MAX_INFLIGHT (2 * STP_CN_ACTIVE * STP_CN_MAX_PIECES)
+/* Descriptors one comm may name for the wait (tcp: one per socket, STRATA_SOCKET_NSOCKS <= 8;
+ * ucx: 2); a comm that needs more names none, and the wait naps instead. */
+#define STP_CN_POLL_FDS_PER_COMM 8
 
 /* The CollNet's handle: the transport's listen bytes, then ours (collnet_wire.c). */
 #define STP_CN_HANDLE_XPORT_BYTES 64    /* what the transports' listen writes (<= 64 each) */
@@ -83,6 +87,8 @@ typedef struct stp_cn_record {
     int32_t intra;           /* the model's sta_intra_t */
     int32_t forced;          /* member 0's STRATA_COLLNET_ALGO (sta_algo_t) */
     uint32_t chunk;          /* member 0's STRATA_COLLNET_CHUNK */
+    uint64_t host;           /* stp_cn_host_id of the member's host name: members on one
+                                host share its cores */
 } stp_cn_record_t;
 
 /* Writes the handle (NCCL_NET_HANDLE_MAXSIZE bytes): xport's listen bytes, then ours.
@@ -98,6 +104,8 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r);
 
 /* FNV-1a over the nonces of n handles: equal on every member given the same handles. */
 uint64_t stp_cn_group_id(const uint64_t *nonces, int n);
+/* FNV-1a over a host name's bytes (never 0 in practice: 0 is what an older member sends). */
+uint64_t stp_cn_host_id(const char *host);
 
 /* ------------------------------------------------------------------ objects */
 
@@ -120,6 +128,9 @@ typedef struct stp_cn_link {
     int pos;                 /* the member's position (handle order) */
     stt_comm_t *send;
     stt_comm_t *recv;
+    /* scratch of the executor's walks over its flights (a stamp of stp_cn_comm_t's pass):
+     * an older request of the send (recv) comm is unfinished, or its descriptors are in */
+    unsigned send_mark, recv_mark;
 } stp_cn_link_t;
 
 /*
@@ -210,6 +221,7 @@ enum { STP_CN_R_IDLE = 0, STP_CN_R_POSTED, STP_CN_R_ARRIVED, STP_CN_R_DONE };
 typedef struct stp_cn_flight {
     stt_req_t *req;
     int run, unit, is_send, peer;   /* unit -1: a self-link staging transfer */
+    int link;                /* index in links (nlinks: the self link) */
     size_t len;              /* bytes expected */
 } stp_cn_flight_t;
 
@@ -243,8 +255,17 @@ typedef struct stp_cn_comm {
     stp_cn_run_t runs[STP_CN_ACTIVE];
     int run_head;            /* index of the oldest running collective */
     int nrunning;
-    stp_cn_flight_t flights[STP_CN_MAX_INFLIGHT];
+    stp_cn_flight_t flights[STP_CN_MAX_INFLIGHT];   /* in posting order */
     int nflights;
+    unsigned pass;           /* walks over the flights, for stp_cn_link_t's marks */
+    int moved;               /* the last stp_cn_exec_progress changed something */
+    /* waiting (collnet_idle.c): a test() that finds nothing to do sleeps on the links'
+     * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
+     * this host take every core) */
+    int poll_idle;
+    int idle;                /* backoff runs: no progress since it started */
+    sta_backoff_t backoff;
+    struct pollfd *pfds;     /* [2 x nconn x STP_CN_POLL_FDS_PER_COMM], for the wait */
     strata_status_t failed;  /* sticky */
 } stp_cn_comm_t;
 
@@ -281,6 +302,12 @@ void stp_cn_exec_submit(stp_cn_comm_t *c, stp_cn_req_t *req);
 strata_status_t stp_cn_exec_progress(stp_cn_comm_t *c);
 /* Runs one request to completion, polling, until the deadline (connect's agreement). */
 strata_status_t stp_cn_exec_wait(stp_cn_comm_t *c, stp_cn_req_t *req, uint64_t deadline_ns);
+/*
+ * test() found its request unfinished: after a progress call that moved nothing on a host
+ * whose cores the members fill (or STRATA_COLLNET_WAIT=poll), waits on the links'
+ * descriptors (at most a few ms); otherwise returns at once (collnet_idle.c).
+ */
+void stp_cn_exec_idle(stp_cn_comm_t *c);
 /* Releases the executor's scratch (closeColl). */
 void stp_cn_exec_fini(stp_cn_comm_t *c);
 

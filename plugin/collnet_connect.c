@@ -20,11 +20,14 @@
  * STRATA_TIMEOUT. On failure the listen comm is freed here: NCCL forgets it.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin/collnet.h"
 #include "util/log.h"
@@ -293,6 +296,46 @@ static strata_status_t cn_links_build(cn_build_t *b,
     return STRATA_OK;
 }
 
+/* This host's id in the records: members with the same one share its cores. */
+static uint64_t cn_host_id(void)
+{
+    char host[HOST_NAME_MAX + 1] = "";
+
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        strcpy(host, "localhost");
+    return stp_cn_host_id(host);
+}
+
+/*
+ * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
+ * own: poll, spin, or auto: poll when the members on this host take every core (spinning
+ * heads would leave none to the kernel's network processing and the peers they wait for:
+ * 2 heads on 2 cores are faster polling, docs/benchmarks.md).
+ */
+static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
+{
+    const char *mode = stu_param_str(STU_PARAM_COLLNET_WAIT);
+    const uint64_t mine = cn_host_id();
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int here = 0, poll;
+
+    for (int p = 0; p < c->nranks; p++) {
+        stp_cn_record_t r;
+        if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) == STRATA_OK)
+            here += r.host == mine;
+    }
+    if (strcasecmp(mode, "poll") == 0)
+        poll = 1;
+    else if (strcasecmp(mode, "spin") == 0)
+        poll = 0;
+    else
+        poll = ncpu > 0 && here >= ncpu;
+    STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
+             " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
+             c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");
+    return poll;
+}
+
 /* Step 3: the records of every member, in position order, into recs (nranks records). */
 static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint64_t deadline)
 {
@@ -309,6 +352,7 @@ static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint6
     r.group = c->group;
     r.rank = (uint32_t)rank;
     r.nranks = (uint32_t)c->nranks;
+    r.host = cn_host_id();
     c->chunk = r.chunk;
     stp_cn_record_encode(mine, &r);
     size_t bytes = (size_t)c->nranks * STP_CN_RECORD_BYTES;
@@ -424,6 +468,7 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
     }
     if ((status = cn_decide(c, recs, &r0)) != STRATA_OK)
         goto out;
+    c->poll_idle = cn_poll_idle(c, recs);
     status = stp_cn_select_build(c, &r0);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */

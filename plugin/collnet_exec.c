@@ -25,6 +25,7 @@
  * member whose data did not come.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,7 +53,9 @@ strata_status_t stp_cn_exec_init(stp_cn_comm_t *c)
         if (r->sdone == NULL || r->rstate == NULL || r->blk_off == NULL || r->blk_len == NULL)
             return STRATA_ERR_NO_MEMORY;
     }
-    return STRATA_OK;
+    c->pfds = calloc((size_t)STU_MAX(c->nconn, 1) * 2 * STP_CN_POLL_FDS_PER_COMM,
+                     sizeof(*c->pfds));
+    return c->pfds != NULL ? STRATA_OK : STRATA_ERR_NO_MEMORY;
 }
 
 void stp_cn_exec_fini(stp_cn_comm_t *c)
@@ -76,6 +79,8 @@ void stp_cn_exec_fini(stp_cn_comm_t *c)
         free(r->blk_len);
         memset(r, 0, sizeof(*r));
     }
+    free(c->pfds);
+    c->pfds = NULL;
 }
 
 /* A scratch buffer of at least `size` bytes, registered on every link; kept for later runs. */
@@ -366,10 +371,11 @@ static int unit_ready(const stp_cn_run_t *r, int u, int for_recv)
     return !for_recv || r->sdone[prev];
 }
 
+/* Appends a transport request; flights stay in posting order (flights_test relies on it). */
 static void flight_add(stp_cn_comm_t *c, stt_req_t *req, int run, int u, int is_send, int peer,
-                       size_t len)
+                       int link, size_t len)
 {
-    c->flights[c->nflights++] = (stp_cn_flight_t){req, run, u, is_send, peer, len};
+    c->flights[c->nflights++] = (stp_cn_flight_t){req, run, u, is_send, peer, link, len};
 }
 
 /* Posts run r's sends (r is the i-th running) until one cannot go. 1: all are posted. */
@@ -399,7 +405,7 @@ static int post_sends(stp_cn_comm_t *c, int i, int *changed)
             }
             if (req == NULL)
                 return 0;                       /* no slot: after the next completions */
-            flight_add(c, req, slot, u, 1, st.send_peer, len);
+            flight_add(c, req, slot, u, 1, st.send_peer, l, len);
         } else {
             r->sdone[u] = 1;
             unit_settle(r, u);
@@ -443,7 +449,7 @@ static int post_recvs(stp_cn_comm_t *c, int i, int *changed)
             }
             if (req == NULL)
                 return 0;
-            flight_add(c, req, slot, u, 0, st.recv_peer, len);
+            flight_add(c, req, slot, u, 0, st.recv_peer, l, len);
             r->rstate[u] = STP_CN_R_POSTED;
         } else {
             r->rstate[u] = STP_CN_R_DONE;
@@ -455,47 +461,78 @@ static int post_recvs(stp_cn_comm_t *c, int i, int *changed)
     return 1;
 }
 
-/* Tests every transport request in flight once; completes units. */
+/* A flight's completion: its unit's half is done (a receive is reduced). 0 on a failure. */
+static int flight_done(stp_cn_comm_t *c, const stp_cn_flight_t *f, size_t got)
+{
+    stp_cn_run_t *r = &c->runs[f->run];
+
+    r->last_ns = stu_time_ns();
+    if (f->unit < 0) {
+        r->stage_done++;                           /* a self-link staging transfer */
+    } else if (f->is_send) {
+        r->sdone[f->unit] = 1;
+        unit_settle(r, f->unit);
+        if (r->rstate[f->unit] == STP_CN_R_ARRIVED)  /* a REDUCE_OUT waiting for it */
+            unit_reduce(r, f->unit);
+    } else {
+        if (got != f->len) {
+            exec_fail(c, STRATA_ERR_REMOTE, f->peer, "a piece of the wrong size (protocol"
+                      " broken) from", r->req->seq, f->unit / r->npieces);
+            return 0;
+        }
+        r->rstate[f->unit] = STP_CN_R_ARRIVED;
+        unit_reduce(r, f->unit);
+    }
+    return 1;
+}
+
+/*
+ * Tests the transport requests in flight, oldest first, and completes units. A connection's
+ * requests finish in posting order (its messages arrive in order), and testing one progresses
+ * the whole comm (the transport contract), so once a request is found unfinished the later
+ * ones of its comm wait for the next pass: a pass costs a system call or two per connection,
+ * not one per piece in flight (up to STP_CN_MAX_INFLIGHT). A later request that finished
+ * first (a transport may complete a small message before a striped one) is seen in the pass
+ * after the older one, never lost.
+ */
 static void flights_test(stp_cn_comm_t *c, int *changed)
 {
     size_t sizes[STT_MAX_RECVS];
+    const unsigned pass = ++c->pass;
+    int keep = 0, i = 0;
 
-    for (int i = 0; i < c->nflights && c->failed == STRATA_OK;) {
+    for (; i < c->nflights && c->failed == STRATA_OK; i++) {
         const stp_cn_flight_t f = c->flights[i];
-        stp_cn_run_t *r = &c->runs[f.run];
+        stp_cn_link_t *lk = &c->links[f.link];
+        unsigned *mark = f.is_send ? &lk->send_mark : &lk->recv_mark;
         int done = 0;
+
+        if (*mark == pass) {
+            c->flights[keep++] = f;                    /* an older one of its comm is out */
+            continue;
+        }
+        sizes[0] = 0;
         strata_status_t status = stt_test(f.req, &done, sizes);
         if (status != STRATA_OK) {
             exec_fail(c, status, f.peer, f.is_send ? "sending to" : "receiving from",
-                      r->req->seq, f.unit / r->npieces);
-            return;
+                      c->runs[f.run].req->seq, f.unit / c->runs[f.run].npieces);
+            i++;                                       /* the request is released */
+            break;
         }
         if (!done) {
+            *mark = pass;
+            c->flights[keep++] = f;
+            continue;
+        }
+        *changed = 1;                                  /* the request is released */
+        if (!flight_done(c, &f, sizes[0])) {
             i++;
-            continue;
-        }
-        c->flights[i] = c->flights[--c->nflights];     /* the request is released */
-        r->last_ns = stu_time_ns();
-        *changed = 1;
-        if (f.unit < 0) {
-            r->stage_done++;                           /* a self-link staging transfer */
-            continue;
-        }
-        if (f.is_send) {
-            r->sdone[f.unit] = 1;
-            unit_settle(r, f.unit);
-            if (r->rstate[f.unit] == STP_CN_R_ARRIVED)  /* a REDUCE_OUT waiting for it */
-                unit_reduce(r, f.unit);
-        } else {
-            if (sizes[0] != f.len) {
-                exec_fail(c, STRATA_ERR_REMOTE, f.peer, "a piece of the wrong size (protocol"
-                          " broken) from", r->req->seq, f.unit / r->npieces);
-                return;
-            }
-            r->rstate[f.unit] = STP_CN_R_ARRIVED;
-            unit_reduce(r, f.unit);
+            break;
         }
     }
+    while (i < c->nflights)                            /* after a failure: the untested */
+        c->flights[keep++] = c->flights[i++];
+    c->nflights = keep;
 }
 
 /*
@@ -526,7 +563,7 @@ static int stage_post(stp_cn_comm_t *c, int i, int out)
                 exec_fail(c, status, c->pos, "staging GPU memory through", q->seq, 0);
             return 0;
         }
-        flight_add(c, req, slot, -1, 1, c->pos, len);
+        flight_add(c, req, slot, -1, 1, c->pos, self, len);
         r->stage_posted = 1;
     }
     if (r->stage_posted == 1) {
@@ -539,7 +576,7 @@ static int stage_post(stp_cn_comm_t *c, int i, int out)
                 exec_fail(c, status, c->pos, "staging GPU memory through", q->seq, 0);
             return 0;
         }
-        flight_add(c, req, slot, -1, 0, c->pos, len);
+        flight_add(c, req, slot, -1, 0, c->pos, self, len);
         r->stage_posted = 2;
     }
     return 1;
@@ -621,6 +658,7 @@ strata_status_t stp_cn_exec_progress(stp_cn_comm_t *c)
 {
     int changed = 1;
 
+    c->moved = 0;
     for (int pass = 0; changed && c->failed == STRATA_OK; pass++) {
         changed = 0;
         runs_start(c, &changed);
@@ -633,6 +671,7 @@ strata_status_t stp_cn_exec_progress(stp_cn_comm_t *c)
                 break;
         runs_stage(c, &changed);
         runs_finish(c, &changed);
+        c->moved |= changed;
     }
     if (c->failed == STRATA_OK)
         timeout_check(c);

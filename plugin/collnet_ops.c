@@ -270,8 +270,10 @@ ncclResult_t stp_cn_test(void *request, int *done, int *size)
     strata_status_t status = stp_cn_exec_progress(q->comm);
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
-    if (q->state != STP_CN_REQ_DONE)
+    if (q->state != STP_CN_REQ_DONE) {
+        stp_cn_exec_idle(q->comm);      /* returns at once unless it polls (collnet_idle.c) */
         return ncclSuccess;
+    }
     *done = 1;
     if (size != NULL)
         *size = (int)STU_MIN(q->bytes, (size_t)INT_MAX);

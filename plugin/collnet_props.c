@@ -99,9 +99,10 @@ ncclResult_t stp_cn_props_v12(int dev, ncclNetProperties_v12_t *props)
                    offsetof(ncclNetProperties_v11_t, vProps), "v11 and v12 agree up to vProps");
     memset(props, 0, sizeof(*props));
     memcpy(props, &v11, offsetof(ncclNetProperties_v11_t, vProps));
-    props->vProps.ndevs = v11.vProps.ndevs;
-    for (int i = 0; i < v11.vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC; i++)
-        props->vProps.devs[i] = v11.vProps.devs[i];
+    int members[STT_MAX_VDEV_MEMBERS];
+    props->vProps.ndevs = stp_state_vmembers(dev, members);
+    for (int i = 0; i < props->vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V12; i++)
+        props->vProps.devs[i] = members[i];
     props->maxP2pBytes = v11.maxP2pBytes;
     props->maxCollBytes = v11.maxCollBytes;
     props->maxMultiRequestSize = v11.maxMultiRequestSize;

@@ -10,7 +10,8 @@
  *           20 to u32 | 24 nranks u32 | 28 zero u32
  *   record  0 magic u32 "STCA" | 4 version u16 | 6 ok u16 | 8 group u64 | 16 rank u32 |
  *           20 nranks u32 | 24 model: 5 x f64 bits (shm alpha, shm beta, net alpha, net beta,
- *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76..95 zero
+ *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76 zero u32 |
+ *           80 host u64 | 88..95 zero
  */
 #include <string.h>
 
@@ -120,6 +121,7 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
     stu_le_put32(p + 64, (uint32_t)r->forced);
     stu_le_put32(p + 68, r->chunk);
     stu_le_put32(p + 72, (uint32_t)r->intra);
+    stu_le_put64(p + 80, r->host);
 }
 
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
@@ -137,6 +139,7 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
     r->forced = (int32_t)stu_le_get32(p + 64);
     r->chunk = stu_le_get32(p + 68);
     r->intra = (int32_t)stu_le_get32(p + 72);
+    r->host = stu_le_get64(p + 80);
     return STRATA_OK;
 }
 
@@ -144,14 +147,28 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
 #define CN_FNV_OFFSET 0xcbf29ce484222325ull
 #define CN_FNV_PRIME 0x100000001b3ull
 
+static uint64_t cn_fnv(uint64_t h, const uint8_t *bytes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= bytes[i];
+        h *= CN_FNV_PRIME;
+    }
+    return h;
+}
+
 uint64_t stp_cn_group_id(const uint64_t *nonces, int n)
 {
     uint64_t h = CN_FNV_OFFSET;
 
-    for (int i = 0; i < n; i++)
-        for (int b = 0; b < 8; b++) {
-            h ^= (nonces[i] >> (8 * b)) & 0xff;
-            h *= CN_FNV_PRIME;
-        }
+    for (int i = 0; i < n; i++) {
+        uint8_t le[8];
+        stu_le_put64(le, nonces[i]);
+        h = cn_fnv(h, le, sizeof(le));
+    }
     return h;
+}
+
+uint64_t stp_cn_host_id(const char *host)
+{
+    return cn_fnv(CN_FNV_OFFSET, (const uint8_t *)host, strlen(host));
 }

@@ -57,7 +57,7 @@
 #define STP_COMPAT_MAX_CONTEXTS 16
 
 /* The native table (plugin/net_v11.c) and the adapters (net_v10.c ... net_v6.c). */
-extern const ncclNet_v11_t ncclNetPlugin_v11;
+extern ncclNet_v11_t ncclNetPlugin_v11;   /* writable: makeVDevice (net_v11.c) */
 extern const ncclNet_v10_t ncclNetPlugin_v10;
 extern const ncclNet_v9_t ncclNetPlugin_v9;
 extern const ncclNet_v8_t ncclNetPlugin_v8;

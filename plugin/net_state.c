@@ -5,11 +5,14 @@
  * by the last one. A mutex covers the state: NCCL calls from several threads.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/net_stats.h"
 #include "plugin/plugin.h"
 #include "util/build_info.h"
+#include "util/fuse.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -21,6 +24,9 @@ static const stt_ops_t *state_ops;
 static int state_ndev;
 static stt_props_t state_props[STP_MAX_DEVS];
 static stp_ctx_t *state_ctxs;   /* live contexts, for stp_state_has_comm */
+/* Members of the devices makeVDevice made (n 0: a device NCCL sees as one). */
+static int state_vn[STP_MAX_DEVS];
+static int state_vdevs[STP_MAX_DEVS][STT_MAX_VDEV_MEMBERS];
 
 static void state_log_devices(void)
 {
@@ -65,6 +71,13 @@ static strata_status_t state_open(void)
     }
     state_ops = ops;
     state_ndev = ndev;
+    memset(state_vn, 0, sizeof(state_vn));
+    bool fuse = stt_can_fuse(ops) && strcmp(stu_param_str(STU_PARAM_NET_FUSE), "off") != 0;
+    stp_net_fusion_offer(fuse);
+    STU_INFO(STU_LOG_INIT | STU_LOG_NET, "makeVDevice %s (transport %s%s)",
+             fuse ? "offered to NCCL" : "not offered: NCCL will not fuse devices", stt_name(ops),
+             fuse ? " fuses devices" : stt_can_fuse(ops) ? ", STRATA_NET_FUSE=off"
+                                                        : " cannot fuse devices");
     state_log_devices();
     return STRATA_OK;
 }
@@ -123,7 +136,9 @@ void stp_state_release(stp_ctx_t *ctx)
     }
     ctx->magic = 0;
     free(ctx);
+    stp_stats_finalize();
     if (state_refs > 0 && --state_refs == 0) {
+        stp_stats_reset();
         stt_fini(state_ops);
         state_ops = NULL;
         state_ndev = 0;
@@ -163,4 +178,68 @@ const stt_props_t *stp_state_props(int dev)
     if (state_ops == NULL || dev < 0 || dev >= state_ndev)
         return NULL;
     return &state_props[dev];
+}
+
+/* "1,2" for the fusion log line. */
+static void state_devs_format(const int *devs, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? "," : "", devs[i]);
+}
+
+strata_status_t stp_state_vdev_make(const int *devs, int n, int *dev_p)
+{
+    char list[STT_MAX_VDEV_MEMBERS * 12];
+    strata_status_t status = STRATA_ERR_INVALID;
+    int vdev = -1;
+
+    state_devs_format(devs, n, list, sizeof(list));
+    pthread_mutex_lock(&state_lock);
+    if (state_ops == NULL) {
+        STU_WARN("makeVDevice(%s) before init", list);
+    } else if (strcmp(stu_param_str(STU_PARAM_NET_FUSE), "off") == 0) {
+        STU_WARN("makeVDevice(%s) refused: STRATA_NET_FUSE=off forbids fusing devices (set"
+                 " NCCL_NET_MERGE_LEVEL=LOC so that NCCL does not ask)", list);
+        status = STRATA_ERR_UNSUPPORTED;
+    } else if ((status = stt_make_vdev(state_ops, devs, n, &vdev)) != STRATA_OK) {
+        STU_INFO(STU_LOG_NET, "makeVDevice(%s) refused by transport %s: %s", list,
+                 stt_name(state_ops),
+                 strata_status_str(status));
+    } else if (vdev == state_ndev && state_ndev == STP_MAX_DEVS) {
+        STU_WARN("makeVDevice(%s): no room for device %d", list, vdev);
+        status = STRATA_ERR_NO_RESOURCE;
+    } else if (vdev == state_ndev) {
+        status = stt_get_props(state_ops, vdev, &state_props[vdev]);
+        if (status == STRATA_OK) {
+            state_props[vdev].name[sizeof(state_props[vdev].name) - 1] = '\0';
+            state_props[vdev].pci_path[sizeof(state_props[vdev].pci_path) - 1] = '\0';
+            state_vn[vdev] = n;
+            memcpy(state_vdevs[vdev], devs, (size_t)n * sizeof(devs[0]));
+            state_ndev++;
+        }
+    } else if (vdev > state_ndev || vdev < 0) {
+        STU_WARN("makeVDevice(%s): transport %s answered device %d, expected at most %d", list,
+                 stt_name(state_ops), vdev, state_ndev);
+        status = STRATA_ERR_INTERNAL;
+    }
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "makeVDevice(%s): fused into device %d, %s,"
+                 " %d Mbps", list, vdev, state_props[vdev].name, state_props[vdev].speed_mbps);
+    pthread_mutex_unlock(&state_lock);
+    if (status == STRATA_OK)
+        *dev_p = vdev;
+    return status;
+}
+
+int stp_state_vmembers(int dev, int *devs)
+{
+    if (dev < 0 || dev >= STP_MAX_DEVS || state_vn[dev] == 0) {
+        devs[0] = dev;
+        return 1;
+    }
+    memcpy(devs, state_vdevs[dev], (size_t)state_vn[dev] * sizeof(devs[0]));
+    return state_vn[dev];
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "plugin/collnet_props.h"
+#include "plugin/net_prof.h"
+#include "plugin/net_stats.h"
 #include "plugin/plugin.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -31,6 +33,7 @@ static ncclResult_t net_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
     NET_CHECK_ARG(ctx != NULL, "ctx is NULL");
     *ctx = NULL;   /* NCCL 2.28.9 calls finalize(ctx) even when init failed */
     stp_log_attach(log_fn);
+    stp_prof_attach(prof_fn);
     int tc = config != NULL ? config->trafficClass : STT_TRAFFIC_CLASS_UNDEF;
     status = stp_state_acquire(comm_id, tc, &c);
     if (status != STRATA_OK)
@@ -68,15 +71,57 @@ static ncclResult_t net_get_properties(int dev, ncclNetProperties_v11_t *props)
     props->port = p->port;
     props->latency = p->latency_us;
     props->maxComms = p->max_comms;
-    props->maxRecvs = p->max_recvs;
+    /* NCCL shares a send comm among ranks only when maxRecvs > 1; a comm where a waiting
+     * message holds back the ones behind it (tcp) must not be shared (transport.h). */
+    props->maxRecvs = p->tags_block ? 1 : p->max_recvs;
     props->netDeviceType = NCCL_NET_DEVICE_HOST;
     props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-    props->vProps.ndevs = 1;
-    props->vProps.devs[0] = dev;
+    int members[STT_MAX_VDEV_MEMBERS];
+    int n = stp_state_vmembers(dev, members);
+    props->vProps.ndevs = n < NCCL_NET_MAX_DEVS_PER_NIC ? n : NCCL_NET_MAX_DEVS_PER_NIC;
+    for (int i = 0; i < props->vProps.ndevs; i++)
+        props->vProps.devs[i] = members[i];
     props->maxP2pBytes = p->max_p2p_bytes;
     props->maxCollBytes = p->max_coll_bytes;
     props->maxMultiRequestSize = 1;
     return ncclSuccess;
+}
+
+/* makeVDevice of v11 (up to NCCL_NET_MAX_DEVS_PER_NIC members) and v12 (up to 8). */
+static ncclResult_t net_make_vdev(int *d, int ndevs, const int *devs, int max)
+{
+    NET_CHECK_ARG(d != NULL, "d is NULL");
+    NET_CHECK_ARG(ndevs >= 2 && ndevs <= max, "vProps.ndevs outside 2..maxDevsPerNic");
+    int16_t rail, plane, plane0 = NCCL_NET_ID_UNDEF;
+    for (int i = 0; i < ndevs; i++) {
+        NET_CHECK_ARG(stp_state_props(devs[i]) != NULL, "vProps.devs names no device");
+        stp_cn_rail_plane(devs[i], &rail, &plane);
+        if (i == 0)
+            plane0 = plane;
+        if (plane != plane0) {
+            STU_WARN("makeVDevice: device %d is on plane %d, device %d on plane %d: devices of"
+                     " different planes are never fused", devs[0], plane0, devs[i], plane);
+            return stp_status_to_nccl(STRATA_ERR_UNSUPPORTED);
+        }
+    }
+    int vdev = -1;
+    strata_status_t status = stp_state_vdev_make(devs, ndevs, &vdev);
+    if (status != STRATA_OK)
+        return stp_status_to_nccl(status);
+    *d = vdev;
+    return ncclSuccess;
+}
+
+static ncclResult_t net_make_vdev_v11(int *d, ncclNetVDeviceProps_v11_t *props)
+{
+    NET_CHECK_ARG(props != NULL, "props is NULL");
+    return net_make_vdev(d, props->ndevs, props->devs, NCCL_NET_MAX_DEVS_PER_NIC);
+}
+
+static ncclResult_t net_make_vdev_v12(int *d, ncclNetVDeviceProps_v12_t *props)
+{
+    NET_CHECK_ARG(props != NULL, "props is NULL");
+    return net_make_vdev(d, props->ndevs, props->devs, NCCL_NET_MAX_DEVS_PER_NIC_V12);
 }
 
 static ncclResult_t net_listen(void *ctx, int dev, void *handle, void **listen_comm)
@@ -107,6 +152,8 @@ static ncclResult_t net_connect(void *ctx, int dev, void *handle, void **send_co
     *send_comm = NULL;
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
+    if (comm != NULL)
+        stp_stats_open(comm, dev, true);
     if (send_dev_comm != NULL)
         *send_dev_comm = NULL;
     *send_comm = comm;
@@ -123,6 +170,8 @@ static ncclResult_t net_accept(void *listen_comm, void **recv_comm,
     *recv_comm = NULL;
     if (status != STRATA_OK)
         return stp_status_to_nccl(status);
+    if (comm != NULL)
+        stp_stats_open(comm, comm->dev, false);
     if (recv_dev_comm != NULL)
         *recv_dev_comm = NULL;
     *recv_comm = comm;
@@ -158,7 +207,14 @@ static ncclResult_t net_isend(void *send_comm, void *data, size_t size, int tag,
     NET_CHECK_ARG(send_comm != NULL && request != NULL, "NULL sendComm or request");
     strata_status_t status = stt_isend(send_comm, data, size, tag, mhandle, &req);
     *request = req;
-    return STU_LIKELY(status == STRATA_OK) ? ncclSuccess : stp_status_to_nccl(status);
+    if (STU_LIKELY(status == STRATA_OK)) {
+        stp_stats_post(send_comm, req != NULL);
+        if (req != NULL)
+            stp_prof_start(req, phandle, true, size);
+        return ncclSuccess;
+    }
+    stp_stats_error(send_comm);
+    return stp_status_to_nccl(status);
 }
 
 static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
@@ -172,7 +228,18 @@ static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes
     NET_CHECK_ARG(n >= 1 && n <= STT_MAX_RECVS, "n outside 1..maxRecvs");
     strata_status_t status = stt_irecv(recv_comm, n, data, sizes, tags, mhandles, &req);
     *request = req;
-    return STU_LIKELY(status == STRATA_OK) ? ncclSuccess : stp_status_to_nccl(status);
+    if (STU_LIKELY(status == STRATA_OK)) {
+        stp_stats_post(recv_comm, req != NULL);
+        if (req != NULL) {
+            size_t posted = 0;
+            for (int i = 0; i < n; i++)
+                posted += sizes[i];
+            stp_prof_start(req, phandles != NULL ? phandles[0] : NULL, false, posted);
+        }
+        return ncclSuccess;
+    }
+    stp_stats_error(recv_comm);
+    return stp_status_to_nccl(status);
 }
 
 static ncclResult_t net_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
@@ -195,11 +262,23 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
     NET_CHECK_ARG(request != NULL && done != NULL, "NULL request or done");
     stt_req_t *req = request;
     int n = req->nsizes;   /* read before test: a finished request is released */
+    const stt_comm_t *comm = req->comm;
+    void *ev = req->prof;
     strata_status_t status = stt_test(req, &d, got);
     *done = d;
-    if (STU_UNLIKELY(status != STRATA_OK))
+    if (STU_UNLIKELY(status != STRATA_OK)) {
+        stp_stats_error(comm);
+        stp_prof_stop(ev);
         return stp_status_to_nccl(status);
-    if (d && sizes != NULL) {
+    }
+    if (!d)
+        return ncclSuccess;
+    stp_prof_stop(ev);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += got[i];
+    stp_stats_done(comm, n, bytes);
+    if (sizes != NULL) {
         for (int i = 0; i < n; i++) {
             if (STU_UNLIKELY(got[i] > INT_MAX)) {
                 STU_WARN("test: %zu bytes do not fit NCCL's int size", got[i]);
@@ -213,15 +292,19 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
 
 static ncclResult_t net_close_send(void *send_comm)
 {
-    if (send_comm != NULL)
+    if (send_comm != NULL) {
+        stp_stats_close(send_comm);
         stt_close_send(send_comm);
+    }
     return ncclSuccess;
 }
 
 static ncclResult_t net_close_recv(void *recv_comm)
 {
-    if (recv_comm != NULL)
+    if (recv_comm != NULL) {
+        stp_stats_close(recv_comm);
         stt_close_recv(recv_comm);
+    }
     return ncclSuccess;
 }
 
@@ -242,7 +325,13 @@ static ncclResult_t net_finalize(void *ctx)
     return ncclSuccess;
 }
 
-STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
+/*
+ * NCCL (2.28-2.30) reads makeVDevice from these tables when it builds its topology,
+ * after init, and treats a failed fusion as fatal; a NULL pointer tells it not to fuse.
+ * So the tables are writable, and the first init offers fusion only when the transport
+ * can fuse and STRATA_NET_FUSE is not off (stp_net_fusion_offer).
+ */
+STU_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .name = STP_PLUGIN_NAME,
     .init = net_init,
     .devices = net_devices,
@@ -262,7 +351,7 @@ STU_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
     .closeListen = net_close_listen,
     .getDeviceMr = NULL,      /* host-memory transports have no device-side handle */
     .irecvConsumed = NULL,
-    .makeVDevice = NULL,      /* NULL tells NCCL 2.28 not to fuse NICs */
+    .makeVDevice = NULL,      /* set by stp_net_fusion_offer at the first init */
     .finalize = net_finalize,
     .setNetAttr = NULL,       /* optional; NCCL checks for NULL */
 };
@@ -274,7 +363,7 @@ static ncclResult_t net_get_properties_v12(int dev, ncclNetProperties_v12_t *pro
 }
 
 /* v12's other types are v11's (include/nccl/net_v12.h), so the entry points are shared. */
-STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
+STU_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
     .name = STP_PLUGIN_NAME,
     .init = net_init,
     .devices = net_devices,
@@ -298,3 +387,9 @@ STU_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
     .finalize = net_finalize,
     .setNetAttr = NULL,
 };
+
+void stp_net_fusion_offer(bool on)
+{
+    ncclNetPlugin_v11.makeVDevice = on ? net_make_vdev_v11 : NULL;
+    ncclNetPlugin_v12.makeVDevice = on ? net_make_vdev_v12 : NULL;
+}

@@ -10,6 +10,7 @@
 #ifndef STP_PLUGIN_H
 #define STP_PLUGIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nccl/net.h"
@@ -53,6 +54,27 @@ const stt_props_t *stp_state_props(int dev);
  * commHash: that communicator runs on Strata's net. *ndev_p then holds the device count.
  */
 int stp_state_has_comm(uint64_t comm_id, int *ndev_p);
+
+/*
+ * makeVDevice: fuses devs[0..n-1] through the transport (which orders and checks
+ * them) and adds the virtual device to the state; its index in *dev_p. Refused
+ * (STRATA_ERR_UNSUPPORTED) under STRATA_NET_FUSE=off. The decision is logged:
+ * INFO with the members when fused, WARN with the reason when not.
+ */
+strata_status_t stp_state_vdev_make(const int *devs, int n, int *dev_p);
+
+/*
+ * The devices NCCL fused into dev with makeVDevice, into devs
+ * (STT_MAX_VDEV_MEMBERS entries); returns their number. A device NCCL did not
+ * fuse (an interface, or one STRATA_NET_FUSE fused at init) is its only member.
+ */
+int stp_state_vmembers(int dev, int *devs);
+
+/*
+ * Sets the exported v11 and v12 tables' makeVDevice: NCCL fuses devices only when it
+ * is not NULL. Called by the first init, under the state's lock.
+ */
+void stp_net_fusion_offer(bool on);
 
 /* True if ctx is a live context handed out by stp_state_acquire. */
 int stp_ctx_valid(const stp_ctx_t *ctx);

@@ -22,6 +22,12 @@ int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
     return 0;
 }
 
+strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p)
+{
+    STU_INFO(STU_LOG_NET, "this transport does not fuse devices into virtual ones");
+    return STRATA_ERR_UNSUPPORTED;
+}
+
 const char *stt_no_library(const char **why_p)
 {
     *why_p = NULL;

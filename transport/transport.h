@@ -33,12 +33,27 @@
  * later posts and tests on it return the same status (STRATA_ERR_TRUNCATED fails only
  * its receive).
  *
- * Matching. Sends and receives of one connection match in posting order. A receive groups
- * n <= max_recvs buffers with a tag each; an incoming send lands in the buffer of the
- * oldest incompletely matched receive whose tag equals the send's. A buffer may be larger
- * than the send (test reports the real size); a send larger than its buffer fails that
- * receive with STRATA_ERR_TRUNCATED and the comm stays usable. Every comm sustains
- * STT_MAX_REQUESTS receives and STT_MAX_SEND_REQUESTS sends in flight.
+ * Matching. A receive groups n <= max_recvs buffers with a tag each. Matching is per
+ * tag and in posting order: the k-th send of tag t on a connection lands in the k-th
+ * buffer of tag t the receiver posted (receives in posting order, a receive's buffers in
+ * index order). Several tags may share one connection and progress out of step, as
+ * NCCL's shared comms do (one send comm for the GPUs of a node that send to one peer,
+ * each with its own tag, maxRecvs > 1): a send whose buffer is not posted yet is never
+ * an error and is never lost or reordered within its tag. isend accepts it (a NULL
+ * request still means only "no free slot") and its request stays pending until a
+ * receive with its tag is posted and the data has moved; sends of other tags pass it.
+ * When a transport matches (ib and loop, as NCCL's IB transport: only against the oldest
+ * receive with an unmatched buffer; ucx and tcp: against any posted receive) changes
+ * when a request completes, never where data lands. A held send keeps its slot: a caller
+ * that posts STT_MAX_SEND_REQUESTS sends ahead of their receives gets NULL for the next.
+ * On a transport with props.tags_block set (tcp, a byte stream) a message whose buffer is
+ * not posted also holds back the messages behind it on the connection, so a receiver that
+ * waits for one of those before posting that buffer waits forever; the NCCL edge reports
+ * maxRecvs 1 for such a device, which keeps NCCL from sharing its comms (NCCL's own
+ * socket transport does the same). A buffer may be larger than the send (test reports
+ * the real size); a send larger than its buffer fails that receive with
+ * STRATA_ERR_TRUNCATED and the comm stays usable. Every comm sustains STT_MAX_REQUESTS
+ * receives and STT_MAX_SEND_REQUESTS sends in flight.
  *
  * Memory handles. reg_mr returns a handle for [data, data + size) on one comm;
  * isend/irecv/iflush take one per buffer, which must cover the buffer. A NULL handle (or
@@ -79,6 +94,7 @@ extern "C" {
 #define STT_MAX_RECVS 8          /* buffers per grouped receive */
 #define STT_MAX_REQUESTS 32      /* receives in flight per comm (NCCL_NET_MAX_REQUESTS) */
 #define STT_MAX_SEND_REQUESTS (STT_MAX_REQUESTS * STT_MAX_RECVS)
+#define STT_MAX_VDEV_MEMBERS 8   /* devices one virtual device fuses (NCCL v12's ndevs bound) */
 
 /* Memory types, bit values equal to NCCL_PTR_*. */
 #define STT_PTR_HOST 0x1
@@ -103,6 +119,8 @@ typedef struct stt_props {
     float latency_us;       /* one-way latency NCCL adds to its inter-node model, µs, >= 0 */
     int max_comms;          /* most send plus receive comms the device holds at once, > 0 */
     int max_recvs;          /* most buffers one irecv/iflush groups, 1..STT_MAX_RECVS */
+    int tags_block;         /* 1: a message whose receive is not posted holds back the later
+                               messages of its connection (tcp's byte stream); else 0 */
     size_t max_p2p_bytes;   /* largest message isend/irecv take on this device, > 0 */
     size_t max_coll_bytes;  /* largest message a collective hands one call (NCCL), > 0 */
 } stt_props_t;
@@ -123,6 +141,8 @@ typedef struct stt_listen {
 typedef struct stt_comm {
     const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
     int dev;                /* the device it was connected or accepted on */
+    void *stats;            /* the layer above's per-comm counters (plugin/net_stats.h), set by
+                               it after connect/accept; transports never touch it */
 } stt_comm_t;
 
 /* Base of every request. */
@@ -131,6 +151,8 @@ typedef struct stt_req {
     int nsizes;             /* set at post: how many sizes test() reports (1 for a send, n for
                                a receive of n buffers, 0 for a flush), so a layer above copies
                                exactly that many */
+    void *prof;             /* the layer above's profiler event (plugin/net_prof.h), written
+                               by it after each post; transports never touch it */
 } stt_req_t;
 
 /*
@@ -265,6 +287,19 @@ struct stt_ops {
      * Never blocks; the caller polls the descriptors, then calls test().
      */
     int (*poll_fds)(stt_comm_t *comm, struct pollfd *fds, int max);
+
+    /*
+     * Between init and fini: fuses devs[0..n-1] (2..STT_MAX_VDEV_MEMBERS distinct
+     * physical devices, in any order: the transport orders the members itself, the
+     * same way in every process, tcp by interface name) into one virtual device and
+     * returns its index in *vdev_p; devices() counts it from then on, until the last
+     * fini. The same members give the same index again.
+     * A comm on a virtual device carries each message over its members (the transport
+     * says how: docs/multirail.md); listen and connect take it like any device.
+     * Errors: STRATA_ERR_UNSUPPORTED (this transport cannot fuse, or not these
+     * devices: logged with why), STRATA_ERR_NO_RESOURCE (no room for another device).
+     */
+    strata_status_t (*make_vdev)(const int *devs, int n, int *vdev_p);
 };
 
 /*
@@ -367,6 +402,18 @@ static inline int stt_poll_fds(stt_comm_t *c, struct pollfd *fds, int max)
 {
     return c->ops->poll_fds(c, fds, max);
 }
+static inline strata_status_t stt_make_vdev(const stt_ops_t *ops, const int *devs, int n,
+                                            int *vdev_p)
+{
+    return ops->make_vdev(devs, n, vdev_p);
+}
+
+strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p);
+/* Whether the transport fuses devices at all (its make_vdev is not the stub). */
+static inline int stt_can_fuse(const stt_ops_t *ops)
+{
+    return ops->make_vdev != stt_no_make_vdev;
+}
 
 /* Shared "unsupported" operations, for ops a transport does not implement. */
 strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, int type,
@@ -374,6 +421,8 @@ strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+/* stt_no_make_vdev is declared above, beside stt_can_fuse. */
+
 /* For a transport that loads no library: NULL, *why_p NULL. */
 const char *stt_no_library(const char **why_p);
 

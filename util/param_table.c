@@ -6,7 +6,9 @@
 #include "util/param.h"
 
 #include <stdio.h>
+#include <string.h>
 
+#include "util/fuse.h"
 #include "util/name_filter.h"
 
 /* Timeouts in ms: a week is past any job's wall clock and keeps ms * 1e6 far from overflow. */
@@ -34,6 +36,39 @@ static strata_status_t param_check_filter(const char *value, char *why, size_t l
         return STRATA_OK;
     snprintf(why, len, "a list of up to %d names or prefixes, each shorter than %d characters,"
              " with an optional :port", STU_NAME_FILTER_MAX, STU_NAME_FILTER_NAMELEN);
+    return STRATA_ERR_INVALID;
+}
+
+/* STRATA_STATS: a file path; the plugin expands "%p" and "%h" (plugin/net_stats.c). */
+#define PARAM_STATS_PATH_MAX 4095
+static strata_status_t param_check_stats(const char *value, char *why, size_t len)
+{
+    size_t n = strlen(value);
+    const char *bad = NULL;
+
+    if (n > PARAM_STATS_PATH_MAX)
+        bad = "a path of at most 4095 bytes";
+    else if (n > 0 && value[n - 1] == '/')
+        bad = "a file path, not a directory";
+    for (const char *p = value; bad == NULL && *p != '\0'; p++)
+        if (p[0] == '%' && p[1] != 'p' && p[1] != 'h')
+            bad = "a path where '%' only starts %p (the process id) or %h (the host name)";
+    if (bad == NULL)
+        return STRATA_OK;
+    snprintf(why, len, "%s", bad);
+    return STRATA_ERR_INVALID;
+}
+
+/* STRATA_NET_FUSE: util/fuse.h's syntax. */
+static strata_status_t param_check_fuse(const char *value, char *why, size_t len)
+{
+    stu_fuse_t f;
+    char what[128];
+
+    if (stu_fuse_parse(value, &f, what, sizeof(what)) == STRATA_OK)
+        return STRATA_OK;
+    snprintf(why, len, "auto, off, all or ';'-separated groups of 2..8 ','-separated device"
+             " names (wanted %s)", what);
     return STRATA_ERR_INVALID;
 }
 
@@ -212,6 +247,22 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"
         " (slower; for tests of that path on machines without GPUs)",
         .min = 0, .max = 1},
+    [STU_PARAM_COLLNET_WAIT] = {"STRATA_COLLNET_WAIT", STU_PARAM_TYPE_STR, "auto",
+        "what the CollNet's test() does when nothing moved: spin (return at once, as NCCL's"
+        " proxy expects), poll (sleep on the connections' sockets, up to 2 ms), or auto (poll"
+        " when the heads on this host take every core, else spin)",
+        .choices = "auto|spin|poll"},
+    [STU_PARAM_STATS] = {"STRATA_STATS", STU_PARAM_TYPE_STR, "",
+        "file the net plugin writes its counters to as JSON at each finalize (per device and"
+        " per connection: bytes, messages, errors, reconnects, time blocked on back-pressure;"
+        " docs/multirail.md); %p becomes the process id, %h the host name; empty: none",
+        .check = param_check_stats},
+    [STU_PARAM_NET_FUSE] = {"STRATA_NET_FUSE", STU_PARAM_TYPE_STR, "auto",
+        "virtual NICs (docs/multirail.md): auto (makeVDevice offered: NCCL's merge level"
+        " decides), off (never fuse; makeVDevice not offered to NCCL), all (fuse every tcp"
+        " interface into one device), or groups such as 'eth1,eth2;eth3,eth4' fused at init in"
+        " place of their members",
+        .check = param_check_fuse},
 };
 
 const stu_param_def_t *stu_param_def(stu_param_id_t id)

@@ -20,7 +20,9 @@
  *             STRATA_NET_ALPHA_US / STRATA_NET_BETA_GBPS to the link's figures)
  * Rounds are interleaved (collnet, hier, ring, then again), each a barrier and -n timed
  * calls after -w untimed ones; a round's time is the slowest rank's; rows print the median
- * round. busbw = 2 (N-1)/N x n / t, as nccl-tests. -c checks one call of each per size; -v
+ * round. busbw = 2 (N-1)/N x n / t, as nccl-tests. cn.cpu, hier.cpu, ring.cpu: the CPU time
+ * (user + system) a rank used per call, the median round's, averaged over the ranks: on a
+ * shared machine the time follows the CPU a method needs. -c checks one call of each per size; -v
  * shows the plugin's INFO lines (with STRATA_DEBUG=INFO: the CollNet's table at connect).
  */
 #include <getopt.h>
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "algos/cost_model.h"
 #include "tools/lib/tool_data.h"
@@ -190,8 +193,22 @@ static strata_status_t cn_method_run(cn_bench_t *b, int m, size_t bytes)
     return strata_allreduce(b->send, b->recv, bytes / 4, STRATA_FP32, STRATA_SUM, b->comm);
 }
 
-/* warmup + a barrier + iters timed calls; *us_p: the slowest rank's time per call. */
-static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p)
+/* CPU time (user + system, every thread) this process has used, in microseconds. */
+static double cn_cpu_us(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/*
+ * warmup + a barrier + iters timed calls; *us_p: the slowest rank's time per call, *cpu_p:
+ * the CPU time a rank used per call, averaged over the ranks (what the method costs the
+ * cores, whatever else runs on them).
+ */
+static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p, double *cpu_p)
 {
     strata_status_t status = STRATA_OK;
 
@@ -204,11 +221,15 @@ static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p)
     if (status == STRATA_OK)
         status = strata_barrier(b->comm);
     uint64_t t0 = stu_time_ns();
+    double cpu0 = cn_cpu_us();
     for (int i = 0; i < b->o.iters && status == STRATA_OK; i++)
         status = cn_method_run(b, m, bytes);
     double us = (double)(stu_time_ns() - t0) / 1e3 / b->o.iters;
+    double cpu = (cn_cpu_us() - cpu0) / b->o.iters / b->nranks;
     if (status == STRATA_OK)
         status = strata_allreduce(&us, us_p, 1, STRATA_FP64, STRATA_MAX, b->comm);
+    if (status == STRATA_OK)
+        status = strata_allreduce(&cpu, cpu_p, 1, STRATA_FP64, STRATA_SUM, b->comm);
     return status;
 }
 
@@ -272,9 +293,9 @@ static void cn_header(const cn_bench_t *b)
     printf("# model (bound): net alpha %g us (%s) beta %g GB/s (%s), gamma %g GB/s\n",
            model.net.alpha_us, stb_comm_source(b->comm, STA_FIELD_NET_ALPHA),
            model.net.beta_gbps, stb_comm_source(b->comm, STA_FIELD_NET_BETA), model.gamma_gbps);
-    printf("# %12s %11s %8s %11s %8s %11s %8s %11s %8s %9s %7s %7s\n", "size(B)",
+    printf("# %12s %11s %8s %11s %8s %11s %8s %11s %8s %9s %7s %7s %8s %8s %8s\n", "size(B)",
            "collnet(us)", "busbw", "hier(us)", "busbw", "ring(us)", "busbw", "bound(us)",
-           "busbw", "bound", "cn/bnd", "cn/hier");
+           "busbw", "bound", "cn/bnd", "cn/hier", "cn.cpu", "hier.cpu", "ring.cpu");
 }
 
 static int cn_sweep(cn_bench_t *b)
@@ -283,13 +304,16 @@ static int cn_sweep(cn_bench_t *b)
 
     for (size_t n = b->o.min_bytes; n <= b->o.max_bytes && !failed; n *= (size_t)b->o.factor) {
         size_t bytes = n / 4 * 4;
-        double t[M_COUNT][CN_MAX_ROUNDS], med[M_COUNT];
+        double t[M_COUNT][CN_MAX_ROUNDS], cpu[M_COUNT][CN_MAX_ROUNDS], med[M_COUNT];
+        double med_cpu[M_COUNT];
         for (int r = 0; r < b->o.rounds && !failed; r++)
             for (int m = 0; m < M_COUNT && !failed; m++)
-                failed = cn_time(b, m, bytes, &t[m][r]) != STRATA_OK;
+                failed = cn_time(b, m, bytes, &t[m][r], &cpu[m][r]) != STRATA_OK;
         for (int m = 0; m < M_COUNT && !failed; m++) {
             qsort(t[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
+            qsort(cpu[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
             med[m] = t[m][b->o.rounds / 2];
+            med_cpu[m] = cpu[m][b->o.rounds / 2];
             if (b->o.check) {
                 long long wrong = 0;
                 failed = cn_check(b, m, bytes, &wrong) != STRATA_OK;
@@ -305,12 +329,14 @@ static int cn_sweep(cn_bench_t *b)
             continue;
         const char *algo = "?";
         double bound = cn_bound_us(b, bytes, &algo);
-        printf("  %12zu %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %9s %7.2f %7.2f\n",
+        printf("  %12zu %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %9s %7.2f %7.2f"
+               " %8.0f %8.0f %8.0f\n",
                bytes, med[M_COLLNET], cn_busbw(b->nranks, bytes, med[M_COLLNET]), med[M_HIER],
                cn_busbw(b->nranks, bytes, med[M_HIER]), med[M_RING],
                cn_busbw(b->nranks, bytes, med[M_RING]), bound,
                cn_busbw(b->nranks, bytes, bound), algo, bound / med[M_COLLNET],
-               med[M_HIER] / med[M_COLLNET]);
+               med[M_HIER] / med[M_COLLNET], med_cpu[M_COLLNET], med_cpu[M_HIER],
+               med_cpu[M_RING]);
         fflush(stdout);
     }
     return failed;

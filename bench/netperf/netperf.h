@@ -84,6 +84,9 @@ typedef struct stb_np_ctx {
     const char *bind;   /* --bind: interface name or address for --listen; NULL: default */
     int accept_timeout_ms;
     const char *connect;
+    int netns_rails;    /* --netns-rails: 0, or a local run between two emulated nodes with
+                           this many rails (tools/lib/tool_netns.h) */
+    const char *rail_rate;  /* --rail-rate: tbf rate of every rail, tc syntax; NULL: none */
     int local;          /* forked pair on one host */
     int client;
     int greeted;        /* the hello is done (a --listen server checks it before the run) */

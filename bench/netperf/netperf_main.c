@@ -29,12 +29,14 @@
 
 #include "tools/lib/tool_boot.h"
 #include "tools/lib/tool_fit.h"
+#include "tools/lib/tool_netns.h"
 #include "tools/lib/tool_proc.h"
 #include "bench/netperf/netperf_p2p.h"
 #include "tools/lib/plugin_loader.h"
 #include "bench/netperf/netperf_raw.h"
 #include "tools/lib/tool_util.h"
 #include "bench/netperf/netperf.h"
+#include "tools/run/run_opts.h"
 #include "util/compiler.h"
 #include "util/time.h"
 
@@ -384,6 +386,79 @@ static int np_run_local(stb_np_ctx_t *np)
     return reaped == STRATA_OK && stb_proc_exit_code(ws) == 0 && status == STRATA_OK ? 0 : 1;
 }
 
+/* The client side of a --netns-rails run, in the child in node 1. */
+static int np_client_child(void *arg)
+{
+    stb_np_ctx_t *np = arg;
+
+    np->client = 1;
+    np->local = 1;
+    stb_boot_from_fd(&np->boot, np->boot.fd, np->cfg.timeout_ms, "server");
+    return np_side_run(np) == STRATA_OK ? 0 : 1;
+}
+
+/* Every rail of both nodes shaped with tbf at --rail-rate (burst as strata-run's). */
+static strata_status_t np_netns_shape(stb_np_ctx_t *np, stb_netns_t *ns)
+{
+    char spec[128];
+    uint64_t bps = 0;
+    strata_status_t status = STRATA_OK;
+
+    if (np->rail_rate == NULL)
+        return STRATA_OK;
+    stb_run_rate_parse(np->rail_rate, &bps);   /* checked with the options */
+    snprintf(spec, sizeof(spec), "tbf rate %s burst %zu latency 50ms", np->rail_rate,
+             stb_run_tbf_burst(bps));
+    for (int node = 0; node < 2 && status == STRATA_OK; node++)
+        for (int r = 0; r < np->netns_rails && status == STRATA_OK; r++)
+            status = stb_netns_shape_rail(ns, node, r, spec);
+    return status;
+}
+
+/*
+ * --netns-rails: server in emulated node 0, client in node 1, each node with one
+ * interface per rail; the bootstrap is a socketpair, which crosses namespaces.
+ */
+static int np_run_netns(stb_np_ctx_t *np)
+{
+    stb_netns_t ns;
+    int fds[2], ws[2] = {0, 0}, ok = 1;
+    pid_t pids[2] = {0, 0};
+    strata_status_t status = stb_netns_create_rails(&ns, 2, np->netns_rails, 0);
+
+    if (status == STRATA_OK)
+        status = np_netns_shape(np, &ns);
+    if (status != STRATA_OK ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        stb_log_err("--netns-rails: cannot set up the emulated nodes");
+        stb_netns_destroy(&ns);
+        return 1;
+    }
+    printf("# strata-netperf: two emulated nodes, %d rail(s) each%s%s\n", np->netns_rails,
+           np->rail_rate ? ", every rail shaped with tbf at " : "",
+           np->rail_rate ? np->rail_rate : "");
+    for (int side = 0; side < 2 && ok; side++) {
+        stb_netns_place_t place = {.ns = &ns, .node = side, .cwd = NULL};
+        np->boot.fd = fds[side];
+        stb_spawn_t s = {.fn = side ? np_client_child : np_server_child, .arg = np,
+                         .setup = stb_netns_setup, .setup_arg = &place,
+                         .close_fds = &fds[1 - side], .nclose = 1};
+        ok = stb_proc_spawn(&s, &pids[side]) == STRATA_OK;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    for (int side = 0; side < 2; side++) {
+        if (pids[side] > 0 &&
+            stb_proc_wait(pids[side], stu_deadline_ms(np->cfg.timeout_ms), &ws[side]) !=
+                STRATA_OK)
+            ok = 0;
+        if (pids[side] > 0 && stb_proc_exit_code(ws[side]) != 0)
+            ok = 0;
+    }
+    stb_netns_destroy(&ns);
+    return ok ? 0 : 1;
+}
+
 /*
  * Waits for the client: a connection that does not answer the hello as a strata-netperf
  * client within NP_HELLO_TIMEOUT_MS (a stranger, a scanner, another tool) is closed, and the
@@ -466,5 +541,7 @@ int main(int argc, char **argv)
         return np_run_listen(&np);
     if (np.connect != NULL)
         return np_run_connect(&np);
+    if (np.netns_rails > 0)
+        return np_run_netns(&np);
     return np_run_local(&np);
 }

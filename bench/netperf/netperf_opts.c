@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tools/lib/tool_netns.h"
 #include "tools/lib/tool_util.h"
+#include "tools/run/run_opts.h"
 #include "transport/base/netif.h"
 #include "util/compiler.h"
 #include "util/time.h"
@@ -57,6 +59,8 @@ enum {
     OPT_ACCEPT_TIMEOUT,
     OPT_CSV,
     OPT_RUNS,
+    OPT_NETNS_RAILS,
+    OPT_RAIL_RATE,
     OPT_BIND,
 };
 
@@ -82,6 +86,8 @@ static const struct option np_long_opts[] = {
     {"bind", required_argument, NULL, OPT_BIND},
     {"csv", no_argument, NULL, OPT_CSV},
     {"runs", required_argument, NULL, OPT_RUNS},
+    {"netns-rails", required_argument, NULL, OPT_NETNS_RAILS},
+    {"rail-rate", required_argument, NULL, OPT_RAIL_RATE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -123,6 +129,9 @@ static void np_usage(FILE *out)
         "      --accept-timeout SEC  how long --listen waits for its client; connections that\n"
         "                         are not a strata-netperf client are closed meanwhile (default %d)\n"
         "      --runs N           repeat the sweep N times (1..%d) and report per-size medians\n"
+        "      --netns-rails N    run between two emulated nodes (namespaces) joined by N rails\n"
+        "                         (1..4, one veth each: veth0, veth1, ...; needs root)\n"
+        "      --rail-rate R      shape every rail with tbf at R (tc syntax: 1gbit, 500mbit)\n"
         "      --csv              CSV rows (lines starting with '#' are comments)\n"
         "  -v, --verbose          plugin INFO logs and progress on stderr\n"
         "  -h, --help             this text\n"
@@ -206,6 +215,17 @@ static int np_opts_validate(stb_np_ctx_t *ctx)
         stb_log_err("--bind goes with --listen");
         return -1;
     }
+    uint64_t bps;
+    if (ctx->netns_rails > 0 && (ctx->listen || ctx->connect != NULL || cfg->raw)) {
+        stb_log_err("--netns-rails is a local run of the plugin: no --listen, --connect, --raw");
+        return -1;
+    }
+    if (ctx->rail_rate != NULL &&
+        (ctx->netns_rails == 0 || stb_run_rate_parse(ctx->rail_rate, &bps) != STRATA_OK)) {
+        stb_log_err("--rail-rate '%s': a tc rate (1gbit, 500mbit) with --netns-rails",
+                    ctx->rail_rate);
+        return -1;
+    }
     return 0;
 }
 
@@ -263,6 +283,11 @@ int stb_np_opts_parse(stb_np_ctx_t *ctx, int argc, char **argv)
         case OPT_RUNS:
             bad = np_int_parse("--runs", optarg, 1, STB_NP_MAX_RUNS, &cfg->runs);
             break;
+        case OPT_NETNS_RAILS:
+            bad = np_int_parse("--netns-rails", optarg, 1, STB_NETNS_MAX_RAILS,
+                               &ctx->netns_rails);
+            break;
+        case OPT_RAIL_RATE: ctx->rail_rate = optarg; break;
         case 'v': stb_log_verbose = 1; break;
         case 'h': np_usage(stdout); return 0;
         default: bad = 1; break;

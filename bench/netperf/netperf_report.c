@@ -109,7 +109,11 @@ void stb_np_report_header(const stb_np_ctx_t *ctx)
     if (!cfg->raw_only)
         np_header_plugin(ctx);
     np_header_env();
-    if (ctx->local)
+    if (ctx->local && ctx->netns_rails > 0)
+        printf("# layout    : two emulated nodes (namespaces), %d rail(s)%s%s, device \"%s\"\n",
+               ctx->netns_rails, ctx->rail_rate ? " shaped with tbf at " : "",
+               ctx->rail_rate ? ctx->rail_rate : "", ctx->props.name);
+    else if (ctx->local)
         printf("# layout    : one host, client and forked server (loopback)\n");
     else
         printf("# layout    : two hosts, server %s (host \"%s\", device \"%s\", %d Mbps)\n",

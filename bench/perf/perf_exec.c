@@ -118,6 +118,8 @@ strata_status_t stb_exec_time(stb_exec_t *x, const stb_perf_geom_t *g, int in_pl
     for (int i = 0; i < iters && status == STRATA_OK; i++)
         status = stb_exec_run(x, g, in_place);
     double us = (double)(stu_time_ns() - t0) / 1e3 / (iters > 0 ? iters : 1);
+    /* before the combine: its own allreduce would overwrite the library's record */
+    x->timed_algo = stb_comm_last_algo(x->comm, x->opts->coll);
     if (status == STRATA_OK)
         status = stb_exec_combine(x, x->opts->average, &us);
     if (status == STRATA_OK)

@@ -21,6 +21,7 @@
 
 #include "tools/lib/tool_data.h"
 #include "bench/perf/perf_opts.h"
+#include "coll/introspect.h"
 #include "strata/strata.h"
 
 typedef struct stb_exec {
@@ -34,6 +35,7 @@ typedef struct stb_exec {
     size_t send_cap;            /* bytes */
     size_t recv_cap;
     stb_data_ref_t ref;         /* the reduction's reference (dtype, op, P) */
+    sta_algo_t timed_algo;      /* what the last timed calls ran, read before the combine */
 } stb_exec_t;
 
 /* Allocates and touches the buffers for sizes up to max_size. STRATA_ERR_NO_MEMORY. */

@@ -145,8 +145,8 @@ static strata_status_t perf_size(stb_exec_t *x, size_t size, double *bw_sum, int
             *wrong_total += row.wrong[p];
         }
     }
-    /* the algorithm that ran (the library's record), and the model's time for it */
-    const sta_algo_t ran = stb_comm_last_algo(x->comm, o->coll);
+    /* the algorithm the timed calls ran (the library's record), and the model's time for it */
+    const sta_algo_t ran = x->timed_algo;
     row.algo = sta_algo_name(ran);
     row.model_us = stb_comm_predict_us(x->comm, o->coll, ran, g.bytes);
     if (status == STRATA_OK && x->rank == 0) {

@@ -3,7 +3,7 @@
  * output (10^9 bytes of dst written per second; memory traffic is (nsrc + 1) times that).
  *
  *   strata-reduce [--reps N] [--sizes 256K,64M] [--nsrc 2,4] [--clock wall|cpu]
- *                 [--nt-sweep | --avg]
+ *                 [--nt-sweep | --avg | --membw THREADS]
  *
  * Every (size, nsrc, family) cell is measured once per repetition, the families interleaved in
  * time (the machines are shared and noisy, docs/machines.md), and the table prints the median
@@ -11,7 +11,8 @@
  * timing, so page faults stay out of the numbers. --nt-sweep instead compares cache-allocating
  * with non-temporal stores over a range of sizes (how STA_REDUCE_NT_MIN_BYTES was chosen);
  * --avg measures the average's final division (sta_reduce_avg_finish) per dtype, in place,
- * on the first size.
+ * on the first size; --membw N measures the memcpy bandwidth of N threads at once on the
+ * first size (the memory bound of docs/benchmarks.md).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "algos/reduce.h"
+#include "bench/reduce/reduce_membw.h"
 
 /* Time per measurement: long enough for >= 20 calls at 64 MiB, short enough for a table in
  * well under a minute. */
@@ -280,7 +282,7 @@ static int run_avg(size_t bytes, int reps)
 int main(int argc, char **argv)
 {
     size_t sizes[BENCH_MAX_LIST] = {256u << 10, 64u << 20}, nsrcs[BENCH_MAX_LIST] = {2, 4};
-    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0;
+    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0, membw = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -299,9 +301,11 @@ int main(int argc, char **argv)
             sweep = 1;
         } else if (strcmp(argv[i], "--avg") == 0) {
             avg = 1;
+        } else if (strcmp(argv[i], "--membw") == 0 && i + 1 < argc) {
+            membw = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: %s [--reps N] [--sizes 256K,64M] [--nsrc 2,4] "
-                    "[--clock wall|cpu] [--nt-sweep | --avg]\n", argv[0]);
+                    "[--clock wall|cpu] [--nt-sweep | --avg | --membw THREADS]\n", argv[0]);
             return 2;
         }
     }
@@ -318,6 +322,8 @@ int main(int argc, char **argv)
     }
     if (avg)
         return run_avg(sizes[0], reps);
+    if (membw)
+        return stb_membw_run(sizes[0], membw, reps);
     if (sweep)
         return run_nt_sweep(nsrcs, nnsrc, reps);
     return run_table(sizes, nsizes, nsrcs, nnsrc, reps);

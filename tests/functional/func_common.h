@@ -27,6 +27,9 @@ typedef struct func_fix {
     stb_plugin_props_t props;
     int max_recvs;
     int fds_before;
+    /* The link func_start opened, until func_link_close: a case that fails on the way
+     * leaves it open, and the teardown closes it so the next case starts clean. */
+    sts_net_link_t open_link;
 } func_fix_t;
 
 static func_fix_t func_fix;
@@ -87,6 +90,11 @@ static inline int func_teardown(void **state)
 
     if (left != 0) {
         print_error("teardown: killed %d peer process(es) the case left running\n", left);
+        rc = -1;
+    }
+    if (func_fix.open_link.send != NULL || func_fix.open_link.recv != NULL) {
+        print_error("teardown: closed the link the case left open\n");
+        sts_net_link_close(func_fix.net, &func_fix.open_link);
         rc = -1;
     }
     stb_plugin_finalize(func_fix.net);
@@ -157,6 +165,14 @@ static inline void func_start(func_fix_t *fix, sts_peer_t *peer, const char *sce
 {
     func_spawn(peer, 11, scenario, arg);
     func_link(fix, peer, link);
+    fix->open_link = *link;
+}
+
+/* Closes the link func_start opened. */
+static inline void func_link_close(func_fix_t *fix, sts_net_link_t *link)
+{
+    sts_net_link_close(fix->net, link);
+    fix->open_link = *link;
 }
 
 /* A host buffer with guard bytes, registered on comm (sts_net_buf_t); the test fails if not. */

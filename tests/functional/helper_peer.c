@@ -238,6 +238,54 @@ static int scenario_tagged(peer_t *p)
     return rc;
 }
 
+static int scenario_tags_shared(peer_t *p)
+{
+    enum { N = PEER_TAGS_T * PEER_TAGS_STEPS };
+    sts_net_req_t reqs[N];
+    size_t off[N + 1];
+    int sent[PEER_TAGS_T] = {0}, nreq = 0, rc = 0;
+    sts_net_link_t link;
+    sts_net_buf_t b;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    off[0] = 0;
+    for (int m = 0; m < N; m++)
+        off[m + 1] = off[m] + peer_tags_size(m % PEER_TAGS_T, m / PEER_TAGS_T);
+    if (buf_get(p, &b, link.send, off[N]) != 0) {
+        sts_net_link_close(p->net, &link);
+        return -1;
+    }
+    for (int m = 0; m < N; m++)
+        sts_pattern_fill(b.data + off[m], peer_tags_size(m % PEER_TAGS_T, m / PEER_TAGS_T),
+                         peer_tags_seed(m % PEER_TAGS_T, m / PEER_TAGS_T));
+    for (int round = 0; nreq < N && rc == 0; round++) {
+        for (int t = 0; t < PEER_TAGS_T && rc == 0; t++) {
+            int s = sent[t];
+            if (s == PEER_TAGS_STEPS || (t % 2 == 1 && round % 3 != 0))
+                continue;
+            int m = s * PEER_TAGS_T + t;
+            reqs[nreq] = (sts_net_req_t){.result = ncclInProgress};
+            ncclResult_t res = sts_net_isend_retry(p->net, link.send, b.data + off[m],
+                                                   peer_tags_size(t, s), peer_tags_tag(t), b.mh,
+                                                   reqs, nreq, p->deadline, &reqs[nreq].req);
+            if (res != ncclSuccess)
+                rc = peer_fail(p, "isend (tag %d, step %d): %s", peer_tags_tag(t), s,
+                               stb_plugin_result_str(res));
+            nreq++;
+            sent[t]++;
+        }
+        sts_net_progress(p->net, reqs, nreq);
+        if (stu_deadline_passed(p->deadline))
+            rc = peer_fail(p, "sends not all posted at the deadline");
+    }
+    if (rc == 0)
+        rc = wait_ok(p, reqs, nreq, "tags-shared sends");
+    sts_net_buf_put(p->net, &b);
+    sts_net_link_close(p->net, &link);
+    return rc;
+}
+
 static int scenario_trunc(peer_t *p)
 {
     sts_net_link_t link;
@@ -285,6 +333,31 @@ static int scenario_stall(peer_t *p, int send)
         nanosleep(&nap, NULL);
     }
     return wait_for_kill(p);
+}
+
+static int scenario_listen_die(peer_t *p)
+{
+    char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+    void *listen = NULL;
+
+    if (stb_plugin_listen(p->net, 0, handle, &listen) != ncclSuccess)
+        return peer_fail(p, "listen failed");
+    if (sts_ctl_send(p->fd, STS_CTL_HANDLE, handle, sizeof(handle)) != 0)
+        return peer_fail(p, "cannot send the handle");
+    return wait_for_kill(p);
+}
+
+static int scenario_close_early(peer_t *p)
+{
+    sts_net_link_t link;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0);
+    int rc = sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0
+                 ? peer_fail(p, "expected GO") : 0;
+    sts_net_link_close(p->net, &link);
+    return rc;
 }
 
 static int scenario_many(peer_t *p, int k)
@@ -356,11 +429,17 @@ static int scenario_cycles(peer_t *p, int n)
 
     if (sts_ctl_expect(p->fd, STS_CTL_HANDLE, handle, sizeof(handle), p->deadline) != 0)
         return peer_fail(p, "no handle from the test");
+    long long rss_warm = -1;
     fds_before = sts_fd_count();
     for (int i = 0; i < n; i++) {
         void *send = NULL;
         sts_net_buf_t b;
         p->deadline = sts_deadline(PEER_TIMEOUT_S);   /* per cycle: a loaded machine is slow */
+        if (i == PEER_CYCLES_WARMUP)
+            rss_warm = sts_rss_bytes();
+        if (i % PEER_CYCLES_SAMPLE == 0 && sts_fd_count() != fds_before)
+            return peer_fail(p, "cycle %d: %d descriptors open, %d before the first", i,
+                             sts_fd_count(), fds_before);
         memcpy(copy, handle, sizeof(copy));
         ncclResult_t res = sts_net_connect_wait(p->net, 0, copy, p->deadline, &send);
         if (res != ncclSuccess)
@@ -376,10 +455,14 @@ static int scenario_cycles(peer_t *p, int n)
         if (rc != 0)
             return rc;
     }
-    fds_after = sts_fd_count();
+    fds_after = sts_fd_count_settle(fds_before, p->deadline);
     if (fds_after != fds_before)
         return peer_fail(p, "%d descriptors before %d connect/close cycles, %d after",
                          fds_before, n, fds_after);
+    long long rss_end = sts_rss_bytes();
+    if (rss_warm >= 0 && rss_end >= 0 && rss_end - rss_warm > PEER_CYCLES_RSS_SLACK)
+        return peer_fail(p, "resident memory grew from %lld to %lld bytes over %d cycles",
+                         rss_warm, rss_end, n - PEER_CYCLES_WARMUP);
     return 0;
 }
 
@@ -429,6 +512,30 @@ static int scenario_inflight(peer_t *p)
     return rc;
 }
 
+static int scenario_send_close(peer_t *p)
+{
+    sts_net_link_t link;
+    int rc = 0;
+
+    if (link_up(p, &link) != 0)
+        return -1;
+    /* GO: the test's side of the link is up too (a link closed before it is, fails it). */
+    if (sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        rc = peer_fail(p, "no GO from the test");
+    for (int i = 0; i < PEER_CLOSED_COUNT && rc == 0; i++) {
+        sts_net_buf_t b;
+        if ((rc = buf_get(p, &b, link.send, peer_closed_size(i))) != 0)
+            break;
+        sts_pattern_fill(b.data, b.size, peer_closed_seed(i));
+        rc = send_one(p, link.send, &b, b.size, 0);
+        sts_net_buf_put(p->net, &b);
+    }
+    sts_net_link_close(p->net, &link);
+    if (rc == 0 && sts_ctl_send(p->fd, STS_CTL_READY, NULL, 0) != 0)
+        rc = peer_fail(p, "READY: the control socket failed");
+    return rc;
+}
+
 static int run(peer_t *p, const char *scenario, int arg)
 {
     if (strcmp(scenario, "echo-matrix") == 0)
@@ -451,6 +558,14 @@ static int run(peer_t *p, const char *scenario, int arg)
         return scenario_cycles(p, arg);
     if (strcmp(scenario, "inflight") == 0)
         return scenario_inflight(p);
+    if (strcmp(scenario, "send-close") == 0)
+        return scenario_send_close(p);
+    if (strcmp(scenario, "tags-shared") == 0)
+        return scenario_tags_shared(p);
+    if (strcmp(scenario, "listen-die") == 0)
+        return scenario_listen_die(p);
+    if (strcmp(scenario, "close-early") == 0)
+        return scenario_close_early(p);
     return peer_fail(p, "unknown scenario '%s'", scenario);
 }
 

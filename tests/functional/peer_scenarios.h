@@ -48,6 +48,17 @@
  *   inflight                 link; both sides post requests that cannot all
  *                            complete, swap READY, then close everything
  *                            while requests are in flight
+ *   send-close               link; after GO the peer sends PEER_CLOSED_COUNT
+ *                            small messages one after the other (each to
+ *                            local completion), closes its link, says READY
+ *   listen-die               the peer listens, sends its handle and READY,
+ *                            waits to be killed (the test connects after)
+ *   close-early              link; READY; after GO the peer closes both comms
+ *                            and ends
+ *   tags-shared              link; PEER_TAGS_T "GPUs" share the peer's send
+ *                            comm, each with its own tag, PEER_TAGS_STEPS
+ *                            messages each; the even ones post every step at
+ *                            once, the odd ones one step every third round
  */
 
 static const size_t peer_matrix[] = {
@@ -76,6 +87,28 @@ static inline int peer_tagged_tag(int i) { return 100 + 3 * i; }
 static inline size_t peer_tagged_size(int n, int i) { return 1000 * (size_t)(i + 1) + (size_t)n; }
 static inline uint32_t peer_tagged_seed(int n, int i) { return (uint32_t)(n * 100 + i); }
 
+/*
+ * cycles: both sides sample their descriptors every PEER_CYCLES_SAMPLE cycles
+ * (each sample must equal the first) and compare resident memory after
+ * PEER_CYCLES_WARMUP cycles with the end: growth above PEER_CYCLES_RSS_SLACK
+ * fails. 16 MiB is generous (allocator and page-cache noise) yet a leak of
+ * one receive comm per cycle (over 100 KiB for tcp) passes it within 200 cycles.
+ */
+#define PEER_CYCLES_SAMPLE 1000
+#define PEER_CYCLES_WARMUP 100
+#define PEER_CYCLES_RSS_SLACK (16ll << 20)
+
+/* tags-shared: message (GPU t, step s); two above tcp's 256 KiB striping threshold. */
+#define PEER_TAGS_T 8
+#define PEER_TAGS_STEPS 4
+static inline int peer_tags_tag(int t) { return 7 * t + 1; }
+static inline size_t peer_tags_size(int t, int s)
+{
+    return (t * 3 + s) % 9 == 2 ? 300 * PEER_KiB + (size_t)t
+                                : 1 + ((size_t)(t * 131 + s * 977) * 7919u) % (32 * PEER_KiB);
+}
+static inline uint32_t peer_tags_seed(int t, int s) { return 0x7a00u + (uint32_t)(t * 16 + s); }
+
 /* trunc: the first message is larger than the receive the test posts. */
 #define PEER_TRUNC_SEND 4096
 #define PEER_TRUNC_RECV 1024
@@ -101,5 +134,11 @@ static inline uint32_t peer_many_seed(int k) { return 500u + (uint32_t)k; }
 #define PEER_INFLIGHT_SMALL PEER_MiB
 #define PEER_INFLIGHT_NSMALL_RECV 7
 #define PEER_INFLIGHT_NSMALL_SEND 3
+
+/* send-close: message i, tag 0; all under PEER_CLOSED_MAX. */
+#define PEER_CLOSED_COUNT 8
+#define PEER_CLOSED_MAX (2 * PEER_KiB)
+static inline size_t peer_closed_size(int i) { return 1 + 251 * (size_t)i; }
+static inline uint32_t peer_closed_seed(int i) { return 0xc105u + (uint32_t)i; }
 
 #endif /* PEER_SCENARIOS_H */

@@ -29,6 +29,7 @@ typedef struct config {
     int falls_back;              /* 1: the forced algorithm does not apply here */
     const int *node_of;          /* NULL: nodes from nodes and interleave */
     int few_types;               /* 1: fp32, int8 and bf16 only (the fallback cases) */
+    const char *env;             /* one more variable for the ranks, or NULL */
 } config_t;
 
 /* Every type x op x size x placement on one communicator, then what ran. */
@@ -79,7 +80,8 @@ static void run_config(const config_t *c)
     snprintf(algo, sizeof(algo), "STRATA_ALGO=%s", c->algo);
     sts_ranks_opts_t o = {.nranks = c->nranks, .nodes = c->nodes, .interleave = c->interleave,
                           .timeout_ms = 120000, .wall_s = 280,
-                          .node_of = c->node_of, .env = {algo, "STRATA_SOCKET_IFNAME==lo"}};
+                          .node_of = c->node_of,
+                          .env = {algo, "STRATA_SOCKET_IFNAME==lo", c->env}};
     int failed = sts_ranks_run(&o, rank_matrix, (void *)c, NULL);
     if (failed)
         fprintf(stderr, "config: %d ranks, %d nodes%s, algo %s: %d ranks failed\n", c->nranks,
@@ -90,7 +92,7 @@ static void run_config(const config_t *c)
 #define CONFIG_TEST(name, P, N, I, A)                                                     \
     static void name(void **state)                                                        \
     {                                                                                     \
-        config_t c = {P, N, I, A, 0, NULL, 0};                                               \
+        config_t c = {P, N, I, A, 0, NULL, 0, NULL};                                         \
         run_config(&c);                                                                   \
     }
 
@@ -114,14 +116,24 @@ CONFIG_TEST(test_p8_n2_ring, 8, 2, 1, "ring")
 static void test_p3_unequal_hier_falls_back(void **state)
 {
     static const int node_of[3] = {0, 0, 1};
-    config_t c = {3, 2, 0, "hierarchical", 1, node_of, 1};
+    config_t c = {3, 2, 0, "hierarchical", 1, node_of, 1, NULL};
     run_config(&c);
 }
 
 static void test_p3_unequal_leader_falls_back(void **state)
 {
     static const int node_of[3] = {0, 1, 1};
-    config_t c = {3, 2, 0, "leader", 1, node_of, 1};
+    config_t c = {3, 2, 0, "leader", 1, node_of, 1, NULL};
+    run_config(&c);
+}
+
+/*
+ * One node's allreduce in many shared-memory pieces: 3 ranks with the smallest slot (4 KiB
+ * per rank), so the largest size takes dozens of two-round pieces with uneven last blocks.
+ */
+static void test_p3_n1_hier_pieces(void **state)
+{
+    config_t c = {3, 1, 0, "hierarchical", 0, NULL, 0, "STRATA_SHM_CHUNK=12288"};
     run_config(&c);
 }
 
@@ -137,6 +149,7 @@ int main(void)
         cmocka_unit_test(test_p4_n2_leader),
         cmocka_unit_test(test_p4_n2_interleaved_hier),
         cmocka_unit_test(test_p4_n1_hier),
+        cmocka_unit_test(test_p3_n1_hier_pieces),
         cmocka_unit_test(test_p4_n4_ring),
         cmocka_unit_test(test_p5_n1_recursive),
         cmocka_unit_test(test_p6_n2_auto),

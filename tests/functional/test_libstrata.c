@@ -4,7 +4,8 @@
  * libstrata.so (the Makefile's rule for it says so). It checks the version the library
  * reports, runs collectives across two processes in two emulated nodes, and reads the
  * dynamic symbol tables: libstrata.so and libstrata.a let out strata_* only, the NCCL plugin
- * only ncclNetPlugin_v*, ncclCollNetPlugin_v* and ncclTunerPlugin_v*.
+ * only ncclNetPlugin_v*, ncclCollNetPlugin_v*, ncclTunerPlugin_v* and its telemetry readers
+ * (strata_net_stats_*, <strata/net_stats.h>).
  *
  * LIBDIR (set by the Makefile, or by make test-install to an installed tree) holds the
  * libraries whose symbols are read.
@@ -239,11 +240,14 @@ static void test_static_exports(void **state)
     assert_true(check_symbols("-g --defined-only", "libstrata.a", strata_prefix, NULL) >= 30);
 }
 
-/* The NCCL plugin links util, transport and plugin objects only and lets out NCCL's names. */
+/*
+ * The NCCL plugin links util, transport and plugin objects only and lets out NCCL's names
+ * and the telemetry readers.
+ */
 static void test_plugin_exports(void **state)
 {
     static const char *const nccl[] = {"ncclNetPlugin_v", "ncclCollNetPlugin_v",
-                                       "ncclTunerPlugin_v", NULL};
+                                       "ncclTunerPlugin_v", "strata_net_stats_", NULL};
     assert_true(check_symbols("-D --defined-only", "libnccl-net-strata.so", nccl, NULL) >= 6);
 }
 

@@ -1,9 +1,12 @@
 /*
  * The tcp transport's wire (transport/tcp/tcp_wire.h): hellos, acks and
- * message headers from a peer, and the stripe split of a message. A frame
- * that decodes must encode back to the same fields; the pieces of a message
- * must cover it exactly, in order, without overlap.
+ * message headers from a peer, a virtual NIC's member list in a handle, and
+ * the stripe split of a message. A frame that decodes must encode back to the
+ * same fields; the pieces of a message must cover it exactly, in order,
+ * without overlap.
  */
+#include <string.h>
+
 #include "fuzz.h"
 #include "transport/tcp/tcp_wire.h"
 
@@ -66,12 +69,13 @@ static void fuzz_hdr(fuzz_in_t *in)
 static void fuzz_stripe(fuzz_in_t *in)
 {
     uint64_t size = fuzz_u64(in) % (STT_TCP_MAX_MSG_BYTES + 1);
-    uint32_t flags = fuzz_u8(in) & STT_TCP_HDR_STRIPED;
+    uint32_t flags = fuzz_u8(in) % 3;   /* plain, striped or rotated */
+    uint32_t seq = fuzz_u32(in);
     int nsocks = 1 + fuzz_u8(in) % STT_TCP_MAX_SOCKS;
     uint64_t next = 0;
     for (int i = 0; i < nsocks; i++) {
         uint64_t off, len;
-        stt_tcp_stripe_locate(size, flags, nsocks, i, &off, &len);
+        stt_tcp_stripe_locate(size, flags, seq, nsocks, i, &off, &len);
         if (len == 0)
             continue;
         FUZZ_CHECK(off == next && len <= size - off);
@@ -80,13 +84,37 @@ static void fuzz_stripe(fuzz_in_t *in)
     FUZZ_CHECK(next == size);
 }
 
+/* A handle's vNIC bytes from a peer: a list that decodes encodes back to the same bytes. */
+static void fuzz_vnic(fuzz_in_t *in)
+{
+    uint8_t handle[STT_HANDLE_SIZE] = {0}, again[STT_HANDLE_SIZE] = {0};
+    stt_netif_addr_t addr0;
+    stt_tcp_vnic_t v;
+    const char *why = NULL;
+
+    memset(&addr0, 0, sizeof(addr0));
+    addr0.sa.sa_family = fuzz_u8(in) & 1 ? AF_INET6 : AF_INET;
+    fuzz_take(in, handle + STT_TCP_VNIC_OFFSET, STT_CONNSLOT_OFFSET - STT_TCP_VNIC_OFFSET);
+    if (stt_tcp_vnic_decode(handle, &addr0, &v, &why) != STRATA_OK) {
+        FUZZ_CHECK(why != NULL);
+        return;
+    }
+    FUZZ_CHECK(v.n >= 1 && v.n <= STT_MAX_VDEV_MEMBERS);
+    if (v.n == 1)
+        return;
+    FUZZ_CHECK(stt_tcp_vnic_encode(&v, again) == STRATA_OK);
+    size_t used = 2 + (size_t)(v.n - 1) * (addr0.sa.sa_family == AF_INET6 ? 18 : 6);
+    FUZZ_CHECK(memcmp(handle + STT_TCP_VNIC_OFFSET, again + STT_TCP_VNIC_OFFSET, used) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_in_t in = {data, size};
-    switch (fuzz_u8(&in) % 4) {
+    switch (fuzz_u8(&in) % 5) {
     case 0: fuzz_hello(&in); break;
     case 1: fuzz_ack(&in); break;
     case 2: fuzz_hdr(&in); break;
+    case 3: fuzz_vnic(&in); break;
     default: fuzz_stripe(&in); break;
     }
     return 0;

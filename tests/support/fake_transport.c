@@ -442,4 +442,5 @@ const stt_ops_t stt_fake_ops = {
     .close_recv = fake_close_recv,
     .close_listen = fake_close_listen,
     .poll_fds = fake_poll_fds,
+    .make_vdev = stt_no_make_vdev,
 };

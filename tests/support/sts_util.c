@@ -127,6 +127,15 @@ int sts_fd_count(void)
     return n - 1; /* the directory stream's own descriptor */
 }
 
+int sts_fd_count_settle(int most, uint64_t deadline)
+{
+    int n;
+
+    while ((n = sts_fd_count()) > most && !stu_deadline_passed(deadline))
+        sts_relax();
+    return n;
+}
+
 int sts_socket_count(int except)
 {
     DIR *dir = opendir("/proc/self/fd");
@@ -156,6 +165,22 @@ long long sts_heap_in_use(void)
 #else
     struct mallinfo2 mi = mallinfo2();
     return (long long)mi.uordblks + (long long)mi.hblkhd;
+#endif
+}
+
+long long sts_rss_bytes(void)
+{
+#if STS_SANITIZED
+    return -1;
+#else
+    long long size = 0, resident = -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%lld %lld", &size, &resident) != 2)
+        resident = -1;
+    fclose(f);
+    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
 #endif
 }
 

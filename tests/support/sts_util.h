@@ -45,6 +45,13 @@ int sts_guard_ok(const void *buf, size_t size);
 
 /* Open descriptors of this process (entries of /proc/self/fd), -1 on error. */
 int sts_fd_count(void);
+/*
+ * Waits until at most `most` descriptors are open or deadline (stu_time_ns)
+ * passes; returns the last count. A transport may finish a close in the
+ * background (ucx: a send comm whose flush waits for the peer), so a count
+ * taken right after closing can be high for a moment.
+ */
+int sts_fd_count_settle(int most, uint64_t deadline);
 
 /* Sockets among this process's descriptors, not counting `except` (-1: none excepted). */
 int sts_socket_count(int except);
@@ -55,6 +62,13 @@ int sts_socket_count(int except);
  * does the leak check there instead).
  */
 long long sts_heap_in_use(void);
+
+/*
+ * Resident memory of this process in bytes (/proc/self/statm), or -1 when the
+ * number is not meaningful (under AddressSanitizer, whose quarantine keeps up
+ * to 256 MiB of freed memory resident) or cannot be read.
+ */
+long long sts_rss_bytes(void);
 
 /* Timeout multiplier from STS_TIMEOUT_SCALE (default 1; sanitizer builds set more). */
 double sts_timeout_scale(void);

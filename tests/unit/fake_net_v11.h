@@ -220,7 +220,7 @@ static ncclResult_t fake_close(void *comm)
 }
 
 /* getDeviceMr and irecvConsumed stay NULL, as in a host plugin. */
-const ncclNet_v11_t ncclNetPlugin_v11 = {
+ncclNet_v11_t ncclNetPlugin_v11 = {   /* writable, as the plugin's (net_compat.h) */
     .name = STP_PLUGIN_NAME,
     .init = fake_init,
     .devices = fake_devices,

@@ -478,6 +478,63 @@ static void test_dispatch(void **state)
     assert_int_equal(sta_reduce_nt_min_bytes_set(old), 12345);
 }
 
+/* The streaming copy equals memcpy at every length and both alignments, and writes no byte past. */
+static void test_copy_stream(void **state)
+{
+    enum { MAXLEN = 4099, SLACK = 64 };
+    unsigned char *src = malloc(MAXLEN + SLACK), *dst = malloc(MAXLEN + 2 * SLACK);
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < MAXLEN + SLACK; i++)
+        src[i] = (unsigned char)(i * 7 + 3);
+    static const size_t lens[] = {0, 1, 15, 16, 31, 32, 33, 100, 1024, 4093, MAXLEN};
+    for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+        for (size_t so = 0; so < 17; so += 3) {
+            for (size_t d = 0; d < 17; d += 4) {
+                memset(dst, 0xEE, MAXLEN + 2 * SLACK);
+                sta_copy_stream(dst + SLACK + d, src + so, lens[l]);
+                if (lens[l] > 0)
+                    assert_memory_equal(dst + SLACK + d, src + so, lens[l]);
+                for (size_t i = 0; i < SLACK + d; i++)
+                    assert_int_equal(dst[i], 0xEE);
+                for (size_t i = SLACK + d + lens[l]; i < MAXLEN + 2 * SLACK; i++)
+                    assert_int_equal(dst[i], 0xEE);
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}
+
+/* Forced streaming stores give the bits of the cached path at any size and alignment. */
+static void test_reduce_n_stream(void **state)
+{
+    enum { N = 1000 };
+    float *a = malloc((N + 1) * sizeof(float)), *b = malloc((N + 1) * sizeof(float));
+    float *want = malloc((N + 1) * sizeof(float)), *got = malloc((N + 1) * sizeof(float));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int i = 0; i <= N; i++) {
+        a[i] = (float)i * 0.5f;
+        b[i] = 3.0f - (float)i;
+    }
+    static const size_t lens[] = {1, 7, 16, 17, 257, N};
+    for (size_t c = 0; c < sizeof(lens) / sizeof(lens[0]); c++) {
+        for (int shift = 0; shift < 2; shift++) {
+            const void *srcs[2] = {a + shift, b};
+            sta_reduce_n(want + shift, srcs, 2, lens[c], STRATA_FP32, STRATA_SUM);
+            sta_reduce_n_stream(got + shift, srcs, 2, lens[c], STRATA_FP32, STRATA_SUM);
+            assert_memory_equal(got + shift, want + shift, lens[c] * sizeof(float));
+        }
+    }
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+}
+
 /* Bad arguments write nothing (release builds; debug builds assert instead). */
 static void test_bad_args(void **state)
 {
@@ -618,6 +675,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_copy_stream),
+        cmocka_unit_test(test_reduce_n_stream),
         cmocka_unit_test(test_matrix_scalar),
         cmocka_unit_test(test_matrix_avx2),
         cmocka_unit_test(test_matrix_avx512),

@@ -130,7 +130,9 @@ static void test_hdr_rejects(void **state)
     assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
 
     memcpy(bad, buf, sizeof(bad));
-    bad[4] = 0x2;                                                                   /* flags */
+    bad[4] = 0x4;                                                                   /* flags */
+    assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
+    bad[4] = STT_TCP_HDR_STRIPED | STT_TCP_HDR_ROTATED;              /* both at once */
     assert_int_equal(stt_tcp_hdr_decode(bad, 10, &out, &why), STRATA_ERR_REMOTE);
 
     in.size = STT_TCP_MAX_MSG_BYTES + 1;                                            /* size */
@@ -152,15 +154,15 @@ static void test_stripe_unstriped(void **state)
     uint64_t off, len;
 
     for (int n = 1; n <= STT_TCP_MAX_SOCKS; n++) {
-        stt_tcp_stripe_locate(12345, 0, n, 0, &off, &len);
+        stt_tcp_stripe_locate(12345, 0, 0, n, 0, &off, &len);
         assert_true(off == 0 && len == 12345);
         for (int j = 1; j < n; j++) {
-            stt_tcp_stripe_locate(12345, 0, n, j, &off, &len);
+            stt_tcp_stripe_locate(12345, 0, 0, n, j, &off, &len);
             assert_true(len == 0);
         }
     }
     /* A striped flag with one socket is the whole message on socket 0. */
-    stt_tcp_stripe_locate(999, STT_TCP_HDR_STRIPED, 1, 0, &off, &len);
+    stt_tcp_stripe_locate(999, STT_TCP_HDR_STRIPED, 0, 1, 0, &off, &len);
     assert_true(off == 0 && len == 999);
 }
 
@@ -168,30 +170,30 @@ static void test_stripe_examples(void **state)
 {
     uint64_t off, len;
 
-    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 2, 0, &off, &len);
+    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 0, 2, 0, &off, &len);
     assert_true(off == 0 && len == 128 << 10);
-    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 2, 1, &off, &len);
+    stt_tcp_stripe_locate(256 << 10, STT_TCP_HDR_STRIPED, 0, 2, 1, &off, &len);
     assert_true(off == 128 << 10 && len == 128 << 10);
 
     /* 10000 bytes over 3 sockets: ceil(10000 / 3) = 3334, rounded to 4096. */
-    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 0, &off, &len);
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 0, 3, 0, &off, &len);
     assert_true(off == 0 && len == 4096);
-    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 1, &off, &len);
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 0, 3, 1, &off, &len);
     assert_true(off == 4096 && len == 4096);
-    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 3, 2, &off, &len);
+    stt_tcp_stripe_locate(10000, STT_TCP_HDR_STRIPED, 0, 3, 2, &off, &len);
     assert_true(off == 8192 && len == 10000 - 8192);
 
     /* Tiny striped message: everything in piece 0, later pieces empty and in range. */
-    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 4, 0, &off, &len);
+    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 0, 4, 0, &off, &len);
     assert_true(off == 0 && len == 1);
-    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 4, 3, &off, &len);
+    stt_tcp_stripe_locate(1, STT_TCP_HDR_STRIPED, 0, 4, 3, &off, &len);
     assert_true(off == 1 && len == 0);
 
-    stt_tcp_stripe_locate(0, STT_TCP_HDR_STRIPED, 8, 5, &off, &len);
+    stt_tcp_stripe_locate(0, STT_TCP_HDR_STRIPED, 0, 8, 5, &off, &len);
     assert_true(off == 0 && len == 0);
 
     /* The largest message: 1 TiB over 8 sockets is 128 GiB each. */
-    stt_tcp_stripe_locate(STT_TCP_MAX_MSG_BYTES, STT_TCP_HDR_STRIPED, 8, 7, &off, &len);
+    stt_tcp_stripe_locate(STT_TCP_MAX_MSG_BYTES, STT_TCP_HDR_STRIPED, 0, 8, 7, &off, &len);
     assert_true(off == 7 * (STT_TCP_MAX_MSG_BYTES / 8) && len == STT_TCP_MAX_MSG_BYTES / 8);
 }
 
@@ -205,7 +207,7 @@ static void test_stripe_cover_property(void **state)
             uint64_t expect = 0, biggest = 0;
             for (int j = 0; j < n; j++) {
                 uint64_t off, len;
-                stt_tcp_stripe_locate(sizes[s], STT_TCP_HDR_STRIPED, n, j, &off, &len);
+                stt_tcp_stripe_locate(sizes[s], STT_TCP_HDR_STRIPED, 0, n, j, &off, &len);
                 assert_true(off == expect);
                 assert_true(off + len <= sizes[s]);
                 if (len > 0 && off + len < sizes[s])

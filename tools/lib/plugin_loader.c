@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl/profiler_net.h"
 #include "nccl/tuner.h"
 #include "tools/lib/tool_util.h"
 #include "util/time.h"
@@ -187,13 +188,48 @@ static void plugin_logger(ncclDebugLogLevel level, unsigned long flags, const ch
                 file != NULL ? file : "?", line, msg);
 }
 
-/* The profiler callback NCCL hands a v10+ plugin; the loader records nothing. */
+/*
+ * The profiler callback NCCL hands a v10+ plugin. While stb_plugin_prof_record(1) is on,
+ * isend and irecv pass &prof_handle as their profiler handle (NCCL passes one only while
+ * a profiler wants net events) and the events that name it are counted.
+ */
+static int prof_on;
+static char prof_handle;
+static stb_plugin_prof_t prof_seen;
+
 static ncclResult_t plugin_profiler(void **eHandle, int type, void *phandle, int64_t pluginId,
                                     void *extData)
 {
-    if (eHandle != NULL)
+    if (eHandle == NULL)
+        return ncclSuccess;
+    if (type == ncclProfilerNetEventStart) {
         *eHandle = NULL;
+        if (!prof_on || phandle != &prof_handle)
+            return ncclSuccess;
+        prof_seen.starts++;
+        prof_seen.plugin_id = pluginId;
+        if (((uint64_t)pluginId & ~0xffffull) == NCCL_PROFILER_NET_TYPE_SOCK && extData != NULL) {
+            const ncclProfilerNetSockDescr_v1_t *d = extData;
+            prof_seen.sock_events += d->type == ncclProfileSocket;
+            prof_seen.bytes[d->sock.op == 0] += d->sock.length;
+            prof_seen.last_fd = d->sock.fd;
+        }
+        *eHandle = &prof_seen;
+    } else if (type == ncclProfilerNetEventStop && *eHandle == &prof_seen) {
+        prof_seen.stops++;
+    }
     return ncclSuccess;
+}
+
+void stb_plugin_prof_record(int on)
+{
+    prof_on = on;
+    memset(&prof_seen, 0, sizeof(prof_seen));
+}
+
+void stb_plugin_prof_get(stb_plugin_prof_t *out)
+{
+    *out = prof_seen;
 }
 
 int stb_plugin_warnings(void)
@@ -388,6 +424,25 @@ ncclResult_t stb_plugin_props(stb_plugin_t *pl, int dev, stb_plugin_props_t *out
     return plugin_props(pl, dev, out);
 }
 
+ncclResult_t stb_plugin_make_vdev(stb_plugin_t *pl, int ndevs, const int *devs, int *vdev)
+{
+    if (ndevs < 0 || ndevs > STB_PLUGIN_MAX_VDEV_MEMBERS)
+        return ncclInvalidArgument;
+#if PLUGIN_HAVE_V12
+    if (pl->version == 12) {
+        ncclNetVDeviceProps_v12_t p = {.ndevs = ndevs};
+        memcpy(p.devs, devs, (size_t)ndevs * sizeof(int));
+        const ncclNet_v12_t *t = pl->table;
+        return t->makeVDevice != NULL ? t->makeVDevice(vdev, &p) : ncclInvalidUsage;
+    }
+#endif
+    if (pl->version < 11 || ndevs > NCCL_NET_MAX_DEVS_PER_NIC)
+        return ncclInvalidUsage;
+    ncclNetVDeviceProps_v11_t p = {.ndevs = ndevs};
+    memcpy(p.devs, devs, (size_t)ndevs * sizeof(int));
+    return V11(pl)->makeVDevice != NULL ? V11(pl)->makeVDevice(vdev, &p) : ncclInvalidUsage;
+}
+
 ncclResult_t stb_plugin_listen(stb_plugin_t *pl, int dev, void *handle, void **listen)
 {
     switch (pl->version) {
@@ -449,9 +504,9 @@ ncclResult_t stb_plugin_isend(stb_plugin_t *pl, void *comm, void *data, size_t s
                               void *mh, void **req)
 {
     if (pl->version >= 11)
-        return V11(pl)->isend(comm, data, size, tag, mh, NULL, req);
+        return V11(pl)->isend(comm, data, size, tag, mh, prof_on ? &prof_handle : NULL, req);
     if (pl->version == 10)
-        return V10(pl)->isend(comm, data, size, tag, mh, NULL, req);
+        return V10(pl)->isend(comm, data, size, tag, mh, prof_on ? &prof_handle : NULL, req);
     if (pl->version == 9)
         return V9(pl)->isend(comm, data, size, tag, mh, req);
     if (size > INT_MAX)
@@ -476,6 +531,7 @@ ncclResult_t stb_plugin_irecv(stb_plugin_t *pl, void *comm, int n, void **data,
         if (pl->version <= 8 && sizes[i] > INT_MAX)
             return ncclInvalidArgument;
         isizes[i] = (int)sizes[i];
+        phandles[i] = prof_on ? &prof_handle : NULL;
     }
     switch (pl->version) {
     case 10: return V10(pl)->irecv(comm, n, data, zsizes, itags, mhs, phandles, req);

@@ -101,6 +101,14 @@ ncclResult_t stb_plugin_finalize(stb_plugin_t *plugin);
 
 ncclResult_t stb_plugin_devices(stb_plugin_t *plugin, int *ndev);
 ncclResult_t stb_plugin_props(stb_plugin_t *plugin, int dev, stb_plugin_props_t *props);
+/*
+ * makeVDevice: fuses devs[0..ndevs-1] into a new device, *vdev. v11 takes up to
+ * NCCL_NET_MAX_DEVS_PER_NIC (4) members, v12 up to 8; ncclInvalidUsage for a
+ * version without makeVDevice (v10 and older) or more members than it takes.
+ */
+#define STB_PLUGIN_MAX_VDEV_MEMBERS 8
+ncclResult_t stb_plugin_make_vdev(stb_plugin_t *plugin, int ndevs, const int *devs, int *vdev);
+
 /* handle: STB_PLUGIN_HANDLE_SIZE bytes, to carry to the peer. */
 ncclResult_t stb_plugin_listen(stb_plugin_t *plugin, int dev, void *handle, void **listen);
 ncclResult_t stb_plugin_connect(stb_plugin_t *plugin, int dev, void *handle, void **send);
@@ -132,6 +140,22 @@ ncclResult_t stb_plugin_connect_accept(stb_plugin_t *plugin, int dev, void *hand
                                        void *listen, uint64_t deadline_ns,
                                        int (*give_up)(void *arg), void *arg, void **send,
                                        void **recv);
+
+/*
+ * Profiler net events (v10+): stb_plugin_prof_record(1) makes isend and irecv pass a
+ * profiler handle, as NCCL does while a profiler wants net events, and counts the
+ * events the plugin reports for it through init's callback (reset at each call);
+ * stb_plugin_prof_get copies the counts. Process-wide, like the WARN counter.
+ */
+typedef struct stb_plugin_prof {
+    int starts, stops;
+    int sock_events;            /* starts with a socket descriptor (ncclProfileSocket) */
+    int64_t plugin_id;          /* of the last start */
+    uint64_t bytes[2];          /* lengths of started receives [0] and sends [1] */
+    int last_fd;
+} stb_plugin_prof_t;
+void stb_plugin_prof_record(int on);
+void stb_plugin_prof_get(stb_plugin_prof_t *out);
 
 /* WARN lines the plugin logged through the loader's logger since the process started. */
 int stb_plugin_warnings(void);

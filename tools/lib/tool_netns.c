@@ -40,9 +40,35 @@ void stb_netns_init(stb_netns_t *ns)
     }
 }
 
+/* Rail r's /24, first three octets (tool_netns.h). */
+static const char *const netns_rail_subnet[STB_NETNS_MAX_RAILS] = {
+    STB_NETNS_SUBNET, "203.0.113", "198.18.0", "198.19.0",
+};
+
+void stb_netns_rail_addr(int node, int rail, char *buf, size_t len)
+{
+    if (rail < 0 || rail >= STB_NETNS_MAX_RAILS)
+        rail = 0;
+    snprintf(buf, len, "%s.%d", netns_rail_subnet[rail], node + 1);
+}
+
 void stb_netns_addr(int node, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s.%d", STB_NETNS_SUBNET, node + 1);
+    stb_netns_rail_addr(node, 0, buf, len);
+}
+
+void stb_netns_rail_ifname(int rail, char *buf, size_t len)
+{
+    snprintf(buf, len, "veth%d", rail);
+}
+
+/* The hub's port of node k on rail r: n<k> on rail 0 (as ever), n<k>r<r> on the others. */
+static void netns_port_name(int k, int rail, char *buf, size_t len)
+{
+    if (rail == 0)
+        snprintf(buf, len, "n%d", k);
+    else
+        snprintf(buf, len, "n%dr%d", k, rail);
 }
 
 /* The slot of a node (STB_NETNS_HUB: the hub's), or -1 when there is none. */
@@ -167,40 +193,50 @@ static strata_status_t netns_keeper_start(stb_netns_t *ns, int slot)
     return STRATA_OK;
 }
 
-/* Node k's link to the hub, and its address. */
-static strata_status_t netns_link(stb_netns_t *ns, int k)
+/* Node k's link to the hub on rail r, and its address there. */
+static strata_status_t netns_link(stb_netns_t *ns, int k, int rail)
 {
     const int hub = ns->nodes;
-    char port[16], hubns[64], cidr[32], addr[24];
+    char port[32], hubns[64], cidr[32], addr[24], ifname[16], bridge[16];
     strata_status_t st;
 
-    snprintf(port, sizeof(port), "n%d", k);
+    netns_port_name(k, rail, port, sizeof(port));
+    stb_netns_rail_ifname(rail, ifname, sizeof(ifname));
+    snprintf(bridge, sizeof(bridge), "br%d", rail);
     snprintf(hubns, sizeof(hubns), "/proc/%d/ns/net", (int)ns->keeper[hub]);
-    stb_netns_addr(k, addr, sizeof(addr));
+    stb_netns_rail_addr(k, rail, addr, sizeof(addr));
     snprintf(cidr, sizeof(cidr), "%s/%d", addr, STB_NETNS_PREFIX_LEN);
-    char *add[] = {"ip", "link", "add", STB_NETNS_IFNAME, "type", "veth", "peer", "name", port,
+    char *add[] = {"ip", "link", "add", ifname, "type", "veth", "peer", "name", port,
                    "netns", hubns, NULL};
-    char *master[] = {"ip", "link", "set", port, "master", "br0", "up", NULL};
+    char *master[] = {"ip", "link", "set", port, "master", bridge, "up", NULL};
     char *lo[] = {"ip", "link", "set", "lo", "up", NULL};
-    char *ip[] = {"ip", "addr", "add", cidr, "dev", STB_NETNS_IFNAME, NULL};
-    char *up[] = {"ip", "link", "set", STB_NETNS_IFNAME, "up", NULL};
+    char *ip[] = {"ip", "addr", "add", cidr, "dev", ifname, NULL};
+    char *up[] = {"ip", "link", "set", ifname, "up", NULL};
     if ((st = netns_cmd(ns, k, add)) != STRATA_OK ||
         (st = netns_cmd(ns, hub, master)) != STRATA_OK ||
-        (st = netns_cmd(ns, k, lo)) != STRATA_OK || (st = netns_cmd(ns, k, ip)) != STRATA_OK)
+        (rail == 0 && (st = netns_cmd(ns, k, lo)) != STRATA_OK) ||
+        (st = netns_cmd(ns, k, ip)) != STRATA_OK)
         return st;
     return netns_cmd(ns, k, up);
 }
 
 strata_status_t stb_netns_create(stb_netns_t *ns, int nodes, int verbose)
 {
+    return stb_netns_create_rails(ns, nodes, 1, verbose);
+}
+
+strata_status_t stb_netns_create_rails(stb_netns_t *ns, int nodes, int rails, int verbose)
+{
     strata_status_t status;
 
     stb_netns_init(ns);
-    if (nodes < 1 || nodes > STB_NETNS_MAX_NODES) {
-        stb_log_err("netns: %d nodes (1..%d)", nodes, STB_NETNS_MAX_NODES);
+    if (nodes < 1 || nodes > STB_NETNS_MAX_NODES || rails < 1 || rails > STB_NETNS_MAX_RAILS) {
+        stb_log_err("netns: %d nodes (1..%d), %d rails (1..%d)", nodes, STB_NETNS_MAX_NODES,
+                    rails, STB_NETNS_MAX_RAILS);
         return STRATA_ERR_INVALID;
     }
     ns->nodes = nodes;
+    ns->rails = rails;
     ns->verbose = verbose;
     if (geteuid() != 0) {
         stb_log_err("emulated nodes need root (network and mount namespaces, veth, tc)");
@@ -209,14 +245,18 @@ strata_status_t stb_netns_create(stb_netns_t *ns, int nodes, int verbose)
     for (int slot = nodes; slot >= 0; slot--)     /* the hub first: the nodes link to it */
         if ((status = netns_keeper_start(ns, slot)) != STRATA_OK)
             return status;
-    char *bridge[] = {"ip", "link", "add", "br0", "type", "bridge", NULL};
-    char *bridge_up[] = {"ip", "link", "set", "br0", "up", NULL};
-    if ((status = netns_cmd(ns, nodes, bridge)) != STRATA_OK ||
-        (status = netns_cmd(ns, nodes, bridge_up)) != STRATA_OK)
-        return status;
-    for (int k = 0; k < nodes; k++)
-        if ((status = netns_link(ns, k)) != STRATA_OK)
+    for (int r = 0; r < rails; r++) {
+        char br[16];
+        snprintf(br, sizeof(br), "br%d", r);
+        char *bridge[] = {"ip", "link", "add", br, "type", "bridge", NULL};
+        char *bridge_up[] = {"ip", "link", "set", br, "up", NULL};
+        if ((status = netns_cmd(ns, nodes, bridge)) != STRATA_OK ||
+            (status = netns_cmd(ns, nodes, bridge_up)) != STRATA_OK)
             return status;
+        for (int k = 0; k < nodes; k++)
+            if ((status = netns_link(ns, k, r)) != STRATA_OK)
+                return status;
+    }
     return STRATA_OK;
 }
 
@@ -308,18 +348,38 @@ static strata_status_t netns_shape_end(const stb_netns_t *ns, int slot, const ch
 
 strata_status_t stb_netns_shape(const stb_netns_t *ns, int node, const char *qdisc)
 {
-    char port[16];
+    return stb_netns_shape_rail(ns, node, 0, qdisc);
+}
+
+strata_status_t stb_netns_shape_rail(const stb_netns_t *ns, int node, int rail,
+                                     const char *qdisc)
+{
+    char port[32], ifname[16];
     strata_status_t status;
 
-    if (node < 0 || node >= ns->nodes) {
-        stb_log_err("netns shape: no node %d", node);
+    if (node < 0 || node >= ns->nodes || rail < 0 || rail >= ns->rails) {
+        stb_log_err("netns shape: no node %d rail %d", node, rail);
         return STRATA_ERR_INVALID;
     }
-    /* both ends: the node's egress (veth0) and its ingress (the hub's port egress) */
-    snprintf(port, sizeof(port), "n%d", node);
-    if ((status = netns_shape_end(ns, node, STB_NETNS_IFNAME, qdisc)) != STRATA_OK)
+    /* both ends: the node's egress (veth<r>) and its ingress (the hub's port egress) */
+    netns_port_name(node, rail, port, sizeof(port));
+    stb_netns_rail_ifname(rail, ifname, sizeof(ifname));
+    if ((status = netns_shape_end(ns, node, ifname, qdisc)) != STRATA_OK)
         return status;
     return netns_shape_end(ns, ns->nodes, port, qdisc);
+}
+
+strata_status_t stb_netns_rail_link(const stb_netns_t *ns, int node, int rail, int up)
+{
+    char ifname[16];
+
+    if (node < 0 || node >= ns->nodes || rail < 0 || rail >= ns->rails) {
+        stb_log_err("netns link: no node %d rail %d", node, rail);
+        return STRATA_ERR_INVALID;
+    }
+    stb_netns_rail_ifname(rail, ifname, sizeof(ifname));
+    char *argv[] = {"ip", "link", "set", ifname, up ? "up" : "down", NULL};
+    return netns_cmd(ns, node, argv);
 }
 
 strata_status_t stb_netns_listen(const stb_netns_t *ns, int node, int *fd_p, char *addr,

@@ -8,6 +8,13 @@
  *            routed), a private tmpfs on /dev/shm (the node's shared memory)
  *   shaping: a root qdisc on both ends of a node's link (both directions)
  *
+ * With rails (stb_netns_create_rails), each rail r > 0 is a second network of
+ * its own: bridge br<r> in the hub, port n<k>r<r>, and in node k veth<r> =
+ * <rail r's subnet>.(k+1)/24, so a node has one interface per rail, as a host
+ * with several NICs on a rail-optimised fabric. Subnets: rail 0 198.51.100,
+ * rail 1 203.0.113 (TEST-NET-3, RFC 5737), rails 2 and 3 198.18.0 and 198.19.0
+ * (RFC 2544's benchmarking range); none is ever routed.
+ *
  * Each namespace is held by a "keeper" child that does nothing but hold it:
  * the namespaces are anonymous (never in /run/netns) and exist only while a
  * keeper, a process inside, or a descriptor refers to them. Keepers die with
@@ -37,9 +44,11 @@
 #define STB_NETNS_PREFIX_LEN 24
 #define STB_NETNS_IFNAME "veth0"
 #define STB_NETNS_HUB (-1)            /* the hub, where a node number is asked for */
+#define STB_NETNS_MAX_RAILS 4         /* one subnet each (above) */
 
 typedef struct stb_netns {
     int nodes;
+    int rails;                                  /* 1 unless made by stb_netns_create_rails */
     int verbose;                                /* log each command and keeper */
     pid_t keeper[STB_NETNS_MAX_NODES + 1];      /* [nodes] is the hub's; 0: none */
     int net_fd[STB_NETNS_MAX_NODES + 1];        /* O_CLOEXEC; -1: none */
@@ -58,6 +67,12 @@ void stb_netns_init(stb_netns_t *ns);
  * caller still calls stb_netns_destroy.
  */
 strata_status_t stb_netns_create(stb_netns_t *ns, int nodes, int verbose);
+
+/*
+ * The same with rails (1..STB_NETNS_MAX_RAILS) links per node, one per rail,
+ * each on its own bridge and subnet (above). Same errors.
+ */
+strata_status_t stb_netns_create_rails(stb_netns_t *ns, int nodes, int rails, int verbose);
 
 /* Kills and reaps the keepers, closes the descriptors. Idempotent. */
 void stb_netns_destroy(stb_netns_t *ns);
@@ -80,6 +95,10 @@ void stb_netns_keeper_gone(stb_netns_t *ns, pid_t pid);
 
 /* "198.51.100.(node+1)". */
 void stb_netns_addr(int node, char *buf, size_t len);
+/* Node's address on rail (0: stb_netns_addr's), e.g. "203.0.113.(node+1)" on rail 1. */
+void stb_netns_rail_addr(int node, int rail, char *buf, size_t len);
+/* Node's interface on rail: "veth<rail>" into buf. */
+void stb_netns_rail_ifname(int rail, char *buf, size_t len);
 
 /*
  * Runs argv (argv[0] looked up in PATH) in node's network namespace
@@ -93,6 +112,15 @@ strata_status_t stb_netns_run(const stb_netns_t *ns, int node, char *const argv[
  * "tbf rate 1gbit burst 32kb latency 50ms"; NULL removes the shaping.
  */
 strata_status_t stb_netns_shape(const stb_netns_t *ns, int node, const char *qdisc);
+/* The same for node's link on one rail (stb_netns_shape is rail 0). */
+strata_status_t stb_netns_shape_rail(const stb_netns_t *ns, int node, int rail,
+                                     const char *qdisc);
+
+/*
+ * Sets node's interface on rail down (up false) or up again, as a NIC port that
+ * loses its link: `ip link set veth<rail> down|up` inside the node.
+ */
+strata_status_t stb_netns_rail_link(const stb_netns_t *ns, int node, int rail, int up);
 
 /* A TCP socket listening on node's address, port 0, created inside its namespace. */
 strata_status_t stb_netns_listen(const stb_netns_t *ns, int node, int *fd_p, char *addr,

@@ -65,6 +65,29 @@ strata_status_t stt_devref_lookup(stt_devref_t *devs, int dev, const void *table
     return STRATA_ERR_NOT_FOUND;
 }
 
+strata_status_t stt_devref_add(stt_devref_t *devs, int max,
+                               strata_status_t (*add)(int count, bool room, void *arg,
+                                                      int *index_p),
+                               void *arg, int *index_p)
+{
+    strata_status_t status = STRATA_ERR_INVALID;
+    int index = -1;
+
+    pthread_mutex_lock(&devs->lock);
+    bool held = devs->refs > 0;
+    if (held) {
+        status = add(devs->count, devs->count < max, arg, &index);
+        if (status == STRATA_OK && index == devs->count)
+            devs->count++;
+    }
+    pthread_mutex_unlock(&devs->lock);
+    if (!held)
+        STU_WARN("%s: a device added before init", devs->who);
+    if (status == STRATA_OK)
+        *index_p = index;
+    return status;
+}
+
 bool stt_devref_held(stt_devref_t *devs)
 {
     pthread_mutex_lock(&devs->lock);

@@ -47,6 +47,18 @@ strata_status_t stt_devref_count(stt_devref_t *devs, int *ndev_p);
 strata_status_t stt_devref_lookup(stt_devref_t *devs, int dev, const void *table, size_t elem,
                                   void *out);
 
+/*
+ * Adds a device after discovery (a virtual one), under the lock: add(count, room,
+ * arg, &index) either names an existing device (index < count), or, when room is
+ * true (count < max), writes the entry at index count and sets index to count,
+ * which then joins the table; without room it returns STRATA_ERR_NO_RESOURCE. Any
+ * other status leaves the table as it was. STRATA_ERR_INVALID (warned) before init.
+ */
+strata_status_t stt_devref_add(stt_devref_t *devs, int max,
+                               strata_status_t (*add)(int count, bool room, void *arg,
+                                                      int *index_p),
+                               void *arg, int *index_p);
+
 /* True while an init reference is held (a snapshot). */
 bool stt_devref_held(stt_devref_t *devs);
 

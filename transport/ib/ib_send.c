@@ -4,7 +4,8 @@
  *
  * isend queues a request; progress matches queued sends, in posting order,
  * against the FIFO slot of the next receive (the CTS the receiver wrote),
- * each to the first open buffer with its tag, and posts:
+ * each to the first open buffer with its tag (a send whose tag has no open
+ * buffer there waits in the queue; later sends pass it), and posts:
  *   - the payload as RDMA writes into the receive buffer: whole on one QP
  *     (round robin), or split in STT_IB_SPLIT_ALIGN-aligned chunks over every
  *     QP from STRATA_IB_SPLIT_MIN bytes on;
@@ -281,22 +282,31 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     return true;
 }
 
+/*
+ * Matches queued sends against the CTS of the next receive, NCCL's rule: each
+ * send, in posting order, takes the first open buffer with its tag; a send
+ * whose tag has none stays queued (still in order) while later sends of other
+ * tags pass it, and is matched once a receive with its tag is the next one.
+ */
 static void send_match(stt_ib_send_t *sc)
 {
     while (sc->q_head != sc->q_tail && sc->conn.head.failed == STRATA_OK) {
         if (!sc->slot_ready && !send_slot_load(sc))
             return;
-        stt_ib_sreq_t *req = &sc->reqs[sc->queue[sc->q_head % STT_IB_SEND_RING]];
-        int i = send_buffer_find(sc, req->tag);
-        if (i < 0) {
-            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send with tag %d matches no open"
-                          " buffer of receive %u (%d buffers, first tag %d)", req->tag,
-                          sc->recv_seq, sc->slot_n, sc->slot[0].tag);
-            return;
+        uint32_t w = sc->q_head, pos = sc->q_head;
+        bool stalled = false;
+        for (; pos != sc->q_tail && sc->slot_ready && !stalled; pos++) {
+            uint16_t idx = sc->queue[pos % STT_IB_SEND_RING];
+            int i = send_buffer_find(sc, sc->reqs[idx].tag);
+            stalled = i >= 0 && !send_post(sc, &sc->reqs[idx], i);  /* a QP is full */
+            if (i < 0 || stalled)
+                sc->queue[w++ % STT_IB_SEND_RING] = idx;
         }
-        if (!send_post(sc, req, i))
-            return;
-        sc->q_head++;
+        for (; pos != sc->q_tail; pos++)
+            sc->queue[w++ % STT_IB_SEND_RING] = sc->queue[pos % STT_IB_SEND_RING];
+        sc->q_tail = w;
+        if (stalled || sc->slot_ready)
+            return;           /* wait for room, or for a send with a tag this receive has */
     }
 }
 

@@ -32,43 +32,52 @@ void stt_loop_chan_release(stt_loop_chan_t *chan)
     }
 }
 
+/* Moves send s into buffer i of receive r and completes s. */
+static void chan_deliver(stt_loop_req_t *s, stt_loop_req_t *r, int i)
+{
+    if (s->caps[0] > r->caps[i]) {
+        STU_WARN("loop: message of %zu bytes (tag %d) is larger than its receive buffer of "
+                 "%zu bytes", s->caps[0], s->tags[0], r->caps[i]);
+        r->slot.status = STRATA_ERR_TRUNCATED;
+        r->got[i] = 0;
+    } else {
+        if (s->caps[0] > 0)
+            memcpy(r->bufs[i], s->bufs[0], s->caps[0]);
+        r->got[i] = s->caps[0];
+    }
+    s->got[0] = s->caps[0];
+    s->slot.state = STT_SLOT_DONE;
+    r->matched |= 1u << i;
+}
+
+/*
+ * Matches the queued sends against the oldest receive, as NCCL's IB transport
+ * does: each send, in posting order, takes the first open buffer with its tag;
+ * a send whose tag has none stays queued (in order) and later sends of other
+ * tags pass it. When the oldest receive is complete the next one is matched.
+ */
 void stt_loop_chan_match(stt_loop_chan_t *chan)
 {
     while (chan->failed == STRATA_OK && chan->sq_head != chan->sq_tail &&
            chan->rq_head != chan->rq_tail) {
-        stt_loop_req_t *s = chan->sendq[chan->sq_head % STT_MAX_SEND_REQUESTS];
         stt_loop_req_t *r = chan->recvq[chan->rq_head % STT_MAX_REQUESTS];
-        int slot = -1;
-        for (int i = 0; i < r->slot.n; i++) {
-            if (!(r->matched & (1u << i)) && r->tags[i] == s->tags[0]) {
-                slot = i;
-                break;
-            }
+        unsigned all = (1u << r->slot.n) - 1, w = chan->sq_head;
+        for (unsigned pos = chan->sq_head; pos != chan->sq_tail; pos++) {
+            stt_loop_req_t *s = chan->sendq[pos % STT_MAX_SEND_REQUESTS];
+            int i = -1;
+            for (int k = 0; k < r->slot.n && i < 0 && r->matched != all; k++)
+                if (!(r->matched & (1u << k)) && r->tags[k] == s->tags[0])
+                    i = k;
+            if (i >= 0)
+                chan_deliver(s, r, i);
+            else
+                chan->sendq[w++ % STT_MAX_SEND_REQUESTS] = s;
         }
-        if (slot < 0) {
-            STU_WARN("loop: a send with tag %d matches no free buffer of the oldest receive "
-                     "(%d buffers); failing the connection", s->tags[0], r->slot.n);
-            chan->failed = STRATA_ERR_REMOTE;
-            return;
-        }
-        if (s->caps[0] > r->caps[slot]) {
-            STU_WARN("loop: message of %zu bytes (tag %d) is larger than its receive buffer of "
-                     "%zu bytes", s->caps[0], s->tags[0], r->caps[slot]);
-            r->slot.status = STRATA_ERR_TRUNCATED;
-            r->got[slot] = 0;
-        } else {
-            if (s->caps[0] > 0)
-                memcpy(r->bufs[slot], s->bufs[0], s->caps[0]);
-            r->got[slot] = s->caps[0];
-        }
-        s->got[0] = s->caps[0];
-        s->slot.state = STT_SLOT_DONE;
-        chan->sq_head++;
-        r->matched |= 1u << slot;
-        if (r->matched == (1u << r->slot.n) - 1) {
-            r->slot.state = STT_SLOT_DONE;
-            chan->rq_head++;
-        }
+        chan->sq_tail = w;
+        if (r->matched != all)
+            return;           /* the oldest receive waits for a send of one of its tags */
+        r->slot.state = STT_SLOT_DONE;
+        chan->rq_head++;
     }
 }
 

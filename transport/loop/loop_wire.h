@@ -8,10 +8,11 @@
  *     channels that connect made for it until accept takes them.
  *   Channels: one per connection, reference-counted by its two ends (the
  *     connecting side and the listener's queue, then the two comms). A channel
- *     holds a FIFO of posted, unmatched sends and a FIFO of receives that
- *     still have unmatched buffers; whoever posts or tests runs the matcher
- *     under the channel's lock: the oldest send goes by memcpy into the buffer
- *     of the oldest receive whose tag equals the send's.
+ *     holds the posted, unmatched sends in posting order and a FIFO of
+ *     receives that still have unmatched buffers; whoever posts or tests runs
+ *     the matcher under the channel's lock: each queued send whose tag has an
+ *     open buffer in the oldest receive goes by memcpy into the first such
+ *     buffer; the others wait in order (NCCL's IB rule, transport.h).
  */
 #ifndef STT_LOOP_WIRE_H
 #define STT_LOOP_WIRE_H

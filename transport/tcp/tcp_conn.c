@@ -12,6 +12,8 @@
  * Request slots are preallocated per comm (STT_TCP_RING of them, base/slots.h),
  * so posting and releasing cost no allocation, lock or system call.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,6 +32,9 @@ typedef struct tcp_connect {
     stt_connect_t head;          /* start time, peer */
     uint64_t conn_id;
     int nsocks;
+    int nmembers;                /* of the local device */
+    int dev;                     /* the local device */
+    stt_tcp_vnic_t peer;         /* the peer's members (one unless it is a virtual device) */
     int fds[STT_TCP_MAX_SOCKS];
     uint8_t stage[STT_TCP_MAX_SOCKS];
     uint32_t sent[STT_TCP_MAX_SOCKS];
@@ -49,7 +54,7 @@ static void conn_fds_close(const int *fds, int nsocks)
 /* ------------------------------------------------------------------ comms */
 
 strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
-                                    const char *peer, stt_comm_t **comm_p)
+                                    int nmembers, const char *peer, stt_comm_t **comm_p)
 {
     size_t bytes = send ? sizeof(stt_tcp_send_t) : sizeof(stt_tcp_recv_t);
     stt_tcp_conn_t *conn = calloc(1, bytes);
@@ -62,6 +67,7 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     }
     stt_conn_init(&conn->head, &stt_tcp_ops, dev, send, peer);
     conn->nsocks = nsocks;
+    conn->nmembers = nmembers < 1 ? 1 : nmembers;
     for (int j = 0; j < STT_TCP_MAX_SOCKS; j++)
         conn->socks[j].fd = j < nsocks ? fds[j] : -1;
     if (send) {
@@ -77,6 +83,28 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     }
     *comm_p = &conn->head.base;
     return STRATA_OK;
+}
+
+void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err)
+{
+    char path[2 * STT_TCP_ADDR_STRLEN + 48] = "";
+
+    if (conn->nmembers > 1) {
+        stt_netif_addr_t local, peer;
+        socklen_t llen = sizeof(local), plen = sizeof(peer);
+        char ltext[STT_TCP_ADDR_STRLEN] = "?", ptext[STT_TCP_ADDR_STRLEN + 4] = "";
+        if (getsockname(conn->socks[j].fd, &local.sa, &llen) == 0)
+            stt_netif_addr_format(&local, ltext, sizeof(ltext));
+        /* a socket the kernel gave up on has no peer any more */
+        if (getpeername(conn->socks[j].fd, &peer.sa, &plen) == 0) {
+            memcpy(ptext, " -> ", 5);
+            stt_netif_addr_format(&peer, ptext + 4, sizeof(ptext) - 4);
+        }
+        snprintf(path, sizeof(path), " (virtual NIC member %d of %d, from %s%s)",
+                 j % conn->nmembers, conn->nmembers, ltext, ptext);
+    }
+    stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "%s on socket %d of %d%s: %s", what, j,
+                  conn->nsocks, path, strerror(err));
 }
 
 static void conn_close(stt_comm_t *comm, bool send, const char *call)
@@ -113,11 +141,64 @@ static void connect_free(stt_connect_t *state)
     free(cs);
 }
 
-/* Opens the sockets, under a new connection id, and starts every connect. */
+/*
+ * The head checked, then the raw bytes before the connect slot copied, vNIC
+ * members included (connect_start reads them); hp is 8-byte aligned.
+ */
+static strata_status_t connect_decode(const void *handle, void *hp, uint64_t *listener_id_p)
+{
+    stt_tcp_handle_t head;
+    stt_tcp_vnic_t vnic;
+    const char *why = NULL;
+    strata_status_t status = stt_handle_load(handle, STT_TCP_HANDLE_MAGIC,
+                                             STT_TCP_PROTO_VERSION, "tcp", &head);
+
+    if (status != STRATA_OK)
+        return status;
+    memcpy(hp, handle, STT_CONNSLOT_OFFSET);
+    if (stt_tcp_vnic_decode(hp, &head.addr, &vnic, &why) != STRATA_OK) {
+        STU_WARN("tcp: connect handle: %s", why);
+        return STRATA_ERR_INVALID;
+    }
+    memcpy(hp, &head, sizeof(head));
+    *listener_id_p = head.listener_id;
+    return STRATA_OK;
+}
+
+/* Sockets of a connection: STRATA_SOCKET_NSOCKS rounded to a multiple of the members. */
+static int connect_nsocks(int members)
+{
+    int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
+    /* Out-of-range values were reported once at init. */
+    int n = (int)(nsocks < 1 ? 1 : nsocks > STT_TCP_MAX_SOCKS ? STT_TCP_MAX_SOCKS : nsocks);
+    int per = n / members;
+
+    return members * (per < 1 ? 1 : per);
+}
+
+/* Socket i leaves from member i % n of a virtual device: bound to its address first. */
+static strata_status_t connect_bind(int fd, const stt_tcp_dev_t *d, int i)
+{
+    const stt_netif_addr_t *a = &d->member_addr[i % d->nmembers];
+    char text[STT_TCP_ADDR_STRLEN];
+
+    if (d->nmembers <= 1 || bind(fd, &a->sa, stt_netif_addr_len(a)) == 0)
+        return STRATA_OK;
+    stt_netif_addr_format(a, text, sizeof(text));
+    STU_WARN("tcp: cannot bind socket %d of a %s connection to %s: %s", i, d->props.name, text,
+             strerror(errno));
+    return STRATA_ERR_IO;
+}
+
+/* Opens the sockets, under a new connection id, and starts every connect: socket i from
+ * member i % n of a virtual device, to the peer's member i % m. */
 static strata_status_t connect_open(tcp_connect_t *cs, const stt_tcp_handle_t *h)
 {
-    strata_status_t status;
+    stt_tcp_dev_t d;
+    strata_status_t status = stt_tcp_device_get(cs->dev, &d);
 
+    if (status != STRATA_OK)
+        return status;
     conn_fds_close(cs->fds, cs->nsocks);
     cs->conn_id = stt_netif_random_u64();
     cs->ack_have = 0;
@@ -132,7 +213,10 @@ static strata_status_t connect_open(tcp_connect_t *cs, const stt_tcp_handle_t *h
         cs->sent[i] = 0;
         status = stt_tcp_sock_open(h->addr.sa.sa_family, &cs->fds[i]);
         if (status == STRATA_OK)
-            status = stt_sock_connect("tcp", cs->fds[i], &h->addr, cs->head.peer);
+            status = connect_bind(cs->fds[i], &d, i);
+        if (status == STRATA_OK)
+            status = stt_sock_connect("tcp", cs->fds[i], &cs->peer.addr[i % cs->peer.n],
+                                      cs->head.peer);
         if (status != STRATA_OK)
             return status;
         cs->stage[i] = SOCK_CONNECTING;
@@ -144,19 +228,24 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
                                      stt_connect_t **state_p)
 {
     const stt_tcp_handle_t *h = hp;
-    int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
+    stt_tcp_vnic_t peer;
+    const char *why = NULL;
     stt_tcp_dev_t d;
     strata_status_t status = stt_tcp_device_get(dev, &d);
 
     if (status != STRATA_OK)
         return status;
+    stt_tcp_vnic_decode(hp, &h->addr, &peer, &why);   /* checked by connect_decode */
     tcp_connect_t *cs = calloc(1, sizeof(*cs));
     if (cs == NULL) {
         STU_WARN("tcp: no memory for a connect state (%zu bytes)", sizeof(*cs));
         return STRATA_ERR_NO_MEMORY;
     }
-    /* Out-of-range values were reported once at init. */
-    cs->nsocks = (int)(nsocks < 1 ? 1 : nsocks > STT_TCP_MAX_SOCKS ? STT_TCP_MAX_SOCKS : nsocks);
+    cs->dev = dev;
+    cs->peer = peer;
+    cs->nmembers = d.nmembers > peer.n ? d.nmembers : peer.n;
+    cs->nsocks = connect_nsocks(cs->nmembers);
+    cs->nmembers = d.nmembers;
     cs->head.start_ns = stu_time_ns();
     stt_netif_addr_format(&h->addr, cs->head.peer, sizeof(cs->head.peer));
     for (int i = 0; i < STT_TCP_MAX_SOCKS; i++)
@@ -321,8 +410,10 @@ static strata_status_t connect_step(stt_connect_t *state, int dev, const void *h
         return status;
     if (!ready)
         return STRATA_INPROGRESS;
-    STU_INFO(STU_LOG_NET, "tcp: connected to %s with %d sockets", cs->head.peer, cs->nsocks);
-    status = stt_tcp_conn_create(true, dev, cs->fds, cs->nsocks, cs->head.peer, send_p);
+    STU_INFO(STU_LOG_NET, "tcp: connected to %s with %d sockets over %d member(s)",
+             cs->head.peer, cs->nsocks, cs->nmembers);
+    status = stt_tcp_conn_create(true, dev, cs->fds, cs->nsocks, cs->nmembers, cs->head.peer,
+                                 send_p);
     for (int i = 0; i < cs->nsocks; i++)
         cs->fds[i] = -1;                 /* the comm owns them now, even on failure */
     return status;
@@ -332,6 +423,7 @@ static const stt_connect_steps_t connect_steps = {
     .who = "tcp",
     .hint = "",
     .why_late = connect_why_late,
+    .decode = connect_decode,
     .magic = STT_TCP_HANDLE_MAGIC,
     .version = STT_TCP_PROTO_VERSION,
     .start = connect_start,

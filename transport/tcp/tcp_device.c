@@ -12,7 +12,8 @@
 #include "util/log.h"
 #include "util/param.h"
 
-static stt_tcp_dev_t dev_table[STT_NETIF_MAX];
+static stt_tcp_dev_t dev_table[STT_TCP_MAX_DEVS];
+static int dev_nphys;           /* interfaces; virtual devices follow them */
 
 static void dev_params_check(void)
 {
@@ -39,18 +40,24 @@ static strata_status_t dev_open(int *count_p)
         memset(dev, 0, sizeof(*dev));
         memcpy(dev->name, nifs[i].name, sizeof(dev->name));   /* both IF_NAMESIZE */
         dev->addr = nifs[i].addr;
+        dev->nmembers = 1;
+        dev->members[0] = i;
+        dev->member_addr[0] = nifs[i].addr;
         stt_netif_props_fill(&nifs[i], p);
         p->latency_us = STT_TCP_LATENCY_US;
+        p->tags_block = 1;       /* one byte stream per connection (tcp-protocol.md) */
         p->max_comms = STT_TCP_MAX_COMMS;
         p->max_p2p_bytes = STT_TCP_MAX_MSG_BYTES;
         p->max_coll_bytes = STT_TCP_MAX_COLL_BYTES;
     }
     dev_params_check();
+    stt_tcp_vdev_force(dev_table, &count);
+    dev_nphys = count;
     *count_p = count;
     return STRATA_OK;
 }
 
-static stt_devref_t devs = STT_DEVREF_INIT("tcp", dev_open, NULL);
+static stt_devref_t devs_ref = STT_DEVREF_INIT("tcp", dev_open, NULL);
 
 strata_status_t stt_tcp_probe(void)
 {
@@ -67,22 +74,22 @@ strata_status_t stt_tcp_probe(void)
 
 strata_status_t stt_tcp_init(void)
 {
-    return stt_devref_init(&devs);
+    return stt_devref_init(&devs_ref);
 }
 
 void stt_tcp_fini(void)
 {
-    stt_devref_fini(&devs);
+    stt_devref_fini(&devs_ref);
 }
 
 strata_status_t stt_tcp_devices(int *ndev_p)
 {
-    return stt_devref_count(&devs, ndev_p);
+    return stt_devref_count(&devs_ref, ndev_p);
 }
 
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p)
 {
-    return stt_devref_lookup(&devs, dev, dev_table, sizeof(dev_table[0]), dev_p);
+    return stt_devref_lookup(&devs_ref, dev, dev_table, sizeof(dev_table[0]), dev_p);
 }
 
 strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)
@@ -99,4 +106,51 @@ strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)
         return status;
     *props_p = d.props;
     return STRATA_OK;
+}
+
+/* Under the devref's lock: the same members in the same order reuse their device. */
+static strata_status_t vdev_add(int count, bool room, void *arg, int *index_p)
+{
+    const stt_tcp_dev_t *want = arg;
+
+    for (int d = dev_nphys; d < count; d++) {
+        if (dev_table[d].nmembers == want->nmembers &&
+            memcmp(dev_table[d].members, want->members, sizeof(want->members)) == 0) {
+            *index_p = d;
+            return STRATA_OK;
+        }
+    }
+    if (!room) {
+        STU_WARN("tcp: no room for virtual device %s (%d devices)", want->props.name, count);
+        return STRATA_ERR_NO_RESOURCE;
+    }
+    dev_table[count] = *want;
+    *index_p = count;
+    return STRATA_OK;
+}
+
+strata_status_t stt_tcp_make_vdev(const int *devs, int n, int *vdev_p)
+{
+    stt_tcp_dev_t snapshot[STT_NETIF_MAX], vdev;
+    int count = 0;
+    strata_status_t status;
+
+    if (devs == NULL || vdev_p == NULL) {
+        STU_WARN("tcp: make_vdev called with a NULL %s", devs ? "output" : "device list");
+        return STRATA_ERR_INVALID;
+    }
+    if ((status = stt_tcp_devices(&count)) != STRATA_OK)
+        return status;
+    /* The interfaces never change between init and fini: copy them to check the members. */
+    int nphys = count < dev_nphys ? count : dev_nphys;
+    for (int d = 0; d < nphys; d++)
+        if ((status = stt_tcp_device_get(d, &snapshot[d])) != STRATA_OK)
+            return status;
+    if ((status = stt_tcp_vdev_fill(snapshot, nphys, devs, n, &vdev)) != STRATA_OK)
+        return status;
+    status = stt_devref_add(&devs_ref, STT_TCP_MAX_DEVS, vdev_add, &vdev, vdev_p);
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "tcp: virtual device %d = %s (%d members, %d Mbps)",
+                 *vdev_p, vdev.props.name, n, vdev.props.speed_mbps);
+    return status;
 }

@@ -68,19 +68,56 @@
  * straight into the user buffer, with the stage behind it in the same readv.
  */
 #define STT_TCP_STAGE_EAGER 4096u
+/*
+ * A receive comm whose next message waits for a receive with its tag, while
+ * other receives wait behind it, fails this long after the peer closed: the
+ * ib transport's grace for its closed side channel (STT_IB_EOF_GRACE_NS).
+ */
+#define STT_TCP_EOF_GRACE_NS (2000ull * 1000000ull)
 
 #define STT_TCP_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
 
 /* ------------------------------------------------------------------ devices */
 
+/*
+ * An interface, or a virtual device fusing several (tcp_vdev.c): its members'
+ * addresses in member order, member 0 in addr too. props.name is "eth1+eth2" then.
+ */
 typedef struct stt_tcp_dev {
     char name[IF_NAMESIZE];
-    stt_netif_addr_t addr;     /* port 0 */
+    stt_netif_addr_t addr;     /* port 0; member 0's for a virtual device */
+    int nmembers;              /* 1 for an interface */
+    int members[STT_MAX_VDEV_MEMBERS];          /* their device indices */
+    stt_netif_addr_t member_addr[STT_MAX_VDEV_MEMBERS];
     stt_props_t props;
 } stt_tcp_dev_t;
 
+/* Virtual devices one process may add after the interfaces. */
+#define STT_TCP_MAX_VDEVS 16
+#define STT_TCP_MAX_DEVS (STT_NETIF_MAX + STT_TCP_MAX_VDEVS)
+/*
+ * On a virtual device's connection, payloads from this size up to the stripe
+ * threshold travel whole on one socket in turn (round robin over the members);
+ * smaller ones stay behind their header on socket 0, where one send carries
+ * both (STT_TCP_STAGE_EAGER: the receiver stages them in the same read).
+ */
+#define STT_TCP_ROTATE_MIN STT_TCP_STAGE_EAGER
+
 /* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
+/*
+ * tcp_vdev.c: the table entry of a virtual device fusing members[0..n) of
+ * table[0..count), ordered by interface name. Errors (logged): STRATA_ERR_INVALID
+ * (a bad member list), STRATA_ERR_UNSUPPORTED (members that cannot share a handle).
+ */
+strata_status_t stt_tcp_vdev_fill(const stt_tcp_dev_t *table, int count, const int *members,
+                                  int n, stt_tcp_dev_t *vdev);
+/*
+ * tcp_vdev.c: applies STRATA_NET_FUSE's "all" or groups to the interfaces
+ * table[0..*count_p): each group's virtual device takes its first member's
+ * place and the other members leave the table. Logs each decision.
+ */
+void stt_tcp_vdev_force(stt_tcp_dev_t *table, int *count_p);
 
 /* ------------------------------------------------------------------ tcp_sock.c */
 
@@ -117,7 +154,8 @@ typedef struct stt_tcp_pend_group {
 
 typedef struct stt_tcp_listen {
     stt_listen_t base;
-    int fd;
+    int nfds;                      /* one listening socket per member of the device */
+    int fds[STT_MAX_VDEV_MEMBERS];
     uint64_t listener_id;
     uint8_t secret[STT_HANDLE_SECRET_BYTES];
     uint32_t dropped;              /* sockets closed before their hello placed them */
@@ -132,6 +170,7 @@ typedef struct stt_tcp_listen {
 typedef struct stt_tcp_sreq {
     stt_slot_t slot;
     uint8_t hdr[STT_TCP_HDR_BYTES];
+    uint8_t rot;             /* seq % nsocks: the socket of a rotated payload */
     uint32_t flags;
     uint64_t size;
     char *data;
@@ -156,6 +195,7 @@ typedef struct stt_tcp_msg {
     uint8_t buf;             /* buffer in that request */
     uint8_t flags;           /* STT_TCP_HDR_* */
     uint8_t discard;         /* larger than its buffer: drain the payload */
+    uint8_t rot;             /* seq % nsocks: the socket of a rotated payload */
 } stt_tcp_msg_t;
 
 /* Per socket: where it stands in the message queue. Counters wrap freely. */
@@ -169,6 +209,7 @@ typedef struct stt_tcp_cursor {
 typedef struct stt_tcp_conn {
     stt_conn_t head;         /* comm, direction, peer, first failure (base/conn.h) */
     int nsocks;
+    int nmembers;            /* members of the device (socket j uses member j % nmembers) */
     uint32_t seq;            /* next message sequence number */
     stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
 } stt_tcp_conn_t;
@@ -197,6 +238,8 @@ typedef struct stt_tcp_recv {
     uint32_t stage_off;
     uint32_t stage_len;
     bool eof0;               /* the peer closed socket 0 between two messages */
+    uint64_t stall_closed_ns;  /* when the peer was seen closed while the next message
+                                  waits for a receive of its tag; 0: not */
     stt_slots_t slots;
     stt_tcp_rreq_t reqs[STT_TCP_RING];
     uint8_t *drain;          /* STT_TCP_DRAIN_BYTES, allocated at the first truncation */
@@ -214,15 +257,11 @@ static inline uint32_t stt_tcp_recv_staged(const stt_tcp_recv_t *rc)
 
 /*
  * True when a staged header could be matched right now (socket 0 is between
- * messages, a receive waits and the message queue has room): test() would
- * progress without reading a socket, so nobody may sleep on one.
+ * messages, a posted receive has an open buffer with its tag and the message
+ * queue has room): test() would progress without reading a socket, so nobody
+ * may sleep on one. tcp_recv.c.
  */
-static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
-{
-    return rc->conn.head.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
-           stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES && rc->post_head != rc->post_tail &&
-           rc->msg_tail - rc->msg_head < STT_TCP_MSGQ;
-}
+bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc);
 
 /* ------------------------------------------------------------------ tcp_conn.c */
 
@@ -231,7 +270,14 @@ static inline bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
  * which it then owns (even on failure).
  */
 strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
-                                    const char *peer, stt_comm_t **comm_p);
+                                    int nmembers, const char *peer, stt_comm_t **comm_p);
+
+/*
+ * Fails the comm for an error err (errno) of socket j, in `what` ("send", "recv");
+ * on a virtual device's connection the message names the member and the socket's
+ * two addresses, so a lost rail is told apart from a dead peer.
+ */
+void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err);
 
 /* ------------------------------------------------------------------ the data path */
 
@@ -252,6 +298,7 @@ strata_status_t stt_tcp_init(void);
 void stt_tcp_fini(void);
 strata_status_t stt_tcp_devices(int *ndev_p);
 strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p);
+strata_status_t stt_tcp_make_vdev(const int *devs, int n, int *vdev_p);
 /* tcp_listen.c */
 strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p);
 strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p);

@@ -22,12 +22,23 @@
 #include "util/log.h"
 #include "util/time.h"
 
+static void listen_fds_close(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+/*
+ * One listening socket per member of the device (one for an interface); the
+ * handle carries member 0's address in its head and the others after it.
+ */
 strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
 {
     strata_status_t status;
     stt_tcp_dev_t d;
-    stt_netif_addr_t addr;
-    int fd;
+    stt_tcp_vnic_t vnic = {0};
+    int fds[STT_MAX_VDEV_MEMBERS];
 
     if (handle == NULL || listen_p == NULL) {
         STU_WARN("tcp: listen(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
@@ -36,12 +47,16 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     status = stt_tcp_device_get(dev, &d);
     if (status != STRATA_OK)
         return status;
-    status = stt_tcp_sock_open(d.addr.sa.sa_family, &fd);
-    if (status != STRATA_OK)
-        return status;
-    status = stt_sock_listen("tcp", fd, &d.addr, &addr);
-    if (status != STRATA_OK)
-        goto err_close;
+    for (int i = 0; i < STT_MAX_VDEV_MEMBERS; i++)
+        fds[i] = -1;
+    for (vnic.n = 0; vnic.n < d.nmembers; vnic.n++) {
+        int i = vnic.n;
+        status = stt_tcp_sock_open(d.member_addr[i].sa.sa_family, &fds[i]);
+        if (status == STRATA_OK)
+            status = stt_sock_listen("tcp", fds[i], &d.member_addr[i], &vnic.addr[i]);
+        if (status != STRATA_OK)
+            goto err_close;
+    }
     stt_tcp_listen_t *l = calloc(1, sizeof(*l));
     if (l == NULL) {
         STU_WARN("tcp: no memory for a listen comm (%zu bytes)", sizeof(*l));
@@ -50,7 +65,8 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     }
     l->base.ops = &stt_tcp_ops;
     l->base.dev = dev;
-    l->fd = fd;
+    l->nfds = vnic.n;
+    memcpy(l->fds, fds, sizeof(fds));
     l->listener_id = stt_netif_random_u64();
     status = stt_handle_secret_new("tcp", l->secret);
     if (status != STRATA_OK) {
@@ -59,17 +75,19 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p)
     }
     for (int i = 0; i < STT_TCP_PEND_SOCKS; i++)
         l->socks[i].fd = -1;
-    stt_netif_addr_format(&addr, l->local, sizeof(l->local));
+    stt_netif_addr_format(&vnic.addr[0], l->local, sizeof(l->local));
 
     stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, l->listener_id,
-                     l->secret, &addr);
-    STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s), id %016llx", l->local, d.name,
-             (unsigned long long)l->listener_id);
+                     l->secret, &vnic.addr[0]);
+    if (vnic.n > 1)
+        stt_tcp_vnic_encode(&vnic, handle);   /* fits: the device passed stt_tcp_vdev_fill */
+    STU_INFO(STU_LOG_NET, "tcp: listening on %s (%s, %d address%s), id %016llx", l->local,
+             d.props.name, vnic.n, vnic.n > 1 ? "es" : "", (unsigned long long)l->listener_id);
     *listen_p = &l->base;
     return STRATA_OK;
 
 err_close:
-    close(fd);
+    listen_fds_close(fds, STT_MAX_VDEV_MEMBERS);
     return status;
 }
 
@@ -120,7 +138,9 @@ static void listen_accept_new(stt_tcp_listen_t *l, uint64_t now)
         stt_netif_addr_t addr;
         if (ps->fd >= 0)
             continue;
-        int fd = stt_sock_accept("tcp", l->fd, l->local, &addr);
+        int fd = -1;
+        for (int k = 0; k < l->nfds && fd < 0; k++)
+            fd = stt_sock_accept("tcp", l->fds[k], l->local, &addr);
         if (fd < 0)
             return;
         stt_netif_addr_format(&addr, ps->peer, sizeof(ps->peer));
@@ -286,7 +306,9 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
             memset(g, 0, sizeof(*g));          /* the comm owns the sockets now */
             STU_INFO(STU_LOG_NET, "tcp: %s accepted %s with %d sockets", l->local, peer,
                      nsocks);
-            return stt_tcp_conn_create(false, l->base.dev, fds, nsocks, peer, recv_p);
+            stt_tcp_dev_t d;
+            int nmembers = stt_tcp_device_get(l->base.dev, &d) == STRATA_OK ? d.nmembers : 1;
+            return stt_tcp_conn_create(false, l->base.dev, fds, nsocks, nmembers, peer, recv_p);
         }
         if (g->used && now - g->start_ns > timeout_ns) {
             STU_WARN("tcp: %s: connection %016llx from %s got %u of %u sockets within %llu ms,"
@@ -311,6 +333,6 @@ void stt_tcp_close_listen(stt_listen_t *listen)
     for (int i = 0; i < STT_TCP_PEND_GROUPS; i++)
         if (l->groups[i].used)
             pend_group_drop(&l->groups[i]);
-    close(l->fd);
+    listen_fds_close(l->fds, l->nfds);
     free(l);
 }

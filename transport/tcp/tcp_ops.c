@@ -37,4 +37,5 @@ const stt_ops_t stt_tcp_ops = {
     .close_recv = stt_tcp_close_recv,
     .close_listen = stt_tcp_close_listen,
     .poll_fds = stt_tcp_poll_fds,
+    .make_vdev = stt_tcp_make_vdev,
 };

@@ -57,8 +57,7 @@ static void poll_send_peek(stt_tcp_send_t *sc)
                           " which only carries data towards it", j, sc->conn.nsocks);
             break;
         case STT_SOCK_ERROR:
-            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "socket %d of %d: %s", j,
-                          sc->conn.nsocks, strerror(err));
+            stt_tcp_conn_fail_sock(&sc->conn, j, "error", err);
             break;
         }
     }

@@ -4,9 +4,10 @@
  *
  * irecv queues a receive of up to STT_MAX_RECVS buffers in posting order.
  * Socket 0 carries every message header. A complete header is validated and
- * matched to the oldest receive that still has unmatched buffers (the first
- * unmatched buffer with the message's tag), which appends the message to the
- * message queue. Each socket then walks that queue with its own cursor and
+ * matched to the oldest posted receive that has an unmatched buffer with the
+ * message's tag (its first such buffer), which appends the message to the
+ * message queue; with no such receive the header waits in the stage, and the
+ * stream behind it, until one is posted. Each socket then walks that queue with its own cursor and
  * moves its part of each message into the matched buffer: socket 0 the payload
  * or piece 0, socket j > 0 piece j of striped messages, read straight into the
  * buffer. A socket j never reads a message before its header was matched, so
@@ -30,19 +31,22 @@
  *
  * A message larger than its buffer is drained into a scratch buffer and fails
  * its receive with STRATA_ERR_TRUNCATED; the connection stays usable. A header
- * that does not validate, a tag that matches nothing, EOF or a socket error
- * fail the comm.
+ * that does not validate, EOF or a socket error fail the comm.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "transport/base/hostmr.h"
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define RECV_SEG_MAX (1ull << 30)
 
@@ -59,15 +63,14 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
                       "peer closed socket %d of %d (process exited or closed the comm)", j,
                       rc->conn.nsocks);
     else
-        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "recv on socket %d of %d: %s", j,
-                      rc->conn.nsocks, strerror(errno));
+        stt_tcp_conn_fail_sock(&rc->conn, j, "recv", errno);
     return READ_FAILED;
 }
 
 static void recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
                       uint64_t *off_p, uint64_t *len_p)
 {
-    stt_tcp_stripe_locate(m->size, m->flags, rc->conn.nsocks, j, off_p, len_p);
+    stt_tcp_stripe_locate(m->size, m->flags, m->rot, rc->conn.nsocks, j, off_p, len_p);
 }
 
 /* Where the next bytes of socket j's part of m go, and how many fit there. */
@@ -84,35 +87,58 @@ static char *recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff
     return rc->reqs[m->slot].data[m->buf] + poff + done;
 }
 
-/* Matches the staged header; false when it must wait (no receive, queue full) or failed. */
+/*
+ * The receive a message of tag goes to: the oldest posted receive with an
+ * unmatched buffer of that tag, and in it the first such buffer (per tag,
+ * messages fill buffers in posting order). Returns the receive's position in
+ * the post queue, or -1 when no posted receive has an open buffer of tag.
+ */
+static int recv_find(const stt_tcp_recv_t *rc, int tag, int *buf_p)
+{
+    for (uint32_t pos = rc->post_head; pos != rc->post_tail; pos++) {
+        const stt_tcp_rreq_t *req = &rc->reqs[rc->posts[pos % STT_TCP_RING]];
+        for (int i = 0; i < req->slot.n; i++)
+            if (!(req->matched_mask & (1u << i)) && req->tags[i] == tag) {
+                *buf_p = i;
+                return (int)(pos - rc->post_head);
+            }
+    }
+    return -1;
+}
+
+bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
+{
+    int buf;
+
+    return rc->conn.head.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
+           stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES &&
+           rc->msg_tail - rc->msg_head < STT_TCP_MSGQ &&
+           recv_find(rc, stt_tcp_hdr_tag(rc->stage + rc->stage_off), &buf) >= 0;
+}
+
+/*
+ * Matches the staged header; false when it must wait or failed. A message
+ * whose tag no posted receive has open waits, with the messages behind it,
+ * until a receive with its tag is posted: it is never an error (transport.h).
+ */
 static bool recv_header_match(stt_tcp_recv_t *rc)
 {
     stt_tcp_hdr_t hdr;
     const char *why = NULL;
+    int buf = -1;
 
     if (stt_tcp_hdr_decode(rc->stage + rc->stage_off, rc->conn.seq, &hdr, &why) != STRATA_OK) {
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "invalid message header: %s"
                       " (expected sequence %" PRIu32 ")", why, rc->conn.seq);
         return false;
     }
-    if (rc->post_head == rc->post_tail || rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
+    if (rc->msg_tail - rc->msg_head == STT_TCP_MSGQ)
         return false;
-    uint16_t slot = rc->posts[rc->post_head % STT_TCP_RING];
+    int at = recv_find(rc, hdr.tag, &buf);
+    if (at < 0)
+        return false;
+    uint16_t slot = rc->posts[(rc->post_head + (uint32_t)at) % STT_TCP_RING];
     stt_tcp_rreq_t *req = &rc->reqs[slot];
-    int buf = -1;
-    for (int i = 0; i < req->slot.n && buf < 0; i++)
-        if (!(req->matched_mask & (1u << i)) && req->tags[i] == hdr.tag)
-            buf = i;
-    if (buf < 0) {
-        char tags[STT_MAX_RECVS * 13] = "";
-        for (int i = 0, len = 0; i < req->slot.n; i++)
-            if (!(req->matched_mask & (1u << i)))
-                len += snprintf(tags + len, sizeof(tags) - (size_t)len, " %d", req->tags[i]);
-        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "message %" PRIu32 " has tag %d, which"
-                      " no open buffer of the oldest receive has (open tags:%s)", hdr.seq,
-                      hdr.tag, tags);
-        return false;
-    }
     bool discard = hdr.size > req->cap[buf];
     if (discard) {
         if (rc->drain == NULL && (rc->drain = malloc(STT_TCP_DRAIN_BYTES)) == NULL) {
@@ -129,10 +155,17 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
     req->matched_mask |= (uint8_t)(1u << buf);
     req->unmatched--;
     req->pending++;
+    if (req->unmatched == 0 && at > 0) {
+        /* Fully matched before older receives: leave the post queue, keeping its order. */
+        for (uint32_t pos = rc->post_head + (uint32_t)at; pos != rc->post_head; pos--)
+            rc->posts[pos % STT_TCP_RING] = rc->posts[(pos - 1) % STT_TCP_RING];
+        rc->posts[rc->post_head % STT_TCP_RING] = slot;
+    }
     if (req->unmatched == 0)
         rc->post_head++;
     rc->msgs[rc->msg_tail % STT_TCP_MSGQ] = (stt_tcp_msg_t){
         .size = hdr.size, .slot = slot, .buf = (uint8_t)buf, .flags = (uint8_t)hdr.flags,
+        .rot = (uint8_t)(hdr.seq % (uint32_t)rc->conn.nsocks),
         .discard = discard};
     rc->msg_tail++;
     rc->conn.seq++;
@@ -263,7 +296,7 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
     }
 }
 
-/* Socket j > 0: piece j of every matched striped message. */
+/* Socket j > 0: piece j of every matched striped message, or a rotated one. */
 static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
 {
     stt_tcp_cursor_t *cur = &rc->conn.socks[j];
@@ -309,6 +342,39 @@ static void recv_retire(stt_tcp_recv_t *rc)
     }
 }
 
+/*
+ * While the next message waits for a receive with its tag and other receives
+ * wait for messages behind it, nothing moves: if the peer has closed (its FIN
+ * or reset is in the socket's state, whatever bytes still sit in the kernel),
+ * a dead peer must still fail those receives in a bounded time. A receive with
+ * the waiting tag posted within STT_TCP_EOF_GRACE_NS still gets the message.
+ */
+static void recv_stall_check(stt_tcp_recv_t *rc)
+{
+    bool stalled = rc->conn.head.failed == STRATA_OK && rc->msg_head == rc->msg_tail &&
+                   rc->conn.socks[0].msg == rc->msg_tail && rc->post_head != rc->post_tail &&
+                   stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES &&
+                   !stt_tcp_recv_header_ready(rc);
+
+    if (!stalled) {
+        rc->stall_closed_ns = 0;
+        return;
+    }
+    if (rc->stall_closed_ns == 0) {
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        if (getsockopt(rc->conn.socks[0].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+            ti.tcpi_state != TCP_ESTABLISHED)
+            rc->stall_closed_ns = stu_time_ns();
+        return;
+    }
+    if (stu_time_ns() - rc->stall_closed_ns >= STT_TCP_EOF_GRACE_NS)
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "peer closed the connection while"
+                      " message %" PRIu32 " (tag %d) waits for a receive with its tag and %u"
+                      " receive(s) wait for messages behind it", rc->conn.seq,
+                      stt_tcp_hdr_tag(rc->stage + rc->stage_off), rc->post_tail - rc->post_head);
+}
+
 strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
 {
     if (rc->conn.head.failed != STRATA_OK)
@@ -327,6 +393,7 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "peer closed the connection (socket 0"
                       " at end of stream) with %u receive(s) still waiting",
                       rc->post_tail - rc->post_head);
+    recv_stall_check(rc);
     return rc->conn.head.failed;
 }
 

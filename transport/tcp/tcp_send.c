@@ -34,7 +34,7 @@ static stt_tcp_sreq_t *send_req_at(stt_tcp_send_t *sc, uint32_t pos)
 static void send_part(const stt_tcp_send_t *sc, const stt_tcp_sreq_t *req, int j,
                       uint64_t *off_p, uint64_t *len_p)
 {
-    stt_tcp_stripe_locate(req->size, req->flags, sc->conn.nsocks, j, off_p, len_p);
+    stt_tcp_stripe_locate(req->size, req->flags, req->rot, sc->conn.nsocks, j, off_p, len_p);
 }
 
 /* Classifies a failed send call: true to stop for now, false after failing the comm. */
@@ -42,8 +42,11 @@ static bool send_error_is_transient(stt_tcp_send_t *sc, int j, ssize_t r)
 {
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return true;
-    stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: %s", j,
-                  sc->conn.nsocks, r < 0 ? strerror(errno) : "no progress");
+    if (r < 0)
+        stt_tcp_conn_fail_sock(&sc->conn, j, "send", errno);
+    else
+        stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: no progress",
+                      j, sc->conn.nsocks);
     return false;
 }
 
@@ -105,7 +108,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
     }
 }
 
-/* Socket j > 0: piece j of each striped message, straight from the user buffer. */
+/* Socket j > 0: piece j of each striped message or a rotated one, from the user buffer. */
 static void send_sockj_push(stt_tcp_send_t *sc, int j)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[j];
@@ -180,7 +183,10 @@ strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag
     stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = sc->conn.seq++, .size = size};
     if (sc->conn.nsocks > 1 && size >= sc->stripe_min)
         hdr.flags |= STT_TCP_HDR_STRIPED;
+    else if (sc->conn.nmembers > 1 && size >= STT_TCP_ROTATE_MIN)
+        hdr.flags |= STT_TCP_HDR_ROTATED;
     stt_tcp_hdr_encode(&hdr, req->hdr);
+    req->rot = (uint8_t)(hdr.seq % (uint32_t)sc->conn.nsocks);
     req->flags = hdr.flags;
     req->size = size;
     req->data = data;

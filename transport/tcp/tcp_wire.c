@@ -112,6 +112,10 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
         *why_p = "unknown message header flags";
         return STRATA_ERR_REMOTE;
     }
+    if ((h.flags & STT_TCP_HDR_STRIPED) && (h.flags & STT_TCP_HDR_ROTATED)) {
+        *why_p = "a message both striped and rotated";
+        return STRATA_ERR_REMOTE;
+    }
     if (h.seq != expected_seq) {
         *why_p = "message sequence number out of order";
         return STRATA_ERR_REMOTE;
@@ -124,12 +128,19 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
     return STRATA_OK;
 }
 
-void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
+int stt_tcp_hdr_tag(const uint8_t *buf)
+{
+    return (int32_t)stu_le_get32(buf + 8);
+}
+
+void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, uint32_t seq, int nsocks, int index,
                            uint64_t *off_p, uint64_t *len_p)
 {
     if (!(flags & STT_TCP_HDR_STRIPED) || nsocks <= 1) {
+        int whole = (flags & STT_TCP_HDR_ROTATED) && nsocks > 1 ? (int)(seq % (uint32_t)nsocks)
+                                                                : 0;
         *off_p = 0;
-        *len_p = (index == 0) ? size : 0;
+        *len_p = (index == whole) ? size : 0;
         return;
     }
     /* size <= 2^40 and nsocks <= 8, so none of this can overflow. */
@@ -143,4 +154,68 @@ void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
         len = piece;
     *off_p = off;
     *len_p = len;
+}
+
+_Static_assert(STT_TCP_VNIC_OFFSET >= sizeof(stt_handle_t), "vNIC bytes overlap the head");
+_Static_assert(STT_TCP_VNIC_OFFSET + 2 + (STT_MAX_VDEV_MEMBERS - 1) * 6 <= STT_CONNSLOT_OFFSET,
+               "IPv4 members overlap the connect slot");
+_Static_assert(STT_TCP_VNIC_OFFSET + 2 + (STT_TCP_VNIC_MAX_IN6 - 1) * 18 <= STT_CONNSLOT_OFFSET,
+               "IPv6 members overlap the connect slot");
+
+strata_status_t stt_tcp_vnic_encode(const stt_tcp_vnic_t *v, uint8_t *handle)
+{
+    int family = v->addr[0].sa.sa_family;
+    size_t alen = family == AF_INET6 ? 16 : 4;
+
+    if (v->n < 1 || v->n > STT_MAX_VDEV_MEMBERS || (family != AF_INET && family != AF_INET6) ||
+        (family == AF_INET6 && v->n > STT_TCP_VNIC_MAX_IN6))
+        return STRATA_ERR_INVALID;
+    for (int i = 1; i < v->n; i++)
+        if (v->addr[i].sa.sa_family != family)
+            return STRATA_ERR_INVALID;
+    uint8_t *p = handle + STT_TCP_VNIC_OFFSET;
+    p[0] = (uint8_t)v->n;
+    p[1] = family == AF_INET6 ? 6 : 4;
+    p += 2;
+    for (int i = 1; i < v->n; i++) {
+        const stt_netif_addr_t *a = &v->addr[i];
+        memcpy(p, family == AF_INET6 ? (const void *)&a->in6.sin6_addr
+                                     : (const void *)&a->in4.sin_addr, alen);
+        memcpy(p + alen, family == AF_INET6 ? &a->in6.sin6_port : &a->in4.sin_port, 2);
+        p += alen + 2;
+    }
+    return STRATA_OK;
+}
+
+strata_status_t stt_tcp_vnic_decode(const uint8_t *handle, const stt_netif_addr_t *addr0,
+                                    stt_tcp_vnic_t *v_p, const char **why_p)
+{
+    const uint8_t *p = handle + STT_TCP_VNIC_OFFSET;
+    int n = p[0] == 0 ? 1 : p[0];
+    int family = addr0->sa.sa_family;
+    stt_tcp_vnic_t v;
+
+    if (n > STT_MAX_VDEV_MEMBERS || (family == AF_INET6 && n > STT_TCP_VNIC_MAX_IN6)) {
+        *why_p = "more virtual-device members than the handle holds";
+        return STRATA_ERR_REMOTE;
+    }
+    if (n > 1 && p[1] != (family == AF_INET6 ? 6 : 4)) {
+        *why_p = "virtual-device members of another address family than member 0";
+        return STRATA_ERR_REMOTE;
+    }
+    memset(&v, 0, sizeof(v));
+    v.n = n;
+    v.addr[0] = *addr0;
+    size_t alen = family == AF_INET6 ? 16 : 4;
+    p += 2;
+    for (int i = 1; i < n; i++) {
+        stt_netif_addr_t *a = &v.addr[i];
+        a->sa.sa_family = (sa_family_t)family;
+        memcpy(family == AF_INET6 ? (void *)&a->in6.sin6_addr : (void *)&a->in4.sin_addr, p,
+               alen);
+        memcpy(family == AF_INET6 ? &a->in6.sin6_port : &a->in4.sin_port, p + alen, 2);
+        p += alen + 2;
+    }
+    *v_p = v;
+    return STRATA_OK;
 }

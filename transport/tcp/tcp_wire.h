@@ -28,9 +28,15 @@
  *   A message without STT_TCP_HDR_STRIPED has its whole payload on socket 0 right
  *   after the header. A striped message is cut into nsocks contiguous pieces
  *   (stt_tcp_stripe_locate); piece j travels on socket j, piece 0 right after
- *   the header. Both ends compute the split from the size and the connection's
- *   nsocks, so no piece carries its own header. On every socket, pieces follow
- *   the message order.
+ *   the header. A rotated one (STT_TCP_HDR_ROTATED, only on connections of a
+ *   virtual device) travels whole on socket seq % nsocks. Both ends compute the
+ *   split from the header and the connection's nsocks, so no piece carries its
+ *   own header. On every socket, pieces follow the message order.
+ *
+ * A virtual device's handle (docs/multirail.md) adds, at STT_TCP_VNIC_OFFSET, the
+ * listen addresses of its other members: 0 count u8 (0 or 1: a plain device) |
+ * 1 family u8 (4 or 6) | then per member 1..count-1 its address (4 or 16 bytes)
+ * and port (2 bytes), both in network order. Member 0 is the head's address.
  */
 #ifndef STT_TCP_WIRE_H
 #define STT_TCP_WIRE_H
@@ -39,6 +45,7 @@
 
 #include "strata/status.h"
 #include "transport/base/connect.h"
+#include "transport/base/netif.h"
 
 #define STT_TCP_PROTO_VERSION 2   /* 2: the hello carries the handle's secret */
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
@@ -52,7 +59,20 @@
 #define STT_TCP_HDR_BYTES   24
 
 #define STT_TCP_HDR_STRIPED 0x1u         /* payload split across every socket */
-#define STT_TCP_HDR_KNOWN_FLAGS STT_TCP_HDR_STRIPED
+#define STT_TCP_HDR_ROTATED 0x2u         /* payload whole on socket seq % nsocks */
+#define STT_TCP_HDR_KNOWN_FLAGS (STT_TCP_HDR_STRIPED | STT_TCP_HDR_ROTATED)
+
+/* Where a virtual device's member addresses start in the handle (after the 60-byte head,
+ * whose last 16 bytes are the listen secret). */
+#define STT_TCP_VNIC_OFFSET 64
+/* IPv6 members take 18 bytes each: 3 members fit before the connect slot, 4 do not. */
+#define STT_TCP_VNIC_MAX_IN6 3
+
+/* The listen addresses of a virtual device's members, member 0 first. */
+typedef struct stt_tcp_vnic {
+    int n;                                       /* 1 for a plain device */
+    stt_netif_addr_t addr[STT_MAX_VDEV_MEMBERS];
+} stt_tcp_vnic_t;
 
 /* NCCL_MAX_NET_SIZE_BYTES: the largest message NCCL hands a net plugin. */
 #define STT_TCP_MAX_MSG_BYTES (1ull << 40)
@@ -109,18 +129,35 @@ void stt_tcp_ack_encode(const stt_tcp_ack_t *ack, uint8_t *buf);
 strata_status_t stt_tcp_ack_decode(const uint8_t *buf, stt_tcp_ack_t *ack_p, const char **why_p);
 
 void stt_tcp_hdr_encode(const stt_tcp_hdr_t *hdr, uint8_t *buf);
+/* The tag of an encoded header, read without validating it (for a matching look-ahead). */
+int stt_tcp_hdr_tag(const uint8_t *buf);
 strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
                                    stt_tcp_hdr_t *hdr_p, const char **why_p);
 
 /*
- * Which bytes of a message of `size` bytes with header `flags` travel on
- * socket `index` of a connection with `nsocks` sockets: [*off_p, *off_p + *len_p).
- * Unstriped messages go whole on socket 0 and are empty elsewhere. Striped
- * ones get pieces of ceil(size / nsocks) rounded up to STT_TCP_STRIPE_ALIGN;
- * trailing pieces may be empty. The pieces of one message never overlap and
- * cover it exactly. nsocks in 1..STT_TCP_MAX_SOCKS, index < nsocks.
+ * Which bytes of a message of `size` bytes with header `flags` and sequence
+ * number `seq` travel on socket `index` of a connection with `nsocks` sockets:
+ * [*off_p, *off_p + *len_p). Plain messages go whole on socket 0, rotated ones
+ * whole on socket seq % nsocks; both are empty elsewhere. Striped ones get
+ * pieces of ceil(size / nsocks) rounded up to STT_TCP_STRIPE_ALIGN; trailing
+ * pieces may be empty. The pieces of one message never overlap and cover it
+ * exactly. nsocks in 1..STT_TCP_MAX_SOCKS, index < nsocks.
  */
-void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, int nsocks, int index,
+void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, uint32_t seq, int nsocks, int index,
                            uint64_t *off_p, uint64_t *len_p);
+
+/*
+ * Writes members 1..n-1 of v into the handle's vNIC bytes (member 0 is the
+ * head's). STRATA_ERR_INVALID when they do not fit (more than
+ * STT_TCP_VNIC_MAX_IN6 IPv6 members, mixed families); nothing written then.
+ */
+strata_status_t stt_tcp_vnic_encode(const stt_tcp_vnic_t *v, uint8_t *handle);
+/*
+ * Reads them back, with addr0 (the head's address) as member 0. A plain
+ * device's handle gives n = 1. STRATA_ERR_REMOTE with *why_p for bytes that
+ * cannot be a vNIC list.
+ */
+strata_status_t stt_tcp_vnic_decode(const uint8_t *handle, const stt_netif_addr_t *addr0,
+                                    stt_tcp_vnic_t *v, const char **why_p);
 
 #endif /* STT_TCP_WIRE_H */

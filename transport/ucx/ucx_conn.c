@@ -14,10 +14,10 @@
  *
  * Each comm owns a worker (UCS_THREAD_MODE_SERIALIZED: one thread at a time,
  * the contract's rule for a comm) and one endpoint to the peer's worker,
- * created with UCP_ERR_HANDLING_MODE_PEER so UCX fails it (and our comm,
- * through conn_err_cb) when it sees the peer go. Both ends create one: the
- * receive side never sends on its endpoint, but holding it makes UCX watch
- * the peer from that side too.
+ * created with UCP_ERR_HANDLING_MODE_PEER so UCX fails it when it sees the
+ * peer go (conn_err_cb: a send comm fails at once, a receive comm after a
+ * grace). Both ends create one: the receive side never sends on its
+ * endpoint, but holding it makes UCX watch the peer from that side too.
  *
  * UCX alone does not see every way a peer goes away: a peer in the same
  * process (or one whose shared-memory transport stays mapped) that closes
@@ -41,26 +41,47 @@ _Static_assert(STT_UCX_HANDLE_BYTES <= STT_CONNSLOT_OFFSET,
 
 /* ------------------------------------------------------------------ comms */
 
-/* UCX's error callback, run from ucp_worker_progress in the comm's thread. */
+/*
+ * UCX's error callback, run from ucp_worker_progress in the thread that
+ * progresses the worker. A send comm fails at once: nothing it sends can
+ * arrive. For a receive comm the peer's worker going (its close, exit or
+ * crash: UCX's tcp transport reports all of them as UCS_ERR_ENDPOINT_TIMEOUT)
+ * is the side channel's EOF seen sooner: what the peer sent before it went
+ * is already in UCX, read in order before the disconnect, and receives may
+ * still take it, so the comm fails only once its worker stays idle for
+ * STT_UCX_EOF_GRACE_NS with a request pending (stt_ucx_conn_pending).
+ */
 static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     stt_ucx_conn_t *conn = arg;
-    stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint: %s",
-                  stt_ucx_lib.status_string(status));
+
+    (void)ep;
+    if (conn->head.send || conn->head.closing) {
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint: %s",
+                      stt_ucx_lib.status_string(status));
+        return;
+    }
+    conn->ep_status = status;
+    if (!conn->peer_eof) {
+        conn->peer_eof = true;
+        conn->quiet_since_ns = stu_time_ns();
+    }
+    STU_INFO(STU_LOG_NET, "ucx: UCX failed the endpoint of the receive comm with %s (%s);"
+             " what the peer sent before it went can still be received",
+             conn->head.peer, stt_ucx_lib.status_string(status));
 }
 
 /*
  * Progresses until the UCP request completes, budget_ns passes, or (idle_ns
- * nonzero) the worker made no progress for idle_ns or the peer is gone;
- * then frees the request.
+ * nonzero) the worker made no progress for idle_ns or the peer is gone.
+ * True when the request completed (or there was none).
  */
-static void conn_wait_free(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns,
-                           uint64_t idle_ns)
+static bool conn_wait(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns, uint64_t idle_ns)
 {
     uint64_t now = stu_time_ns(), deadline = now + budget_ns, busy_ns = now;
 
     if (req == NULL || UCS_PTR_IS_ERR(req))
-        return;
+        return true;
     while (stt_ucx_lib.request_check_status(req) == UCS_INPROGRESS && now < deadline) {
         bool moved = stt_ucx_lib.worker_progress(conn->worker) != 0;
         now = stu_time_ns();
@@ -69,7 +90,7 @@ static void conn_wait_free(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns,
         if (idle_ns != 0 && (now - busy_ns > idle_ns || stt_conn_status(&conn->head) != STRATA_OK))
             break;
     }
-    stt_ucx_lib.request_free(req);   /* released now, or by UCX when it completes */
+    return stt_ucx_lib.request_check_status(req) != UCS_INPROGRESS;
 }
 
 strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int fd,
@@ -162,16 +183,21 @@ strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
             conn->quiet_since_ns = stu_time_ns();
         return stt_conn_status(&conn->head);
     }
-    if (conn->head.failed != STRATA_OK)
-        return conn->head.failed;
-    if (!conn->peer_eof) {
-        if (++conn->idle >= STT_UCX_LIVENESS_EVERY) {
-            conn->idle = 0;
-            stt_ucx_conn_check_peer(conn);
-        }
-    } else if (stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS) {
-        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed the connection");
+    if (conn->head.failed == STRATA_OK && !conn->peer_eof &&
+        ++conn->idle >= STT_UCX_LIVENESS_EVERY) {
+        conn->idle = 0;
+        stt_ucx_conn_check_peer(conn);
     }
+    return conn->head.failed;
+}
+
+strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn)
+{
+    if (conn->head.failed == STRATA_OK && conn->peer_eof &&
+        stu_time_ns() - conn->quiet_since_ns > STT_UCX_EOF_GRACE_NS)
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the peer closed the connection%s%s",
+                      conn->ep_status != UCS_OK ? "; UCX failed the endpoint: " : "",
+                      conn->ep_status != UCS_OK ? stt_ucx_lib.status_string(conn->ep_status) : "");
     return conn->head.failed;
 }
 
@@ -183,7 +209,9 @@ static void conn_ep_close(stt_ucx_conn_t *conn)
         .flags = UCP_EP_CLOSE_FLAG_FORCE,
     };
     void *req = stt_ucx_lib.ep_close_nbx(conn->ep, &param);
-    conn_wait_free(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
+    conn_wait(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
+    if (req != NULL && !UCS_PTR_IS_ERR(req))
+        stt_ucx_lib.request_free(req);   /* released now, or by UCX when it completes */
 }
 
 /* The worker (and its context reference), the socket, the comm. */
@@ -194,6 +222,18 @@ static void conn_release(stt_ucx_conn_t *conn)
     stt_ucx_worker_close(&w);
     close(conn->fd);
     free(conn);
+}
+
+/* The end of a send comm's close: endpoint, abandoned requests, worker, socket. */
+static void close_send_finish(void *arg)
+{
+    stt_ucx_send_t *sc = arg;
+
+    conn_ep_close(&sc->conn);
+    for (int i = 0; i < STT_UCX_SEND_SLOTS; i++)
+        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].ucp != NULL)
+            stt_ucx_lib.request_free(sc->reqs[i].ucp);
+    conn_release(&sc->conn);
 }
 
 void stt_ucx_close_send(stt_comm_t *comm)
@@ -208,18 +248,22 @@ void stt_ucx_close_send(stt_comm_t *comm)
     /*
      * A send is complete when its buffer may be reused, not when the peer has
      * it (an eager message may still sit in UCX's queues): with nothing
-     * abandoned, flush before the force close so completed sends arrive.
+     * abandoned, flush before the force close so completed sends arrive. A
+     * flush still waiting for the peer after the inline wait finishes in the
+     * background (ucx_linger.c).
      */
     if (stt_slots_idle(&sc->slots) && conn->head.failed == STRATA_OK && !conn->peer_eof) {
         ucp_request_param_t param = {.op_attr_mask = 0};
-        conn_wait_free(conn, stt_ucx_lib.ep_flush_nbx(conn->ep, &param), STT_UCX_CLOSE_FLUSH_NS,
-                       STT_UCX_CLOSE_IDLE_NS);
+        void *flush = stt_ucx_lib.ep_flush_nbx(conn->ep, &param);
+        if (!conn_wait(conn, flush, STT_UCX_CLOSE_FLUSH_NS, STT_UCX_CLOSE_IDLE_NS) &&
+            conn->head.failed == STRATA_OK &&
+            stt_ucx_linger_add(conn->conn_id, conn->worker, flush, conn->fd, conn->head.peer,
+                               close_send_finish, sc) == STRATA_OK)
+            return;
+        if (flush != NULL && !UCS_PTR_IS_ERR(flush))
+            stt_ucx_lib.request_free(flush);
     }
-    conn_ep_close(conn);
-    for (int i = 0; i < STT_UCX_SEND_SLOTS; i++)
-        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].ucp != NULL)
-            stt_ucx_lib.request_free(sc->reqs[i].ucp);
-    conn_release(conn);
+    close_send_finish(sc);
 }
 
 void stt_ucx_close_recv(stt_comm_t *comm)
@@ -242,6 +286,7 @@ void stt_ucx_close_recv(stt_comm_t *comm)
         }
     }
     conn_ep_close(&rc->conn);
+    stt_ucx_linger_cancel(rc->conn.conn_id);
     conn_release(&rc->conn);
 }
 

@@ -23,7 +23,14 @@ static strata_status_t dev_open(int *count_p)
     return status;
 }
 
-static stt_devref_t devs = STT_DEVREF_INIT("ucx", dev_open, stt_ucx_context_close);
+/* The last fini (under the devref's lock): lingering closes finish, then the context goes. */
+static void dev_close(void)
+{
+    stt_ucx_linger_drain();
+    stt_ucx_context_close();
+}
+
+static stt_devref_t devs = STT_DEVREF_INIT("ucx", dev_open, dev_close);
 
 strata_status_t stt_ucx_probe(void)
 {

@@ -14,15 +14,20 @@
  *                the peer's worker, the side-channel socket kept as a liveness
  *                check, and preallocated request slots (made, progressed and
  *                closed in ucx_conn.c; requests in ucx_send.c and ucx_recv.c)
+ *   lingering closes send comms whose flush outlived close_send, finished by
+ *                a background thread (ucx_linger.c)
  *
  * Calls go one way: ucx_ops.c -> ucx_listen.c, ucx_send.c, ucx_recv.c,
- * ucx_poll.c -> ucx_conn.c -> ucx_chan.c, ucx_context.c, ucx_device.c,
- * ucx_wire.c, base/. ucx_conn.c never calls the request files.
+ * ucx_poll.c -> ucx_conn.c -> ucx_linger.c, ucx_chan.c, ucx_context.c,
+ * ucx_device.c, ucx_wire.c, base/. ucx_conn.c never calls the request files;
+ * ucx_linger.c reaches back only through the finish function it is given.
  *
  * Threading: a worker per comm, created UCS_THREAD_MODE_SERIALIZED, so a comm
  * (used by one thread at a time, the contract) needs no lock, and comms used
  * by different threads at once never share UCP state but the context, which
- * is created with mt_workers_shared. The device table is guarded by its
+ * is created with mt_workers_shared. A closed send comm's worker may pass to
+ * the lingering-close thread, which then alone progresses it (the last fini,
+ * in ucx_device.c, waits for that thread). The device table is guarded by its
  * devref, the context by a mutex in ucx_context.c (taken after the devref's).
  */
 #ifndef STT_UCX_INTERNAL_H
@@ -64,21 +69,24 @@
  */
 #define STT_UCX_LIVENESS_EVERY 64u
 /*
- * After the peer closed its side channel, how long the worker may stay idle
- * before the comm fails: data the peer sent before closing may still be in
- * flight on UCX's own connections (the side channel is a different socket),
- * and every progress restarts the wait. 200 ms covers a scheduler tick on a
+ * After the peer closed its side channel (or, for a receive comm, UCX failed
+ * the endpoint), how long the worker may stay idle before the comm fails:
+ * data the peer sent before closing may still be in flight on UCX's own
+ * connections (the side channel is a different socket) or waiting in UCX for
+ * a receive, and every progress restarts the wait. 200 ms covers a scheduler tick on a
  * loaded 2-core machine many times over.
  */
 #define STT_UCX_EOF_GRACE_NS (200ull * 1000000ull)
 /*
  * Closing a send comm with nothing in flight flushes its endpoint, so that
  * completed sends still queued in UCX (a send completes when its buffer may
- * be reused) reach the peer, for at most FLUSH_NS, and only while the worker
- * keeps making progress: after IDLE_NS without any, the flush waits for the
- * peer's worker (UCX 1.13's flush needs an answer from it: measured 2 s, the
- * whole budget, when the peer's worker is not progressed, as in NCCL's
- * same-thread loopback probe), and the close goes on without it.
+ * be reused) reach the peer. close_send waits for the flush inline for at
+ * most FLUSH_NS, and only while the worker keeps making progress: after
+ * IDLE_NS without any, the flush is waiting for the peer's worker (a process
+ * not scheduled yet on a loaded machine, or NCCL's same-thread loopback probe,
+ * whose receive side is progressed only after close_send returns), and the
+ * rest of the close finishes in the background (ucx_linger.c) instead of
+ * blocking the caller or dropping the data.
  */
 #define STT_UCX_CLOSE_FLUSH_NS (2000ull * 1000000ull)
 #define STT_UCX_CLOSE_IDLE_NS (5ull * 1000000ull)
@@ -163,7 +171,9 @@ typedef struct stt_ucx_conn {
     ucp_ep_h ep;
     uint32_t conn_id;
     uint32_t idle;           /* idle tests since the last liveness check */
-    bool peer_eof;           /* the peer closed the side channel */
+    bool peer_eof;           /* the peer closed the side channel, or (receive comm) UCX
+                                saw its worker go */
+    ucs_status_t ep_status;  /* how UCX failed a receive comm's endpoint, UCS_OK before */
     uint64_t quiet_since_ns; /* since then, or the last progress after it */
 } stt_ucx_conn_t;
 
@@ -197,6 +207,30 @@ typedef struct stt_ucx_worker {
 strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer);
 void stt_ucx_worker_close(stt_ucx_worker_t *w);
 
+/* ------------------------------------------------------------------ closes in the background (ucx_linger.c) */
+
+typedef void (*stt_ucx_linger_fn)(void *arg);
+
+/*
+ * Hands over a closed send comm's worker whose flush req is still in flight:
+ * a background thread progresses the worker until req completes, the side
+ * channel fd shows the peer's close, or stt_ucx_linger_bound_ms passes, then
+ * frees req and calls finish(arg). key is the connection id. On an error
+ * (warned) nothing is taken over.
+ */
+strata_status_t stt_ucx_linger_add(uint32_t key, ucp_worker_h worker, void *req, int fd,
+                                   const char *peer, stt_ucx_linger_fn finish, void *arg);
+/*
+ * The receive end of connection key is closing in this process: a close of
+ * its send end still lingering here has no one left to deliver to and
+ * finishes now, in the caller's thread.
+ */
+void stt_ucx_linger_cancel(uint32_t key);
+/* How long a close may linger: STRATA_SOCKET_USER_TIMEOUT, or 30 s when that is 0. */
+int64_t stt_ucx_linger_bound_ms(void);
+/* Waits until every lingering close is finished and the thread has returned (last fini). */
+void stt_ucx_linger_drain(void);
+
 /* ------------------------------------------------------------------ ucx_conn.c */
 
 /*
@@ -216,6 +250,13 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
  * then. Returns the comm's state (OK or its error).
  */
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
+/*
+ * A request is still pending after stt_ucx_conn_progress and a look at it:
+ * once the peer has gone (peer_eof) and the worker stayed idle for
+ * STT_UCX_EOF_GRACE_NS, the comm fails. Returns the comm's state. A request
+ * that completes is never failed by the grace, however late it is tested.
+ */
+strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn);
 
 /* ------------------------------------------------------------------ the data path */
 

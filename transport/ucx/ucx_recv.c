@@ -119,7 +119,7 @@ strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done
         }
     }
     if (req->pending > 0) {
-        if (rc->conn.head.failed == STRATA_OK) {
+        if (stt_ucx_conn_pending(&rc->conn) == STRATA_OK) {
             *done = 0;
             return STRATA_OK;
         }

@@ -61,7 +61,7 @@ strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done
         }
     }
     if (req->ucp != NULL) {
-        if (sc->conn.head.failed == STRATA_OK) {
+        if (stt_ucx_conn_pending(&sc->conn) == STRATA_OK) {
             *done = 0;
             return STRATA_OK;
         }

@@ -1,0 +1,69 @@
+/*
+ * The CollNet's wait: what test() does when the executor finds nothing to move.
+ *
+ * NCCL's proxy thread busy-polls test() and calls sched_yield() after a pass that progressed
+ * nothing; with a core of its own that is the quickest a software collective can react, and
+ * test() returns at once (STRATA_COLLNET_WAIT=spin). Where the members on one host fill
+ * its cores (emulated nodes on one machine: strata-run --nodes, the functional tests), or the
+ * cores are busy with other work, spinning members take the CPU from the members whose data
+ * they wait for: sched_yield() hands the core over only when the scheduler agrees, a process
+ * that spins uses up its share, and a peer woken behind spinners or compilers waits a
+ * scheduler tick (~4 ms, docs/machines.md) or more per hop. There (=poll; auto picks it when
+ * the members on this host take every core) test() waits as the collective library's
+ * waits do where ranks outnumber cores (algos/ctx.c's backoff): after 2 us without progress
+ * it blocks in poll() on the sockets of the connections that have requests in flight, for at
+ * most 2 ms, and returns to NCCL; readiness wakes it at once.
+ *
+ * A comm whose poll_fds names nothing while it has requests in flight (staged bytes, ucx
+ * events already waiting, a set too large) makes the wait a short nap instead: sleeping on
+ * the other comms' descriptors could miss the one that matters.
+ */
+#include <poll.h>
+
+#include "plugin/collnet.h"
+
+/* The descriptors of every connection with a request in flight; 0 when some comm names none. */
+static int idle_fds(stp_cn_comm_t *c)
+{
+    const unsigned pass = ++c->pass;
+    int n = 0;
+
+    for (int i = 0; i < c->nflights; i++) {
+        const stp_cn_flight_t *f = &c->flights[i];
+        stp_cn_link_t *lk = &c->links[f->link];
+        unsigned *mark = f->is_send ? &lk->send_mark : &lk->recv_mark;
+        if (*mark == pass)
+            continue;
+        *mark = pass;
+        int got = stt_poll_fds(f->is_send ? lk->send : lk->recv, c->pfds + n,
+                               STP_CN_POLL_FDS_PER_COMM);
+        if (got <= 0)
+            return 0;
+        n += got;
+    }
+    return n;
+}
+
+void stp_cn_exec_idle(stp_cn_comm_t *c)
+{
+    if (c->moved || c->failed != STRATA_OK || !c->poll_idle) {
+        c->idle = 0;
+        return;
+    }
+    if (!c->idle) {
+        /* the executor's own STRATA_TIMEOUT check names the late member; the backoff's
+         * deadline is never reached first */
+        /* the backoff of ranks that outnumber the cores: block after 2 us (its spin and yield
+         * phases, 0.55 ms, lost to blocking at once side by side with 2 heads on 2 cores) */
+        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, 1);
+        c->idle = 1;
+    }
+    int nfds = idle_fds(c);
+    /* Asking for descriptors progresses some transports (ucx runs its worker before arming
+     * it): a completion found there must not wait for the sleep to end. */
+    if (stp_cn_exec_progress(c) != STRATA_OK || c->moved) {
+        c->idle = 0;
+        return;
+    }
+    (void)sta_backoff_step_fds(&c->backoff, c->pfds, nfds);
+}

@@ -1,0 +1,404 @@
+/*
+ * Virtual NICs over tcp between two emulated nodes with two rails each
+ * (tools/lib/tool_netns.h: veth0 on rail 0, veth1 on rail 1, each on its own
+ * bridge and subnet), driven through ncclNetPlugin_v11 as NCCL drives it:
+ *
+ *   - makeVDevice({1, 0}) fuses the two interfaces into device 2, named
+ *     "veth0+veth1" whatever order it was asked in, with both as members and
+ *     the sum of their speeds; asking again gives the same device;
+ *   - every size from 0 B to 24 MiB crosses the fused device intact, and the
+ *     receiver's two interfaces each carried at least a quarter of the bytes
+ *     (striped and rotated messages use both rails; read from /proc/net/dev);
+ *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
+ *   - STRATA_NET_FUSE=off leaves makeVDevice NULL in the table (NCCL then never asks)
+ *     and a direct request is refused;
+ *   - one member's link taken down in the middle of a stream (ip link set veth1
+ *     down in the sender's node) fails both ends' requests with an error within
+ *     STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang. Moving the
+ *     traffic to the surviving member (failover) is not done yet: this case
+ *     checks the detection path only (docs/multirail.md, "Failover").
+ *
+ * Needs root (namespaces); skips otherwise. Children report through their
+ * exit status and a RESULT message; nothing outlives a test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sts_net.h"
+#include "sts_proc.h"
+#include "sts_util.h"
+#include "util/time.h"
+
+#define VNIC_TIMEOUT_S 120.0
+#define VNIC_RAILS 2
+
+/* 0 .. 24 MiB: eager, rotated (4 KiB .. 256 KiB) and striped (256 KiB up) messages. */
+static const size_t vnic_sizes[] = {0,         1,         4095,      4096,     65536,
+                                    200003,    262143,    262144,    1 << 20,  (4 << 20) + 7,
+                                    24 << 20,  100000,    300000,    8191,     4 << 20};
+#define VNIC_NSIZES ((int)(sizeof(vnic_sizes) / sizeof(vnic_sizes[0])))
+
+typedef enum { VNIC_MAKE, VNIC_FORCED, VNIC_FORBIDDEN, VNIC_MEMBER_DOWN } vnic_mode_t;
+
+/* The member-down case: the user timeout it sets, and how long past it an error may take. */
+#define VNIC_DOWN_USER_TIMEOUT_MS "3000"
+#define VNIC_DOWN_BOUND_S 60.0
+#define VNIC_DOWN_MSG (4u << 20)
+
+typedef struct vnic_job {
+    vnic_mode_t mode;
+    int receiver;
+} vnic_job_t;
+
+#define CHILD_CHECK(cond, ...)                                                          \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            char why_[400];                                                             \
+            snprintf(why_, sizeof(why_), __VA_ARGS__);                                  \
+            sts_ctl_result(ctl, 1, "%s:%d: %s", __FILE__, __LINE__, why_);              \
+            return 1;                                                                   \
+        }                                                                               \
+    } while (0)
+
+/* Bytes received (rx) or sent on each rail's interface, from /proc/net/dev of this node. */
+static int vnic_if_bytes(int rx, unsigned long long *bytes)
+{
+    char line[512];
+    FILE *f = fopen("/proc/net/dev", "r");
+    int found = 0;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char name[32];
+        unsigned long long v[16];
+        char *colon = strchr(line, ':');
+        if (colon == NULL)
+            continue;
+        *colon = ' ';
+        if (sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 10)
+            continue;
+        for (int r = 0; r < VNIC_RAILS; r++) {
+            char want[16];
+            stb_netns_rail_ifname(r, want, sizeof(want));
+            if (strcmp(name, want) == 0) {
+                bytes[r] = rx ? v[0] : v[8];
+                found++;
+            }
+        }
+    }
+    fclose(f);
+    return found == VNIC_RAILS ? 0 : -1;
+}
+
+/* The device this child uses: made by makeVDevice, or the one STRATA_NET_FUSE=all left. */
+static int vnic_device(int ctl, stb_plugin_t *pl, vnic_mode_t mode, int *dev)
+{
+    stb_plugin_props_t p, m0, m1;
+    int ndev = -1;
+
+    CHILD_CHECK(stb_plugin_devices(pl, &ndev) == ncclSuccess, "devices");
+    if (mode == VNIC_FORCED) {
+        CHILD_CHECK(ndev == 1, "%d devices under STRATA_NET_FUSE=all, want 1", ndev);
+        CHILD_CHECK(stb_plugin_props(pl, 0, &p) == ncclSuccess, "props");
+        CHILD_CHECK(strcmp(p.name, "veth0+veth1") == 0, "device 0 is '%s'", p.name);
+        *dev = 0;
+        return 0;
+    }
+    CHILD_CHECK(ndev == VNIC_RAILS, "%d devices, want one per rail (%d)", ndev, VNIC_RAILS);
+    /* What NCCL reads after init: a NULL makeVDevice means "do not fuse". */
+    const ncclNet_v11_t *table = stb_plugin_table(pl);
+    CHILD_CHECK((table->makeVDevice == NULL) == (mode == VNIC_FORBIDDEN),
+                "makeVDevice is %s under this STRATA_NET_FUSE",
+                table->makeVDevice ? "offered" : "NULL");
+    CHILD_CHECK(stb_plugin_props(pl, 0, &m0) == ncclSuccess &&
+                stb_plugin_props(pl, 1, &m1) == ncclSuccess, "member props");
+    int backwards[] = {1, 0}, forwards[] = {0, 1}, vdev = -1, again = -1;
+    ncclResult_t res = stb_plugin_make_vdev(pl, 2, backwards, &vdev);
+    if (mode == VNIC_FORBIDDEN) {
+        CHILD_CHECK(res != ncclSuccess, "makeVDevice succeeded under STRATA_NET_FUSE=off");
+        CHILD_CHECK(stb_plugin_devices(pl, &ndev) == ncclSuccess && ndev == VNIC_RAILS,
+                    "a refused fusion added a device");
+        *dev = -1;
+        return 0;
+    }
+    CHILD_CHECK(res == ncclSuccess, "makeVDevice: %s", stb_plugin_result_str(res));
+    CHILD_CHECK(vdev == VNIC_RAILS, "virtual device %d, want %d", vdev, VNIC_RAILS);
+    CHILD_CHECK(stb_plugin_make_vdev(pl, 2, forwards, &again) == ncclSuccess && again == vdev,
+                "the same members gave device %d, then %d", vdev, again);
+    CHILD_CHECK(stb_plugin_devices(pl, &ndev) == ncclSuccess && ndev == VNIC_RAILS + 1,
+                "%d devices after fusing", ndev);
+    CHILD_CHECK(stb_plugin_props(pl, vdev, &p) == ncclSuccess, "props of the virtual device");
+    CHILD_CHECK(strcmp(p.name, "veth0+veth1") == 0, "virtual device is '%s'", p.name);
+    CHILD_CHECK(p.vprops_ndevs == 2, "vProps.ndevs %d", p.vprops_ndevs);
+    CHILD_CHECK(p.speed_mbps == m0.speed_mbps + m1.speed_mbps, "speed %d, members %d + %d",
+                p.speed_mbps, m0.speed_mbps, m1.speed_mbps);
+    int three[] = {0, 1, 1}, bad = -1;
+    CHILD_CHECK(stb_plugin_make_vdev(pl, 3, three, &bad) != ncclSuccess,
+                "a device named twice was fused");
+    *dev = vdev;
+    return 0;
+}
+
+/* Moves every size across the link (sender or receiver side); the receiver checks the data. */
+static int vnic_traffic(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+{
+    uint64_t deadline = sts_deadline(VNIC_TIMEOUT_S);
+
+    for (int i = 0; i < VNIC_NSIZES; i++) {
+        sts_net_buf_t b;
+        sts_net_req_t req = {.result = ncclInProgress};
+        size_t size = vnic_sizes[i];
+        int tag = 5;
+        CHILD_CHECK(sts_net_buf_get(pl, &b, comm, size) == ncclSuccess, "buffer of %zu", size);
+        if (receiver) {
+            void *data = b.data;
+            CHILD_CHECK(sts_net_irecv_retry(pl, comm, 1, &data, &size, &tag, &b.mh, NULL, 0,
+                                            deadline, &req.req) == ncclSuccess, "irecv");
+        } else {
+            sts_pattern_fill(b.data, size, (uint32_t)i + 11);
+            CHILD_CHECK(sts_net_isend_retry(pl, comm, b.data, size, tag, b.mh, NULL, 0,
+                                            deadline, &req.req) == ncclSuccess, "isend");
+        }
+        CHILD_CHECK(sts_net_wait_all(pl, &req, 1, deadline) == 0, "size %zu timed out", size);
+        CHILD_CHECK(req.result == ncclSuccess, "size %zu: %s", size,
+                    stb_plugin_result_str(req.result));
+        if (receiver) {
+            CHILD_CHECK(req.sizes[0] == (int)size, "got %d of %zu bytes", req.sizes[0], size);
+            size_t bad = sts_pattern_check(b.data, size, (uint32_t)i + 11);
+            CHILD_CHECK(bad == SIZE_MAX, "size %zu: byte %zu differs", size, bad);
+        }
+        sts_net_buf_put(pl, &b);
+    }
+    return 0;
+}
+
+/*
+ * Streams VNIC_DOWN_MSG messages until a request fails: READY after the first one,
+ * then the parent takes a member down. Reports how the comm failed, or that it did not.
+ */
+static int vnic_stream_until_error(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+{
+    sts_net_buf_t b;
+    uint64_t deadline = sts_deadline(VNIC_DOWN_BOUND_S);
+    ncclResult_t failed = ncclSuccess;
+    int done = 0;
+
+    CHILD_CHECK(sts_net_buf_get(pl, &b, comm, VNIC_DOWN_MSG) == ncclSuccess, "buffer");
+    while (failed == ncclSuccess && !stu_deadline_passed(deadline)) {
+        sts_net_req_t req = {.result = ncclInProgress};
+        size_t size = VNIC_DOWN_MSG;
+        int tag = 6;
+        void *data = b.data;
+        failed = receiver ? sts_net_irecv_retry(pl, comm, 1, &data, &size, &tag, &b.mh, NULL, 0,
+                                                deadline, &req.req)
+                          : sts_net_isend_retry(pl, comm, b.data, size, tag, b.mh, NULL, 0,
+                                                deadline, &req.req);
+        if (failed != ncclSuccess)
+            break;
+        if (sts_net_wait_all(pl, &req, 1, deadline) != 0)
+            break;
+        failed = req.result;
+        if (failed == ncclSuccess && ++done == 1)
+            CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_READY, NULL, 0) == 0, "READY");
+    }
+    sts_net_buf_put(pl, &b);
+    CHILD_CHECK(failed != ncclSuccess, "no error within %.0f s of streaming (%d messages)",
+                VNIC_DOWN_BOUND_S, done);
+    sts_ctl_result(ctl, 0, "failed with %s after %d messages", stb_plugin_result_str(failed),
+                   done);
+    return 0;
+}
+
+static int vnic_child(void *arg, int ctl)
+{
+    const vnic_job_t *job = arg;
+    char why[256];
+    stb_plugin_t *pl = NULL;
+    uint8_t handle[STB_PLUGIN_HANDLE_SIZE];
+    uint64_t deadline = sts_deadline(VNIC_TIMEOUT_S);
+    unsigned long long before[VNIC_RAILS], after[VNIC_RAILS];
+    void *listen = NULL, *comm = NULL;
+    int dev = -1;
+
+    CHILD_CHECK(stb_plugin_load(NULL, 11, 0, &pl, why, sizeof(why)) == STRATA_OK, "%s", why);
+    CHILD_CHECK(stb_plugin_init(pl, 0x7653) == ncclSuccess, "init");
+    if (vnic_device(ctl, pl, job->mode == VNIC_MEMBER_DOWN ? VNIC_MAKE : job->mode, &dev) != 0)
+        return 1;
+    if (job->mode == VNIC_FORBIDDEN) {
+        stb_plugin_finalize(pl);
+        stb_plugin_unload(pl);
+        sts_ctl_result(ctl, 0, "refused");
+        return 0;
+    }
+    CHILD_CHECK(vnic_if_bytes(job->receiver, before) == 0, "no veth0/veth1 in /proc/net/dev");
+    if (job->receiver) {
+        CHILD_CHECK(stb_plugin_listen(pl, dev, handle, &listen) == ncclSuccess, "listen");
+        CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_HANDLE, handle, sizeof(handle)) == 0, "handle");
+        CHILD_CHECK(sts_net_accept_wait(pl, listen, deadline, &comm) == ncclSuccess, "accept");
+    } else {
+        CHILD_CHECK(sts_ctl_expect(ctl, STS_CTL_HANDLE, handle, sizeof(handle), deadline) == 0,
+                    "no handle from the parent");
+        CHILD_CHECK(sts_net_connect_wait(pl, dev, handle, deadline, &comm) == ncclSuccess,
+                    "connect");
+    }
+    if (job->mode == VNIC_MEMBER_DOWN) {
+        int rc = vnic_stream_until_error(ctl, pl, comm, job->receiver);
+        job->receiver ? stb_plugin_close_recv(pl, comm) : stb_plugin_close_send(pl, comm);
+        if (listen != NULL)
+            stb_plugin_close_listen(pl, listen);
+        stb_plugin_finalize(pl);
+        stb_plugin_unload(pl);
+        return rc;
+    }
+    if (vnic_traffic(ctl, pl, comm, job->receiver) != 0)
+        return 1;
+    CHILD_CHECK(vnic_if_bytes(job->receiver, after) == 0, "interface counters");
+    unsigned long long total = 0;
+    for (int i = 0; i < VNIC_NSIZES; i++)
+        total += vnic_sizes[i];
+    for (int r = 0; r < VNIC_RAILS; r++)
+        CHILD_CHECK(after[r] - before[r] >= total / 4, "rail %d carried %llu of %llu bytes", r,
+                    after[r] - before[r], total);
+    if (job->receiver)
+        stb_plugin_close_recv(pl, comm);
+    else
+        stb_plugin_close_send(pl, comm);
+    if (listen != NULL)
+        stb_plugin_close_listen(pl, listen);
+    stb_plugin_finalize(pl);
+    stb_plugin_unload(pl);
+    sts_ctl_result(ctl, 0, "rails carried %llu and %llu bytes of %llu", after[0] - before[0],
+                   after[1] - before[1], total);
+    return 0;
+}
+
+typedef struct vnic_fix {
+    stb_netns_t net;
+    uint64_t ids[STB_NETNS_MAX_NODES + 1];
+    int nids;
+    int fds;
+} vnic_fix_t;
+
+static int vnic_setup(void **state)
+{
+    static vnic_fix_t fix;
+
+    fix.fds = sts_fd_count();
+    *state = &fix;
+    setenv("STRATA_TRANSPORT", "tcp", 1);
+    setenv("STRATA_SOCKET_FAMILY", "AF_INET", 1);
+    setenv("STRATA_SOCKET_NSOCKS", "4", 1);
+    setenv("STRATA_SOCKET_USER_TIMEOUT", "10000", 1);
+    unsetenv("STRATA_SOCKET_IFNAME");
+    unsetenv("STRATA_SOCKET_STRIPE_MIN");
+    strata_status_t status = stb_netns_create_rails(&fix.net, 2, VNIC_RAILS, 0);
+    fix.nids = stb_netns_ids(&fix.net, fix.ids, STB_NETNS_MAX_NODES + 1);
+    if (status != STRATA_OK) {
+        stb_netns_destroy(&fix.net);
+        return status == STRATA_ERR_UNSUPPORTED ? 0 : -1;   /* each case skips */
+    }
+    return 0;
+}
+
+static int vnic_teardown(void **state)
+{
+    vnic_fix_t *fix = *state;
+    int rc = 0;
+
+    sts_peer_kill_all();
+    stb_netns_destroy(&fix->net);
+    if (fix->nids > 0 && stb_netns_count_held(fix->ids, fix->nids) != 0) {
+        print_error("namespaces left behind\n");
+        rc = -1;
+    }
+    if (sts_fd_count() != fix->fds) {
+        print_error("descriptors: %d before, %d after\n", fix->fds, sts_fd_count());
+        rc = -1;
+    }
+    unsetenv("STRATA_NET_FUSE");
+    return rc;
+}
+
+static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode)
+{
+    vnic_job_t rjob = {.mode = mode, .receiver = 1}, sjob = {.mode = mode, .receiver = 0};
+    sts_peer_t kids[2];
+    uint8_t handle[STB_PLUGIN_HANDLE_SIZE];
+    char msg[STS_CTL_MAX];
+    uint64_t deadline = sts_deadline(VNIC_TIMEOUT_S);
+
+    if (fix->net.nodes == 0)
+        skip();
+    assert_int_equal(sts_peer_fork(&kids[0], &fix->net, 0, vnic_child, &rjob), 0);
+    assert_int_equal(sts_peer_fork(&kids[1], &fix->net, 1, vnic_child, &sjob), 0);
+    if (mode != VNIC_FORBIDDEN) {
+        if (sts_ctl_expect(kids[0].fd, STS_CTL_HANDLE, handle, sizeof(handle), deadline) != 0) {
+            sts_ctl_wait_result(kids[0].fd, msg, sizeof(msg), sts_deadline(5.0));
+            fail_msg("no handle from the receiver: %s", msg);
+        }
+        assert_int_equal(sts_ctl_send(kids[1].fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
+    }
+    if (mode == VNIC_MEMBER_DOWN) {
+        for (int k = 0; k < 2; k++)
+            if (sts_ctl_expect(kids[k].fd, STS_CTL_READY, NULL, 0, deadline) != 0) {
+                sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), sts_deadline(5.0));
+                fail_msg("%s never streamed: %s", k ? "sender" : "receiver", msg);
+            }
+        assert_int_equal(stb_netns_rail_link(&fix->net, 1, 1, 0), STRATA_OK);
+    }
+    for (int k = 0; k < 2; k++) {
+        int32_t status = sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), deadline);
+        int code = sts_peer_wait(&kids[k], deadline);
+        if (status != 0 || code != 0)
+            fail_msg("%s: %s (exit %d)", k ? "sender" : "receiver", msg, code);
+        print_message("%s: %s\n", k ? "sender" : "receiver", msg);
+    }
+}
+
+static void vnic_made_by_nccl(void **state)
+{
+    unsetenv("STRATA_NET_FUSE");
+    vnic_run(*state, VNIC_MAKE);
+}
+
+static void vnic_forced_by_param(void **state)
+{
+    setenv("STRATA_NET_FUSE", "all", 1);
+    vnic_run(*state, VNIC_FORCED);
+}
+
+static void vnic_forbidden(void **state)
+{
+    setenv("STRATA_NET_FUSE", "off", 1);
+    vnic_run(*state, VNIC_FORBIDDEN);
+}
+
+static void vnic_member_down_fails_bounded(void **state)
+{
+    unsetenv("STRATA_NET_FUSE");
+    setenv("STRATA_SOCKET_USER_TIMEOUT", VNIC_DOWN_USER_TIMEOUT_MS, 1);
+    vnic_run(*state, VNIC_MEMBER_DOWN);
+    setenv("STRATA_SOCKET_USER_TIMEOUT", "10000", 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(vnic_made_by_nccl, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_forced_by_param, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_forbidden, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_member_down_fails_bounded, vnic_setup,
+                                        vnic_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
