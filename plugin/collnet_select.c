@@ -14,12 +14,6 @@
 #include "util/log.h"
 #include "util/param.h"
 
-/* Bounds on STRATA_COLLNET_CHUNK: below 4 KiB a piece costs more in per-message overhead than
- * it hides (the tcp transport's α is ~9 µs, 4 KiB take ~1 µs at 3.6 GB/s); above 64 MiB it
- * no longer pipelines anything NCCL sends (calls are at most 4 MiB, docs/collnet-protocol.md). */
-#define CN_CHUNK_MIN ((int64_t)4 << 10)
-#define CN_CHUNK_MAX ((int64_t)64 << 20)
-
 sta_algo_t stp_cn_forced_algo(void)
 {
     const char *algo = stu_param_str(STU_PARAM_COLLNET_ALGO);
@@ -47,12 +41,7 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
         sta_model_apply_env(&model);
     }
     forced = stp_cn_forced_algo();
-    if (chunk < CN_CHUNK_MIN || chunk > CN_CHUNK_MAX) {
-        STU_WARN("collnet: STRATA_COLLNET_CHUNK=%" PRId64 " is outside %" PRId64 "..%" PRId64
-                 "; using %s", chunk, CN_CHUNK_MIN, CN_CHUNK_MAX,
-                 stu_param_def(STU_PARAM_COLLNET_CHUNK)->dflt);
-        stu_param_parse_int(stu_param_def(STU_PARAM_COLLNET_CHUNK)->dflt, &chunk);
-    }
+    /* chunk is within the table's 4K..64M: an out-of-range value reads as the default */
     memset(r, 0, sizeof(*r));
     r->model[STA_FIELD_SHM_ALPHA] = model.shm.alpha_us;
     r->model[STA_FIELD_SHM_BETA] = model.shm.beta_gbps;

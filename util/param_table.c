@@ -239,6 +239,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         "the CollNet's inter-node algorithm: auto (the cost model picks per size, over nodes"
         " of one rank), ring or recursive; member 0's value is used by all",
         .choices = "auto|ring|recursive"},
+    /* Below 4 KiB a piece costs more in per-message overhead than it hides (the tcp
+     * transport's alpha is ~9 us, 4 KiB take ~1 us at 3.6 GB/s); above 64 MiB it no longer
+     * pipelines anything NCCL sends (calls are at most 4 MiB, docs/collnet-protocol.md). */
     [STU_PARAM_COLLNET_CHUNK] = {"STRATA_COLLNET_CHUNK", STU_PARAM_TYPE_INT, "128K",
         "bytes per pipelined piece of a CollNet ring step, 4K..64M (see"
         " docs/collnet-protocol.md); member 0's value is used by all",
