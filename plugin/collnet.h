@@ -102,6 +102,27 @@ strata_status_t stp_cn_hello_decode(const void *buf, stp_cn_hello_t *h);
 void stp_cn_record_encode(void *buf, const stp_cn_record_t *r);
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r);
 
+/*
+ * A peer's bytes checked against this member, before anything else uses them (every field
+ * a peer sends is checked here, once; tests/fuzz/fuzz_collnet_wire.c holds them to it).
+ * hello_check: the hello opening an accepted connection names this group, this member
+ * (pos) as its target, the group's size and a member in it; STRATA_ERR_REMOTE otherwise,
+ * *h filled with what was read (for the caller's message) when the bytes decoded.
+ * record_check: a member's agreement record: STRATA_ERR_REMOTE when garbled,
+ * STRATA_ERR_INVALID when the member says it cannot take part, STRATA_ERR_MISMATCH for
+ * another group, size or an NCCL rank out of range; with lead (member 0's record, whose
+ * model, algorithm and chunk every member uses) STRATA_ERR_REMOTE also for a model that
+ * sta_model_check refuses, an algorithm other than auto, ring or recursive, or a chunk
+ * outside STRATA_COLLNET_CHUNK's range. *why (static text) says which; *r is filled when
+ * the bytes decoded.
+ */
+strata_status_t stp_cn_hello_check(const void *buf, uint64_t group, int pos, int nranks,
+                                   stp_cn_hello_t *h);
+strata_status_t stp_cn_record_check(const void *buf, uint64_t group, int nranks, int lead,
+                                    stp_cn_record_t *r, const char **why);
+/* The cost model a record carries (the fields it does not carry at their defaults). */
+void stp_cn_record_model(const stp_cn_record_t *r, sta_model_t *m);
+
 /* FNV-1a over the nonces of n handles: equal on every member given the same handles. */
 uint64_t stp_cn_group_id(const uint64_t *nonces, int n);
 /* FNV-1a over a host name's bytes (never 0 in practice: 0 is what an older member sends). */

@@ -192,9 +192,7 @@ static strata_status_t cn_identify(cn_build_t *b, cn_accepted_t *a)
     stp_cn_comm_t *c = b->c;
     stp_cn_hello_t h = {0};
 
-    if (stp_cn_hello_decode(a->hello_in, &h) != STRATA_OK || h.group != c->group ||
-        h.to != (uint32_t)c->pos || h.nranks != (uint32_t)c->nranks ||
-        h.from >= (uint32_t)c->nranks)
+    if (stp_cn_hello_check(a->hello_in, c->group, c->pos, c->nranks, &h) != STRATA_OK)
         return cn_fail(c, STRATA_ERR_REMOTE, "a connection that is not from this group's"
                        " member (hello: group %016" PRIx64 " from %u to %u of %u)", h.group,
                        h.from, h.to, h.nranks);
@@ -345,9 +343,8 @@ static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint6
     strata_status_t status;
 
     stp_cn_record_local(&r);
-    sta_model_t m = {.shm = {r.model[STA_FIELD_SHM_ALPHA], r.model[STA_FIELD_SHM_BETA]},
-                     .net = {r.model[STA_FIELD_NET_ALPHA], r.model[STA_FIELD_NET_BETA]},
-                     .gamma_gbps = r.model[STA_FIELD_GAMMA], .intra = (sta_intra_t)r.intra};
+    sta_model_t m;
+    stp_cn_record_model(&r, &m);
     r.ok = sta_model_check(&m) == STRATA_OK;
     r.group = c->group;
     r.rank = (uint32_t)rank;
@@ -390,16 +387,14 @@ static strata_status_t cn_decide(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_r
         return STRATA_ERR_NO_MEMORY;
     for (int p = 0; p < c->nranks && status == STRATA_OK; p++) {
         stp_cn_record_t r;
-        if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) != STRATA_OK)
-            status = cn_fail(c, STRATA_ERR_REMOTE, "member %d's record is garbled", p);
-        else if (!r.ok)
-            status = cn_fail(c, STRATA_ERR_INVALID, "member %d could not take part (its cost"
-                             " model is invalid)", p);
-        else if (r.group != c->group || r.nranks != (uint32_t)c->nranks)
-            status = cn_fail(c, STRATA_ERR_MISMATCH, "member %d was given other handles", p);
-        else if (r.rank >= (uint32_t)c->nranks || seen[r.rank]++)
-            status = cn_fail(c, STRATA_ERR_MISMATCH, "member %d's NCCL rank %u is out of range"
-                             " or taken twice", p, r.rank);
+        const char *why = NULL;
+        status = stp_cn_record_check(recs + (size_t)p * STP_CN_RECORD_BYTES, c->group,
+                                     c->nranks, p == 0, &r, &why);
+        if (status != STRATA_OK)
+            status = cn_fail(c, status, "member %d: %s", p, why);
+        else if (seen[r.rank]++)
+            status = cn_fail(c, STRATA_ERR_MISMATCH, "member %d's NCCL rank %u is taken twice",
+                             p, r.rank);
         if (status == STRATA_OK) {
             c->rank_of[p] = (int)r.rank;
             c->pos_of[r.rank] = p;

@@ -88,13 +88,7 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
     sta_dims_t dims;
     strata_status_t status;
 
-    sta_model_default(&model);
-    model.shm.alpha_us = r0->model[STA_FIELD_SHM_ALPHA];
-    model.shm.beta_gbps = r0->model[STA_FIELD_SHM_BETA];
-    model.net.alpha_us = r0->model[STA_FIELD_NET_ALPHA];
-    model.net.beta_gbps = r0->model[STA_FIELD_NET_BETA];
-    model.gamma_gbps = r0->model[STA_FIELD_GAMMA];
-    model.intra = (sta_intra_t)r0->intra;
+    stp_cn_record_model(r0, &model);
     sta_dims_one_per_node(c->nranks, &dims);
     status = sta_select_build(&model, &dims, (sta_algo_t)r0->forced, &c->table);
     if (status != STRATA_OK)

@@ -15,14 +15,20 @@
  */
 #include <string.h>
 
+#include "algos/profile.h"
 #include "plugin/collnet.h"
 #include "util/le.h"
 #include "util/log.h"
+#include "util/param.h"
 
 #define CN_HANDLE_MAGIC 0x4e435453u   /* "STCN" */
 #define CN_HELLO_MAGIC 0x48435453u    /* "STCH" */
 #define CN_RECORD_MAGIC 0x41435453u   /* "STCA" */
 #define CN_WIRE_VERSION 1
+/* The model fields a record carries, at 24..63: shm α, β, net α, β, γ (not the wake-up
+ * cost, which the executor does not use; the fields after it are the record's own). */
+#define CN_RECORD_FIELDS 5
+_Static_assert(STA_FIELD_GAMMA == CN_RECORD_FIELDS - 1, "the record's model fields come first");
 
 _Static_assert(STP_CN_HANDLE_XPORT_BYTES + 20 <= NCCL_NET_HANDLE_MAXSIZE,
                "the CollNet handle fits NCCL's 128 bytes");
@@ -116,7 +122,7 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
     stu_le_put64(p + 8, r->group);
     stu_le_put32(p + 16, r->rank);
     stu_le_put32(p + 20, r->nranks);
-    for (int f = 0; f < STA_FIELD_COUNT; f++)
+    for (int f = 0; f < CN_RECORD_FIELDS; f++)
         stu_le_put64(p + 24 + 8 * f, double_bits(r->model[f]));
     stu_le_put32(p + 64, (uint32_t)r->forced);
     stu_le_put32(p + 68, r->chunk);
@@ -135,11 +141,73 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
     r->rank = stu_le_get32(p + 16);
     r->nranks = stu_le_get32(p + 20);
     for (int f = 0; f < STA_FIELD_COUNT; f++)
-        r->model[f] = bits_double(stu_le_get64(p + 24 + 8 * f));
+        r->model[f] = f < CN_RECORD_FIELDS ? bits_double(stu_le_get64(p + 24 + 8 * f)) : 0.0;
     r->forced = (int32_t)stu_le_get32(p + 64);
     r->chunk = stu_le_get32(p + 68);
     r->intra = (int32_t)stu_le_get32(p + 72);
     r->host = stu_le_get64(p + 80);
+    return STRATA_OK;
+}
+
+strata_status_t stp_cn_hello_check(const void *buf, uint64_t group, int pos, int nranks,
+                                   stp_cn_hello_t *h)
+{
+    if (stp_cn_hello_decode(buf, h) != STRATA_OK || h->group != group ||
+        h->to != (uint32_t)pos || h->nranks != (uint32_t)nranks || h->from >= (uint32_t)nranks)
+        return STRATA_ERR_REMOTE;
+    return STRATA_OK;
+}
+
+void stp_cn_record_model(const stp_cn_record_t *r, sta_model_t *m)
+{
+    sta_model_default(m);
+    m->shm.alpha_us = r->model[STA_FIELD_SHM_ALPHA];
+    m->shm.beta_gbps = r->model[STA_FIELD_SHM_BETA];
+    m->net.alpha_us = r->model[STA_FIELD_NET_ALPHA];
+    m->net.beta_gbps = r->model[STA_FIELD_NET_BETA];
+    m->gamma_gbps = r->model[STA_FIELD_GAMMA];
+    m->intra = (sta_intra_t)r->intra;
+}
+
+/* Member 0's settings, which every member runs with: what its own checks let through. */
+static const char *cn_lead_why(const stp_cn_record_t *r)
+{
+    const stu_param_def_t *chunk = stu_param_def(STU_PARAM_COLLNET_CHUNK);
+    sta_model_t m;
+
+    stp_cn_record_model(r, &m);
+    if (sta_model_check(&m) != STRATA_OK)
+        return "member 0's cost model is out of range";
+    if (r->forced != STA_ALGO_AUTO && r->forced != STA_ALGO_RING &&
+        r->forced != STA_ALGO_RECURSIVE)
+        return "member 0's STRATA_COLLNET_ALGO is not auto, ring or recursive";
+    if ((int64_t)r->chunk < chunk->min || (int64_t)r->chunk > chunk->max)
+        return "member 0's STRATA_COLLNET_CHUNK is out of range";
+    return NULL;
+}
+
+strata_status_t stp_cn_record_check(const void *buf, uint64_t group, int nranks, int lead,
+                                    stp_cn_record_t *r, const char **why)
+{
+    if (stp_cn_record_decode(buf, r) != STRATA_OK) {
+        *why = "its record is garbled";
+        return STRATA_ERR_REMOTE;
+    }
+    if (!r->ok) {
+        *why = "it could not take part (its cost model is invalid)";
+        return STRATA_ERR_INVALID;
+    }
+    if (r->group != group || r->nranks != (uint32_t)nranks) {
+        *why = "it was given other handles";
+        return STRATA_ERR_MISMATCH;
+    }
+    if (r->rank >= (uint32_t)nranks) {
+        *why = "its NCCL rank is out of range";
+        return STRATA_ERR_MISMATCH;
+    }
+    if (lead && (*why = cn_lead_why(r)) != NULL)
+        return STRATA_ERR_REMOTE;
+    *why = NULL;
     return STRATA_OK;
 }
 

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "algos/profile.h"
 #include "coll/boot_wire.h"
+#include "plugin/collnet.h"
 #include "transport/ib/ib_wire.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/ucx/ucx_wire.h"
@@ -119,6 +121,31 @@ static void seeds_ucx(void)
     seed("ucx_wire", "hello", "\x01", 1, b, STT_UCX_HELLO_BYTES);
 }
 
+static void seeds_collnet(void)
+{
+    uint8_t b[NCCL_NET_HANDLE_MAXSIZE] = {0}, x[NCCL_NET_HANDLE_MAXSIZE] = {0};
+    /* mode, then the member's view: group (odd: take the hello's), nranks, position */
+    static const uint8_t view[17] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0};
+    stp_cn_handle_t h = {.nonce = 0x0102030405060708ull, .dev = 1};
+    memcpy(x, "STRU", 4);
+    stp_cn_handle_encode(b, x, &h);
+    seed("collnet_wire", "handle", "\x00", 1, b, NCCL_NET_HANDLE_MAXSIZE);
+    stp_cn_hello_t hello = {.group = 0x1234567887654321ull, .from = 2, .to = 1, .nranks = 3};
+    stp_cn_hello_encode(b, &hello);
+    seed("collnet_wire", "hello", view, sizeof(view), b, STP_CN_HELLO_BYTES);
+    /* mode, then record mode 3 (member 0's, the record's own view), group, nranks */
+    static const uint8_t rview[14] = {2, 3};
+    sta_model_t m;
+    sta_model_default(&m);
+    stp_cn_record_t r = {.ok = 1, .group = 7, .rank = 0, .nranks = 2,
+                         .model = {m.shm.alpha_us, m.shm.beta_gbps, m.net.alpha_us,
+                                   m.net.beta_gbps, m.gamma_gbps},
+                         .intra = 0, .forced = -1, .chunk = 128 << 10, .host = 99};
+    stp_cn_record_encode(b, &r);
+    seed("collnet_wire", "record", rview, sizeof(rview), b, STP_CN_RECORD_BYTES);
+    seed("collnet_wire", "group", "\x03\x02", 2, "0123456789abcdef0123host", 24);
+}
+
 static void seeds_boot(void)
 {
     uint8_t key[STC_BOOT_KEY_BYTES] = {1}, nonce[STC_BOOT_NONCE_BYTES] = {2};
@@ -177,6 +204,7 @@ int main(int argc, char **argv)
     seeds_ib();
     seeds_ucx();
     seeds_boot();
+    seeds_collnet();
     seeds_text();
     return 0;
 }
