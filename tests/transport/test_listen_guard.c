@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -122,11 +123,62 @@ static void guard_wrong_secret(void **state)
     sts_pair_close(&p);
 }
 
+/*
+ * A stranger's hello that announces the largest worker address and then sends nothing
+ * more: the ucx listener checks the hello's 40 fixed bytes first and closes the connection
+ * at once, without waiting for (or allocating) the address. The connect timeout is set
+ * far past this case's deadline (main), so a listener that waited for the address would
+ * hold the connection past it and fail the case. Other transports' first messages have
+ * no variable part (tcp's refusals are test_tcp_faults'); they skip.
+ */
+static void guard_stranger_header(void **state)
+{
+    sts_conf_ctx_t *ctx = sts_conf_begin(state);
+    uint8_t handle[STT_HANDLE_SIZE], *secret;
+    stt_netif_addr_t addr;
+    stt_listen_t *listen = NULL;
+    stt_comm_t *recv = NULL;
+    uint64_t deadline = sts_deadline(STS_IO_TIMEOUT_S);
+
+    assert_ok(stt_listen(ctx->ops, 0, handle, &listen));
+    if (strcmp(stt_name(ctx->ops), "ucx") != 0 || !handle_parts(ctx->ops, handle, &addr, &secret)) {
+        stt_close_listen(listen);
+        skip();
+    }
+#ifdef STRATA_HAVE_UCX
+    stt_ucx_handle_t h;
+    assert_ok(stt_ucx_handle_decode(handle, &h));
+    /* it knows the listener's id (a stale handle's), not the secret */
+    stt_ucx_hello_t hello = {.kind = STT_UCX_HELLO_CONNECT, .listener_id = h.listener_id,
+                             .conn_id = 1, .addr_len = STT_UCX_MAX_ADDR_BYTES};
+    uint8_t bytes[STT_UCX_HELLO_BYTES];
+    stt_ucx_hello_encode(&hello, bytes);
+    int fd = raw_connect(&addr);
+    assert_int_equal(write(fd, bytes, sizeof(bytes)), (ssize_t)sizeof(bytes));
+    for (;;) {
+        assert_ok(stt_accept(listen, &recv));
+        assert_null(recv);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 1) == 1)
+            break;
+        assert_false(stu_deadline_passed(deadline));
+    }
+    char c;
+    assert_true(read(fd, &c, 1) <= 0);     /* closed (EOF or reset), nothing answered */
+    close(fd);
+#endif
+    stt_close_listen(listen);
+}
+
 int main(void)
 {
+    /* guard_stranger_header: a listener waiting for the stranger's address would keep it
+     * this long (10 min), far past the case's deadline */
+    setenv("STRATA_CONNECT_TIMEOUT", "600000", 1);
     struct CMUnitTest cases[] = {
         STS_CONF_CASE(guard_wrong_secret),
         STS_CONF_CASE(guard_idle_strangers),
+        STS_CONF_CASE(guard_stranger_header),
     };
     return sts_conf_run("listen-guard", cases, sizeof(cases) / sizeof(cases[0]));
 }

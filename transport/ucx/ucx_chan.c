@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/base/connect.h"
 #include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
@@ -49,7 +50,29 @@ strata_status_t stt_ucx_chan_write(stt_ucx_chan_t *ch, bool *done)
     return status == STRATA_INPROGRESS ? STRATA_OK : status;
 }
 
-strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, bool *done)
+/* The peer's hello against what this end expects (stt_ucx_chan_read). */
+static strata_status_t chan_hello_check(const stt_ucx_chan_t *ch, const stt_ucx_hello_t *expect)
+{
+    const stt_ucx_hello_t *in = &ch->in;
+
+    if (in->kind == expect->kind && in->listener_id == expect->listener_id &&
+        (expect->kind == STT_UCX_HELLO_CONNECT || in->conn_id == expect->conn_id) &&
+        stt_handle_secret_ok(expect->secret, in->secret))
+        return STRATA_OK;
+    if (expect->kind == STT_UCX_HELLO_CONNECT)
+        STU_WARN("ucx: rejected a connection from %s: its hello does not carry this"
+                 " listener's id and secret (a stale or foreign handle, or a stranger)",
+                 ch->peer);
+    else
+        STU_WARN("ucx: %s answered with a hello for another connection, or without the"
+                 " handle's secret (kind %u, connection 0x%08x, listener 0x%016llx): not the"
+                 " listener the handle names", ch->peer, in->kind, in->conn_id,
+                 (unsigned long long)in->listener_id);
+    return STRATA_ERR_REMOTE;
+}
+
+strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, const stt_ucx_hello_t *expect,
+                                  bool *done)
 {
     strata_status_t status;
 
@@ -61,6 +84,8 @@ strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, bool *done)
             return status == STRATA_INPROGRESS ? STRATA_OK : status;
         if (stt_ucx_hello_decode(ch->in_hdr, &ch->in) != STRATA_OK)
             return STRATA_ERR_INVALID;   /* the decoder said why */
+        if ((status = chan_hello_check(ch, expect)) != STRATA_OK)
+            return status;
         ch->in_addr = malloc(ch->in.addr_len);
         if (ch->in_addr == NULL) {
             STU_WARN("ucx: no memory for a worker address of %u bytes from %s",

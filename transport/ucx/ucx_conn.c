@@ -398,23 +398,11 @@ static strata_status_t connect_advance(ucx_connect_t *cs, bool *ready)
             cs->stage = REPLY;
     }
     if (status == STRATA_OK && cs->stage == REPLY) {
-        status = stt_ucx_chan_read(&cs->ch, &done);
-        if (status == STRATA_OK && done) {
-            if (cs->ch.in.kind != STT_UCX_HELLO_ACCEPT || cs->ch.in.conn_id != cs->conn_id ||
-                cs->ch.in.listener_id != cs->listener_id) {
-                STU_WARN("ucx: %s answered with a hello for another connection (kind %u,"
-                         " connection 0x%08x, listener 0x%016llx)", cs->ch.peer,
-                         cs->ch.in.kind, cs->ch.in.conn_id,
-                         (unsigned long long)cs->ch.in.listener_id);
-                return STRATA_ERR_REMOTE;
-            }
-            if (!stt_handle_secret_ok(cs->secret, cs->ch.in.secret)) {
-                STU_WARN("ucx: %s answered without the handle's secret (not the listener the"
-                         " handle names)", cs->ch.peer);
-                return STRATA_ERR_REMOTE;
-            }
-            *ready = true;
-        }
+        stt_ucx_hello_t expect = {.kind = STT_UCX_HELLO_ACCEPT, .listener_id = cs->listener_id,
+                                  .conn_id = cs->conn_id};
+        memcpy(expect.secret, cs->secret, sizeof(expect.secret));
+        status = stt_ucx_chan_read(&cs->ch, &expect, &done);
+        *ready = status == STRATA_OK && done;
     }
     return status;
 }

@@ -136,8 +136,15 @@ strata_status_t stt_ucx_chan_set_hello(stt_ucx_chan_t *ch, const stt_ucx_hello_t
                                        const void *addr);
 /* Writes what is queued; *done when all of it is out. */
 strata_status_t stt_ucx_chan_write(stt_ucx_chan_t *ch, bool *done);
-/* Reads the peer's hello and address; *done once both are in (then ch->in, ch->in_addr). */
-strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, bool *done);
+/*
+ * Reads the peer's hello and address; *done once both are in (then ch->in, ch->in_addr).
+ * The hello's fixed 40 bytes are checked against expect as soon as they are in, before the
+ * address behind them is allocated or read, so a stranger costs no more than those bytes:
+ * its kind, listener id and secret (constant time) must be expect's, and for an ACCEPT
+ * (the listener's reply) its connection id too. STRATA_ERR_REMOTE, with a warning, if not.
+ */
+strata_status_t stt_ucx_chan_read(stt_ucx_chan_t *ch, const stt_ucx_hello_t *expect,
+                                  bool *done);
 /* Frees the buffers; closes the socket unless keep_fd. */
 void stt_ucx_chan_fini(stt_ucx_chan_t *ch, bool keep_fd);
 

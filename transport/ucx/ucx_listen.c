@@ -8,7 +8,8 @@
  *   -> REPLY (our worker is open; writing our hello + worker address)
  *   -> the receive comm: endpoint to the connector's worker, socket kept.
  *
- * A hello without the handle's listener id and secret is dropped at once; a
+ * A hello whose fixed 40 bytes lack the handle's listener id and secret is dropped
+ * as soon as those bytes are in, before its worker address is read; a
  * half-accepted connection that takes longer than STRATA_CONNECT_TIMEOUT, or
  * says something wrong, is dropped with a warning; with every slot taken and
  * more connections waiting, one that has not delivered its hello within
@@ -149,16 +150,11 @@ static strata_status_t pend_step(stt_ucx_listen_t *l, ucx_pend_t *p, bool *ready
 
     *ready = false;
     if (p->stage == PEND_HELLO_IN) {
-        status = stt_ucx_chan_read(&p->ch, &done);
+        stt_ucx_hello_t expect = {.kind = STT_UCX_HELLO_CONNECT, .listener_id = l->listener_id};
+        memcpy(expect.secret, l->secret, sizeof(expect.secret));
+        status = stt_ucx_chan_read(&p->ch, &expect, &done);
         if (status != STRATA_OK || !done)
             return status;
-        if (p->ch.in.kind != STT_UCX_HELLO_CONNECT || p->ch.in.listener_id != l->listener_id ||
-            !stt_handle_secret_ok(l->secret, p->ch.in.secret)) {
-            STU_WARN("ucx: %s rejected a connection from %s: its hello does not carry this"
-                     " listener's id and secret (a stale or foreign handle, or a stranger)",
-                     l->local, p->ch.peer);
-            return STRATA_ERR_REMOTE;
-        }
         status = stt_ucx_worker_open(&p->w, p->ch.peer);
         if (status != STRATA_OK)
             return status;
