@@ -66,7 +66,8 @@ fi
 # The plugin tests (2 processes) and the collective fault tests, with every
 # iflush a real loopback RDMA read (STRATA_IB_FLUSH=1). STS_CYCLES=100: 500
 # connect/close cycles (the default) outlast the peer's deadline under emulation.
-func=$(bins "$TESTS"/functional/test_plugin_* "$TESTS"/functional/test_coll_faults)
+func=$(bins "$TESTS"/functional/test_plugin_* "$TESTS"/functional/test_coll_faults \
+    "$TESTS"/functional/test_coll_matrix)
 if [ -n "$func" ]; then
     group "functional plugin tests, STRATA_TRANSPORT=ib STRATA_IB_FLUSH=1 on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STRATA_IB_FLUSH=1 STS_CYCLES=100 \

@@ -347,6 +347,49 @@ static int scenario_listen_die(peer_t *p)
     return wait_for_kill(p);
 }
 
+/*
+ * The handshake, step by step: the peer makes k calls of accept (on its listen comm) or
+ * connect (to the test's handle), PEER_STEP_MS apart while the test drives its side
+ * without pause, so each call moves the handshake one step as far as the other side's
+ * bytes allow; then READY, and it waits to be killed holding what it has (a half-done
+ * handshake, or the comm if it completed).
+ */
+static int scenario_accept_steps(peer_t *p, int k)
+{
+    const struct timespec nap = {0, PEER_STEP_MS * 1000 * 1000};
+    char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+    void *listen = NULL, *recv = NULL;
+
+    if (stb_plugin_listen(p->net, 0, handle, &listen) != ncclSuccess)
+        return peer_fail(p, "listen failed");
+    if (sts_ctl_send(p->fd, STS_CTL_HANDLE, handle, sizeof(handle)) != 0)
+        return peer_fail(p, "cannot send the handle");
+    if (sts_ctl_expect(p->fd, STS_CTL_GO, NULL, 0, p->deadline) != 0)
+        return peer_fail(p, "expected GO");
+    for (int i = 0; i < k && recv == NULL; i++) {
+        nanosleep(&nap, NULL);
+        if (stb_plugin_accept(p->net, listen, &recv) != ncclSuccess)
+            return peer_fail(p, "accept call %d failed", i + 1);
+    }
+    return wait_for_kill(p);
+}
+
+static int scenario_connect_steps(peer_t *p, int k)
+{
+    const struct timespec nap = {0, PEER_STEP_MS * 1000 * 1000};
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *send = NULL;
+
+    if (sts_ctl_expect(p->fd, STS_CTL_HANDLE, handle, sizeof(handle), p->deadline) != 0)
+        return peer_fail(p, "no handle from the test");
+    for (int i = 0; i < k && send == NULL; i++) {
+        if (stb_plugin_connect(p->net, 0, handle, &send) != ncclSuccess)
+            return peer_fail(p, "connect call %d failed", i + 1);
+        nanosleep(&nap, NULL);
+    }
+    return wait_for_kill(p);
+}
+
 static int scenario_close_early(peer_t *p)
 {
     sts_net_link_t link;
@@ -566,6 +609,10 @@ static int run(peer_t *p, const char *scenario, int arg)
         return scenario_listen_die(p);
     if (strcmp(scenario, "close-early") == 0)
         return scenario_close_early(p);
+    if (strcmp(scenario, "accept-steps") == 0)
+        return scenario_accept_steps(p, arg);
+    if (strcmp(scenario, "connect-steps") == 0)
+        return scenario_connect_steps(p, arg);
     return peer_fail(p, "unknown scenario '%s'", scenario);
 }
 

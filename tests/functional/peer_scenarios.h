@@ -20,6 +20,10 @@
 #define PEER_KiB ((size_t)1 << 10)
 #define PEER_MiB ((size_t)1 << 20)
 
+/* The pause between the peer's handshake calls (accept-steps, connect-steps): the test's
+ * side, driven without pause, answers each call's bytes before the next. */
+#define PEER_STEP_MS 50
+
 /* Bounds on the peer's own waits, and on the tests' waits for the peer. */
 #define PEER_TIMEOUT_S 60.0
 
@@ -55,6 +59,12 @@
  *                            waits to be killed (the test connects after)
  *   close-early              link; READY; after GO the peer closes both comms
  *                            and ends
+ *   accept-steps <k>         the peer listens, sends its handle, waits for GO
+ *                            (the test connects), makes k accept calls
+ *                            PEER_STEP_MS apart, says READY, waits to be killed
+ *   connect-steps <k>        the peer takes the test's handle, makes k connect
+ *                            calls PEER_STEP_MS apart, says READY, waits to be
+ *                            killed
  *   tags-shared              link; PEER_TAGS_T "GPUs" share the peer's send
  *                            comm, each with its own tag, PEER_TAGS_STEPS
  *                            messages each; the even ones post every step at

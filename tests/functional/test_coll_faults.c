@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 #include "algos/cost_model.h"
@@ -30,13 +29,8 @@ static int rank_killed(strata_comm_t *comm, int rank, void *arg)
     const size_t n = (8u << 20) / sizeof(float);
     float *buf = calloc(n, sizeof(float));
 
-    if (rank == VICTIM) {
-        struct itimerval it = {.it_value = {.tv_sec = 0, .tv_usec = 300000}};
-        signal(SIGALRM, SIG_DFL);
-        struct sigaction sa = {.sa_handler = SIG_DFL};
-        sigaction(SIGALRM, &sa, NULL);
-        setitimer(ITIMER_REAL, &it, NULL);   /* default action of SIGALRM: terminate */
-    }
+    if (rank == VICTIM)
+        sts_ranks_die_in(300);
     uint64_t t0 = stu_time_ns();
     for (int i = 0; i < 100000; i++) {
         strata_status_t st = strata_allreduce(buf, buf, n, STRATA_FP32, STRATA_SUM, comm);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -257,6 +258,163 @@ static void fault_survivor_reconnects(void **state)
     func_finish(&peer);
 }
 
+/*
+ * The handshake, a step at a time. The peer makes k accept (or connect) calls, each
+ * answered by our side, which calls connect (accept) without pause; then it is stopped for
+ * a second (optionally: nothing may fail meanwhile) and killed. Our side must then end
+ * in time: a connect still pending fails; a comm the handshake gave us fails its first
+ * request (a 256 MiB send, which cannot complete into a dead peer, or a receive). Our
+ * accept never fails for a connector's death: the listener goes on.
+ */
+static const char *hs_what(char *buf, size_t len, const char *peer_side, int k, int stop)
+{
+    snprintf(buf, len, "%s killed%s after %d %s call(s)", peer_side, stop ? " (stopped 1 s first)" : "",
+             k, strcmp(peer_side, "listener") == 0 ? "accept" : "connect");
+    return buf;
+}
+
+/* About a second of polling fn's side while the peer is stopped. */
+#define HS_STOP_PASSES 100
+static const struct timespec hs_nap = {0, 10 * 1000 * 1000};
+
+/* A comm the handshake gave us: its first request fails once the peer is dead. */
+static void hs_comm_fails(func_fix_t *fix, void *comm, int is_send, const char *what)
+{
+    sts_net_req_t r = {.result = ncclInProgress};
+    sts_net_buf_t b;
+    size_t size = is_send ? PEER_STALL_BYTES : 4096;
+    int tag = 0;
+
+    func_buf_get(fix, &b, comm, size);
+    if (is_send)
+        assert_nccl_ok(stb_plugin_isend(fix->net, comm, b.data, size, 0, b.mh, &r.req));
+    else
+        assert_nccl_ok(stb_plugin_irecv(fix->net, comm, 1, (void **)&b.data, &size, &tag, &b.mh,
+                                        &r.req));
+    assert_non_null(r.req);
+    fault_expect_remote(fix, &r, what);
+    func_buf_dereg(fix, &b);
+    if (is_send)
+        stb_plugin_close_send(fix->net, comm);
+    else
+        stb_plugin_close_recv(fix->net, comm);
+    func_buf_put(fix, &b);
+}
+
+static void hs_listener_dies(func_fix_t *fix, int k, int stop)
+{
+    char handle[NCCL_NET_HANDLE_MAXSIZE], what[128];
+    uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
+    void *send = NULL;
+    ncclResult_t res = ncclSuccess;
+    sts_peer_t peer;
+
+    hs_what(what, sizeof(what), "listener", k, stop);
+    func_spawn(&peer, 11, "accept-steps", k);
+    if (sts_ctl_expect(peer.fd, STS_CTL_HANDLE, handle, sizeof(handle), deadline) != 0)
+        func_fail_with_peer(&peer, "no handle from the peer");
+    assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_GO, NULL, 0), 0);
+    while (!sts_ctl_pending(peer.fd)) {
+        if (send == NULL && (res = stb_plugin_connect(fix->net, 0, handle, &send)) != ncclSuccess)
+            func_fail_with_peer(&peer, "%s: connect failed while the listener lived: %s", what,
+                                stb_plugin_result_str(res));
+        if (stu_deadline_passed(deadline))
+            fail_msg("%s: the peer never reported READY", what);
+        sts_relax();
+    }
+    if (sts_ctl_expect(peer.fd, STS_CTL_READY, NULL, 0, deadline) != 0)
+        func_fail_with_peer(&peer, "expected READY from the peer");
+    if (stop) {
+        assert_int_equal(kill(peer.pid, SIGSTOP), 0);
+        for (int i = 0; i < HS_STOP_PASSES; i++) {
+            if (send == NULL && (res = stb_plugin_connect(fix->net, 0, handle, &send)) != ncclSuccess)
+                fail_msg("%s: connect failed (%s) while the listener was only stopped", what,
+                         stb_plugin_result_str(res));
+            nanosleep(&hs_nap, NULL);
+        }
+    }
+    int connected = send != NULL;
+    sts_peer_kill(&peer);
+    uint64_t start = stu_time_ns(), detect = sts_deadline(FAULT_DETECT_S);
+    while (send == NULL && res == ncclSuccess && !stu_deadline_passed(detect)) {
+        res = stb_plugin_connect(fix->net, 0, handle, &send);
+        sts_relax();
+    }
+    if (send != NULL) {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ", %s: our send",
+                 connected ? "connected before" : "connected after");
+        hs_comm_fails(fix, send, 1, what);
+    } else if (res == ncclSuccess) {
+        fail_msg("%s: connect still pending %.0f s after the death", what, FAULT_DETECT_S);
+    } else {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ": our connect");
+        fault_row(what, stb_plugin_result_str(res), start);
+    }
+}
+
+static void hs_connector_dies(func_fix_t *fix, int k, int stop)
+{
+    char handle[NCCL_NET_HANDLE_MAXSIZE], what[128];
+    uint64_t deadline = sts_deadline(PEER_TIMEOUT_S);
+    void *listen = NULL, *recv = NULL;
+    sts_peer_t peer;
+
+    hs_what(what, sizeof(what), "connector", k, stop);
+    assert_nccl_ok(stb_plugin_listen(fix->net, 0, handle, &listen));
+    func_spawn(&peer, 11, "connect-steps", k);
+    assert_int_equal(sts_ctl_send(peer.fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
+    while (!sts_ctl_pending(peer.fd)) {
+        if (recv == NULL)
+            assert_nccl_ok(stb_plugin_accept(fix->net, listen, &recv));
+        if (stu_deadline_passed(deadline))
+            fail_msg("%s: the peer never reported READY", what);
+        sts_relax();
+    }
+    if (sts_ctl_expect(peer.fd, STS_CTL_READY, NULL, 0, deadline) != 0)
+        func_fail_with_peer(&peer, "expected READY from the peer");
+    for (int i = 0; stop && i < HS_STOP_PASSES; i++) {
+        if (recv == NULL)
+            assert_nccl_ok(stb_plugin_accept(fix->net, listen, &recv));
+        nanosleep(&hs_nap, NULL);
+    }
+    if (stop)
+        assert_int_equal(kill(peer.pid, SIGSTOP), 0);
+    int accepted = recv != NULL;
+    sts_peer_kill(&peer);
+    uint64_t start = stu_time_ns();
+    /* a second of accept calls: never an error; a comm may still come out of them */
+    for (int i = 0; i < HS_STOP_PASSES; i++) {
+        if (recv == NULL)
+            assert_nccl_ok(stb_plugin_accept(fix->net, listen, &recv));
+        nanosleep(&hs_nap, NULL);
+    }
+    if (recv != NULL) {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ", %s: our receive",
+                 accepted ? "accepted before" : "accepted after");
+        hs_comm_fails(fix, recv, 0, what);
+    } else {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ": our accept");
+        fault_row(what, "no comm, listener goes on", start);
+    }
+    stb_plugin_close_listen(fix->net, listen);
+}
+
+/* The peer's listener dies after 0..3 accept calls (and once stopped first). */
+static void fault_handshake_listener(void **state)
+{
+    for (int k = 0; k <= 3; k++)
+        hs_listener_dies(*state, k, 0);
+    hs_listener_dies(*state, 1, 1);
+}
+
+/* The peer's connector dies after 1..4 connect calls (and once stopped first). */
+static void fault_handshake_connector(void **state)
+{
+    for (int k = 1; k <= 4; k++)
+        hs_connector_dies(*state, k, 0);
+    hs_connector_dies(*state, 1, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest cases[] = {
@@ -268,6 +426,8 @@ int main(void)
         FUNC_CASE(fault_receiver_stopped_then_killed),
         FUNC_CASE(fault_peer_closes),
         FUNC_CASE(fault_survivor_reconnects),
+        FUNC_CASE(fault_handshake_listener),
+        FUNC_CASE(fault_handshake_connector),
     };
     return cmocka_run_group_tests_name("plugin_faults", cases, NULL, NULL);
 }

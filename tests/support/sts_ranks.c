@@ -2,13 +2,16 @@
 #define _GNU_SOURCE
 #include "sts_ranks.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "coll/introspect.h"
+#include "sts_util.h"
 #include "tools/lib/tool_proc.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -57,15 +60,41 @@ static int ranks_child(void *arg)
         cfg.root_fd = c->lfd;
     else
         close(c->lfd);
+    if (o->late_rank == rank + 1)
+        poll(NULL, 0, o->late_ms);
+    if (o->init_kill_rank == rank + 1) {
+        uint64_t at = sts_ranks_die_in(o->init_kill_ms);
+        if (o->init_kill_at != NULL)
+            *o->init_kill_at = at;
+    }
+    int fds = o->check_fds ? sts_fd_count() : 0;
     strata_status_t status = strata_comm_init_config(&cfg, &comm);
+    int rc = STS_RANKS_INIT_FAILED;
     if (status != STRATA_OK) {
         if (!o->expect_init_fail)
             fprintf(stderr, "rank %d: strata_comm_init: %s\n", rank, strata_status_str(status));
-        return STS_RANKS_INIT_FAILED;
+    } else {
+        rc = c->fn(comm, rank, c->arg);
+        strata_comm_destroy(comm);
     }
-    int rc = c->fn(comm, rank, c->arg);
-    strata_comm_destroy(comm);
+    /* (rank 0's root_fd, counted before, is the communicator's and closed with it) */
+    if (o->check_fds && sts_fd_count() > fds) {
+        fprintf(stderr, "rank %d: %d descriptors before init, %d after %s\n", rank, fds,
+                sts_fd_count(), status == STRATA_OK ? "destroy" : "the failed init");
+        rc = rc == 0 || rc == STS_RANKS_INIT_FAILED ? STS_RANKS_FD_LEAK : rc;
+    }
     return rc;
+}
+
+uint64_t sts_ranks_die_in(int ms)
+{
+    struct sigaction sa = {.sa_handler = SIG_DFL};
+    struct itimerval it = {.it_value = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000}};
+    uint64_t at = stu_time_ns() + (uint64_t)ms * 1000000ull;
+
+    sigaction(SIGALRM, &sa, NULL);
+    setitimer(ITIMER_REAL, &it, NULL);
+    return at;
 }
 
 /*

@@ -8,6 +8,8 @@
 #ifndef STS_RANKS_H
 #define STS_RANKS_H
 
+#include <stdint.h>
+
 #include "strata/strata.h"
 
 #define STS_RANKS_MAX_ENV 8
@@ -27,6 +29,15 @@ typedef struct sts_ranks_opts {
      * rank starts (a test's strangers connect there first) */
     void (*on_listen)(const char *root_addr, void *hook_arg);
     void *hook_arg;
+    /* fault injection in init (0: none; use rank+1): late_rank sleeps late_ms before its
+     * init; init_kill_rank is killed (SIGALRM's default action) init_kill_ms into its
+     * init, its planned death time (stu_time_ns) written to *init_kill_at if not NULL */
+    int late_rank, late_ms;
+    int init_kill_rank, init_kill_ms;
+    uint64_t *init_kill_at;  /* shared memory (MAP_SHARED) the test reads */
+    /* 1: each rank counts its descriptors before init and after destroy (or a failed
+     * init); more after than before makes its exit code STS_RANKS_FD_LEAK */
+    int check_fds;
 } sts_ranks_opts_t;
 
 /* Runs in each child; returns 0 on success, anything else is a failure. */
@@ -56,5 +67,11 @@ int sts_ranks_check_algos(strata_comm_t *comm, const char *forced, unsigned used
 
 /* A child's exit code when strata_comm_init failed. */
 #define STS_RANKS_INIT_FAILED 99
+/* A child's exit code when check_fds found descriptors left after destroy or failed init. */
+#define STS_RANKS_FD_LEAK 98
+
+/* Makes the calling rank die (SIGALRM's default action, which no library catches) ms
+ * milliseconds from now; returns when that will be (stu_time_ns). */
+uint64_t sts_ranks_die_in(int ms);
 
 #endif /* STS_RANKS_H */

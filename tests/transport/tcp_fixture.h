@@ -8,6 +8,7 @@
 #ifndef STRATA_TESTS_TCP_FIXTURE_H
 #define STRATA_TESTS_TCP_FIXTURE_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -63,6 +64,27 @@ static inline int raw_connect(const uint8_t *handle)
     return fd;
 }
 
+/*
+ * A raw listener on loopback for playing a bad listener against a connector: a
+ * non-blocking listening socket, and in handle a tcp handle naming it with listener id and
+ * secret. Returns the socket.
+ */
+static inline int raw_listener(uint8_t *handle, uint64_t id, const uint8_t *secret)
+{
+    stt_netif_addr_t addr = {0};
+    socklen_t len = sizeof(addr.in4);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+    assert_true(lfd >= 0);
+    addr.in4.sin_family = AF_INET;
+    addr.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, &addr.sa, sizeof(addr.in4)), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    assert_int_equal(getsockname(lfd, &addr.sa, &len), 0);
+    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, id, secret, &addr);
+    return lfd;
+}
+
 static inline void raw_send(int fd, const void *buf, size_t len)
 {
     assert_int_equal(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
@@ -99,6 +121,16 @@ static inline int accept_until_closed(stt_listen_t *l, int fd)
             poll(NULL, 0, 1);
     }
     return have == sizeof(ack) ? ack[7] : -1;
+}
+
+/* The listener l (of handle) still serves: a real connection, and data over it. */
+static inline void listener_still_serves(stt_listen_t *l, uint8_t *handle)
+{
+    sts_pair_t p = {0};
+    assert_ok(sts_connect_accept(ops, 0, l, handle, STS_CONNECT_TIMEOUT_S, &p.send, &p.recv));
+    sts_xfer_ok(&p, 1000, 1000, 0, 4, STS_XFER_UNREGISTERED);
+    p.listen = NULL;                   /* the caller's */
+    sts_pair_close(&p);
 }
 
 #endif /* STRATA_TESTS_TCP_FIXTURE_H */

@@ -235,13 +235,8 @@ static void test_bad_hellos_keep_listener(void **state)
     close(fd1);
 
     /* The listener still accepts a real connection, twice. */
-    for (int i = 0; i < 2; i++) {
-        sts_pair_t p = {0};
-        assert_ok(sts_connect_accept(ops, 0, l, handle, STS_CONNECT_TIMEOUT_S, &p.send, &p.recv));
-        sts_xfer_ok(&p, 1000, 1000, 0, 4, STS_XFER_UNREGISTERED);
-        p.listen = NULL;
-        sts_pair_close(&p);
-    }
+    for (int i = 0; i < 2; i++)
+        listener_still_serves(l, handle);
     stt_close_listen(l);
 }
 
@@ -364,20 +359,12 @@ static void test_answer_on_other_socket(void **state)
 {
     uint8_t handle[STT_HANDLE_SIZE], copy[STT_HANDLE_SIZE];
     uint8_t secret[STT_HANDLE_SECRET_BYTES] = {9};
-    stt_netif_addr_t addr = {0};
-    socklen_t len = sizeof(addr.in4);
     stt_comm_t *c = NULL;
     int keep[2];
 
     setenv("STRATA_SOCKET_NSOCKS", "2", 1);
     stu_param_reload();
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    addr.in4.sin_family = AF_INET;
-    addr.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(lfd, &addr.sa, sizeof(addr.in4)), 0);
-    assert_int_equal(listen(lfd, 8), 0);
-    assert_int_equal(getsockname(lfd, &addr.sa, &len), 0);
-    stt_handle_store(handle, STT_TCP_HANDLE_MAGIC, STT_TCP_PROTO_VERSION, 77, secret, &addr);
+    int lfd = raw_listener(handle, 77, secret);
     memcpy(copy, handle, sizeof(copy));
 
     uint64_t first = raw_answer_second(lfd, copy, STT_TCP_ACK_LATE, &keep[0]);

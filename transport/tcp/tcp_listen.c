@@ -292,6 +292,10 @@ strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p)
         stt_tcp_pend_group_t *g = &l->groups[i];
         if (!g->used)
             continue;
+        /* a group still waiting for its other sockets whose client is gone (a socket it
+         * sent closed) goes now, not at STRATA_CONNECT_TIMEOUT */
+        if (g->count < g->nsocks && !listen_group_alive(l, g))
+            continue;
         /*
          * Liveness is judged before the ack only: once acked, the client may
          * legitimately send, close and be gone before this accept returns.
