@@ -230,6 +230,14 @@ strata_status_t stb_netns_create_rails(stb_netns_t *ns, int nodes, int rails, in
     strata_status_t status;
 
     stb_netns_init(ns);
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer starts its background thread again in every forked child, and the
+     * kernel refuses setns(CLONE_NEWNS) to a multi-threaded process (EINVAL): a node could
+     * be made but never entered. Callers skip (the TSan pass, docs/reliability.md). */
+    stb_log_err("netns: not under ThreadSanitizer (its forked children are multi-threaded,"
+                " and setns(CLONE_NEWNS) refuses them)");
+    return STRATA_ERR_UNSUPPORTED;
+#endif
     if (nodes < 1 || nodes > STB_NETNS_MAX_NODES || rails < 1 || rails > STB_NETNS_MAX_RAILS) {
         stb_log_err("netns: %d nodes (1..%d), %d rails (1..%d)", nodes, STB_NETNS_MAX_NODES,
                     rails, STB_NETNS_MAX_RAILS);

@@ -263,6 +263,8 @@ static bool listen_group_alive(stt_tcp_listen_t *l, stt_tcp_pend_group_t *g)
 {
     for (int i = 0; i < g->nsocks; i++) {
         int err;
+        if (g->fds[i] < 0)
+            continue;                    /* that socket has not arrived yet */
         stt_sock_peek_t peek = stt_sock_peek(g->fds[i], &err);
         if (peek == STT_SOCK_QUIET || peek == STT_SOCK_BYTES)
             continue;
