@@ -1,10 +1,13 @@
 /* Contract helpers: bounded polling of connect/accept and of request sets. */
 #include "sts_xport.h"
 
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sts_util.h"
+#include "util/time.h"
 
 strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *listen,
                                    void *handle, double timeout_s, stt_comm_t **send_p,
@@ -314,4 +317,24 @@ void sts_buf_free(sts_buf_t *buf)
 {
     sts_buf_dereg(buf);
     sts_buf_free_data(buf);
+}
+
+strata_status_t sts_connect_until_error(const stt_ops_t *ops, void *handle, uint64_t deadline,
+                                        stt_comm_t **comm_p)
+{
+    strata_status_t status = STRATA_OK;
+
+    *comm_p = NULL;
+    while (status == STRATA_OK && *comm_p == NULL && !stu_deadline_passed(deadline)) {
+        status = stt_connect(ops, 0, handle, NULL, comm_p);
+        poll(NULL, 0, 1);
+    }
+    return status;
+}
+
+void sts_matrix_row(const char *xport, const char *what, const char *result, uint64_t since)
+{
+    printf("  matrix | %s | %s | %s after %.3f s\n", xport, what, result,
+           (double)(stu_time_ns() - since) / 1e9);
+    fflush(stdout);
 }

@@ -43,6 +43,18 @@ strata_status_t sts_connect_accept(const stt_ops_t *ops, int dev, stt_listen_t *
                                    void *handle, double timeout_s, stt_comm_t **send_p,
                                    stt_comm_t **recv_p);
 
+/*
+ * Calls connect with handle (its listener is dead) until it fails or deadline (stu_time_ns)
+ * passes; returns the last status (STRATA_OK: still pending at the deadline). Writes a
+ * comm it unexpectedly got to *comm_p, else NULL.
+ */
+strata_status_t sts_connect_until_error(const stt_ops_t *ops, void *handle, uint64_t deadline,
+                                        stt_comm_t **comm_p);
+
+/* One row of a fault matrix on stdout: "  matrix | xport | what | result after S s", S the
+ * seconds since `since` (stu_time_ns of the fault): printed, never asserted. */
+void sts_matrix_row(const char *xport, const char *what, const char *result, uint64_t since);
+
 /* listen + sts_connect_accept. On failure *pair is left closed (all NULL). */
 strata_status_t sts_pair_open(const stt_ops_t *ops, int dev, double timeout_s, sts_pair_t *pair);
 /* The same with the listener on ldev and the connecting end on cdev (two NICs). */

@@ -19,12 +19,6 @@
 
 #define HS_NSOCKS 2
 
-static void hs_row(const char *what, const char *result, uint64_t since)
-{
-    print_message("  matrix | tcp | %s | %s after %.3f s\n", what, result,
-                  (double)(stu_time_ns() - since) / 1e9);
-}
-
 /* One hello of connection conn_id on socket index of the listener of handle. */
 static void hs_hello(const uint8_t *handle, int index, uint32_t conn_id, uint8_t *buf)
 {
@@ -73,7 +67,7 @@ static void hs_connector_dies(stt_listen_t *l, const uint8_t *handle, int step, 
         poll(NULL, 0, 1);
     }
     if (recv == NULL) {
-        hs_row(what, "accept: no comm, its sockets closed", died);
+        sts_matrix_row("tcp", what, "accept: no comm, its sockets closed", died);
         return;
     }
     /* the connection completed: its first receive fails */
@@ -91,7 +85,7 @@ static void hs_connector_dies(stt_listen_t *l, const uint8_t *handle, int step, 
     while (status == STRATA_OK && !done && !stu_deadline_passed(deadline))
         status = stt_test(req, &done, got);
     assert_false(status == STRATA_OK);
-    hs_row(what, "accepted comm, its receive failed", died);
+    sts_matrix_row("tcp", what, "accepted comm, its receive failed", died);
     stt_close_recv(recv);
 }
 
@@ -132,13 +126,10 @@ static void hs_listener_dies(int step, const char *what)
         close(fds[i]);
     close(lfd);
     uint64_t died = stu_time_ns();
-    while (status == STRATA_OK && !stu_deadline_passed(deadline)) {
-        status = stt_connect(ops, 0, handle, NULL, &send);
-        assert_null(send);
-        poll(NULL, 0, 1);
-    }
+    status = sts_connect_until_error(ops, handle, deadline, &send);
+    assert_null(send);
     assert_false(status == STRATA_OK);
-    hs_row(what, strata_status_str(status), died);
+    sts_matrix_row("tcp", what, strata_status_str(status), died);
 }
 
 static void test_connector_dies_each_step(void **state)
