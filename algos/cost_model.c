@@ -48,11 +48,18 @@
  * they outnumber the cores (dims->host_ranks > dims->host_cores: the busiest host, emulated
  * nodes sharing one included) a peer is off-core at most waits and must be woken: every
  * step and every shm phase then costs ω more.
- *   w   = ω when host_ranks > host_cores, else 0: flat steps, shm phases, and the per-rail
- *         rings of the hierarchical algorithms (all ranks take part)
+ *   w   = ω when host_ranks > host_cores, else 0: flat steps, and the per-rail rings of the
+ *         hierarchical algorithms (all ranks take part)
  *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring
- *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase, ws = w when
- *   L > 1 (a one-rank node waits for nobody), else 0.
+ *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase and shmb(n) =
+ *   α_s + wb + n/β_s a broadcast phase. With L = 1 (a one-rank node waits for nobody) or the
+ *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = w (a rank
+ *   that waited out the other nodes blocked); with N = 1 shm waits are short and yield
+ *   instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
+ *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
+ *   it: wb = ω_y/2.
+ * Reductions on shm are one pass over k inputs: red_k(x) = (k+1)/3·x/γ (γ prices a pair:
+ * two reads and a write), 0 for k < 2.
  *
  * Copies (shm only: the library's own case). The flat algorithms work in place on the
  * output buffer (coll/coll.c): an out-of-place allreduce first copies the input there
@@ -65,9 +72,11 @@
  *   recursive     cp + Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
  *                 + [r > 0]·(2·step(n, sfold) + n/γ)
  *   hierarchical  RS_s + [2(N-1)(α_n + w) + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
- *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + (L-1)·n/γ
- *   leader        [shm(n) + (L-1)·n/γ]
- *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shm(n)] (shm only)
+ *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + red_L(n)
+ *                 shm, N = 1, larger: one pass (sta_node_allreduce), c = STA_MODEL_SHM_CHUNK:
+ *                   (max(1, ceil(n/c)) + 1)·(α_s + ws) + (L-1)/L·n/β_s + red_L(n/L) + n/β_s
+ *   leader        [shm(n) + red_L(n)]
+ *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shmb(n)] (shm only)
  * reduce_scatter
  *   ring          (1 + 1/P)·cp + (P-1)·step(n/P, so) + (P-1)/P·n/γ
  *   hierarchical  perm + RS_s + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
@@ -99,10 +108,10 @@
  *
  * The node's phases of the two-tier algorithms:
  *                 shm (one shared segment)        switch, pcie (a ring of L, one copy a hop)
- *   RS_s          shm(n) + (L-1)/L·n/γ             (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
+ *   RS_s          shm(n) + red_L(n/L)              (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
  *   AG_s          shm(n)                           (L-1)·α_s + (L-1)/L·n/β_s
- *   BC_s          shm(n)                           [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
- *   RD_s          shm(n) + (L-1)·n/γ               [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
+ *   BC_s          shmb(n)                          [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
+ *   RD_s          shm(n) + red_L(n)                [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
  *                                                                  + min(n,c)/γ)
  * ρrd(d) = L/2 when 2d = L and the pairs are aligned (the pairs straddle the halves), else 1.
  * sa(k), with k = q·L + j (0 <= j < L), in node-major order: j when q = 0, L - j when
@@ -304,6 +313,7 @@ typedef struct terms {
     double a_s, b_s, a_n, b_n, g;
     sta_intra_t kind;
     double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
+    int oversub;                /* the busiest host runs more ranks than it has cores */
 } terms_t;
 
 static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
@@ -317,7 +327,8 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
     };
     if (dims->host_cores > 0) {
         int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
-        t.w = dims->host_ranks > dims->host_cores ? model->wake_us : 0.0;
+        t.oversub = dims->host_ranks > dims->host_cores;
+        t.w = t.oversub ? model->wake_us : 0.0;
         t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
     }
     return t;
@@ -408,11 +419,48 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
-/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s (ws: w, but 0 with L = 1, where
- * no rank of the node waits for another). */
-static double shm_copy(const terms_t *t)
+/*
+ * ws: what a wait of one shm phase adds. 0 with L = 1 (no rank of the node waits for
+ * another) or while the ranks fit the cores (they meet spinning). Oversubscribed: w (ω) when
+ * a net phase lies between the node's rounds (a rank waiting out the other nodes blocks); on
+ * one node, where every wait is short and yields, ω_y for a round every rank waits in, ω_y/2
+ * for a broadcast (bcast = 1), whose root waits for nobody: back to back, only the readers'
+ * turn is paid (1 x 4: hierarchical broadcast 4.2-4.5 µs, a barrier round 6.3-7.6).
+ */
+static double shm_wait(const terms_t *t, int bcast)
 {
-    return t->a_s + (t->L > 1 ? t->w : 0.0) + xfer(t->n, t->b_s);
+    if (t->L <= 1 || !t->oversub)
+        return 0.0;
+    if (t->N > 1)
+        return t->w;
+    return bcast ? STA_YIELD_US / 2 : STA_YIELD_US;
+}
+
+/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s. */
+static double shm_phase(const terms_t *t, int bcast)
+{
+    return t->a_s + shm_wait(t, bcast) + xfer(t->n, t->b_s);
+}
+
+/* red_k(x): one pass reducing k inputs into x bytes, k + 1 streams where γ prices three;
+ * 0 for k < 2 (nothing to combine). */
+static double shm_reduce(const terms_t *t, double k, double x)
+{
+    if (k < 2.0)
+        return 0.0;
+    return (k + 1.0) / STA_REDUCE_PAIR_STREAMS * xfer(x, t->g);
+}
+
+/*
+ * The one-node allreduce of any size (algos/node_shm.c, sta_node_allreduce): ceil(n/c) + 1
+ * rounds, every rank waiting in each; each rank copies the (L-1)/L of src that other ranks
+ * reduce into its slot, reduces its n/L block from L inputs, and copies all n out.
+ */
+static double node_allreduce(const terms_t *t)
+{
+    double rounds = STU_MAX(1.0, ceil(t->n / (double)STA_MODEL_SHM_CHUNK)) + 1.0;
+    return rounds * (t->a_s + shm_wait(t, 0)) + (t->L - 1) / t->L * xfer(t->n, t->b_s) +
+           shm_reduce(t, t->L, t->n / t->L) + xfer(t->n, t->b_s);
 }
 
 /* (L-1) ring steps of n/L inside the node, one copy a hop (switch, pcie). */
@@ -421,17 +469,19 @@ static double intra_ring(const terms_t *t)
     return (t->L - 1) * t->a_s + (t->L - 1) / t->L * xfer(t->n, t->b_s);
 }
 
-/* RS_s: the node's reduce-scatter phase of a two-tier algorithm. */
+/* RS_s: the node's reduce-scatter phase of a two-tier algorithm; on shm each rank reduces its
+ * n/L block from L inputs in one pass, off shm a ring reduces a pair a hop. */
 static double intra_rs(const terms_t *t)
 {
-    double red = (t->L - 1) / t->L * xfer(t->n, t->g);
-    return (t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t)) + red;
+    if (t->kind == STA_INTRA_SHM)
+        return shm_phase(t, 0) + shm_reduce(t, t->L, t->n / t->L);
+    return intra_ring(t) + (t->L - 1) / t->L * xfer(t->n, t->g);
 }
 
 /* AG_s: the node's allgather phase (and the copy-out of hierarchical allreduce). */
 static double intra_ag(const terms_t *t)
 {
-    return t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t);
+    return t->kind == STA_INTRA_SHM ? shm_phase(t, 0) : intra_ring(t);
 }
 
 /* BC_s (with_reduce = 0) and RD_s (1): the node's broadcast or reduce phase; off shm a
@@ -439,8 +489,8 @@ static double intra_ag(const terms_t *t)
 static double intra_rooted(const terms_t *t, int with_reduce)
 {
     double red = with_reduce ? 1.0 : 0.0;
-    if (t->kind == STA_INTRA_SHM)
-        return shm_copy(t) + red * (t->L - 1) * xfer(t->n, t->g);
+    if (t->kind == STA_INTRA_SHM)   /* the root reduces L inputs; a broadcast's root waits not */
+        return with_reduce ? shm_phase(t, 0) + shm_reduce(t, t->L, t->n) : shm_phase(t, 1);
     if (t->L < 2)
         return 0.0;
     double c = (double)STA_PIPELINE_CHUNK, piece = STU_MIN(t->n, c);
@@ -469,7 +519,9 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     }
     case STA_ALGO_HIERARCHICAL:
         if (t->kind == STA_INTRA_SHM && d->nnodes == 1 && n <= (double)STA_NODE_SMALL_BYTES)
-            return shm_copy(t) + (L - 1) * xfer(n, t->g);     /* one round */
+            return shm_phase(t, 0) + shm_reduce(t, L, n);     /* one round */
+        if (t->kind == STA_INTRA_SHM && d->nnodes == 1)
+            return node_allreduce(t);                          /* one pass, no net phase */
         return intra_rs(t) +
                (2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
                 (N - 1) / N * xfer(n / L, t->g)) +
@@ -477,10 +529,10 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     case STA_ALGO_LEADER:
         if (t->kind != STA_INTRA_SHM)
             return STA_COST_NA;   /* it reduces in the node's shared segment */
-        return (shm_copy(t) + (L - 1) * xfer(n, t->g)) +
+        return (shm_phase(t, 0) + shm_reduce(t, L, n)) +
                (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
                 (N - 1) / N * xfer(n, t->g)) +
-               shm_copy(t);
+               shm_phase(t, 1);
     default:
         return STA_COST_NA;
     }

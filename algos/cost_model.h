@@ -28,6 +28,23 @@
  * 512 KiB is half of a core's 1 MiB L2 (docs/machines.md), so a chunk in flight stays there. */
 #define STA_PIPELINE_CHUNK ((size_t)512 * 1024)
 
+/*
+ * ω_y: one shm round where the node's ranks outnumber the host's cores and nothing but shm
+ * lies between their rounds (one node). Such waits never block (algos/ctx.c: no spin, 20 µs
+ * of sched_yield first): the round costs one turn of the ranks through the cores, not a
+ * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 6.3-7.6 µs
+ * with α_s 0.4 (bench/model.sh, docs/benchmarks.md "Model vs measurement"): 6.
+ */
+#define STA_YIELD_US 6.0
+
+/* The shm segment's slot half in the model: STRATA_SHM_CHUNK's default (util/param_table.c).
+ * The one-node allreduce runs ceil(n/c) + 1 rounds of it; another chunk moves only α terms. */
+#define STA_MODEL_SHM_CHUNK ((size_t)1 << 20)
+
+/* Streams of a two-input reduction (two reads, one write): a one-pass reduction of k inputs
+ * into x bytes moves k + 1 streams, (k + 1)/3 of the work γ prices for x bytes. */
+#define STA_REDUCE_PAIR_STREAMS 3.0
+
 /* Bytes per µs in one GB/s: 10^9 B/s / 10^6 µs/s (definition of the units). */
 #define STA_BYTES_PER_US_PER_GBPS 1e3
 

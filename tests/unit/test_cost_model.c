@@ -78,10 +78,12 @@ static void test_allreduce_shapes(void **state)
     /* hierarchical with 2 rails: net bracket 40 + 2·1/2·10^6/(2 GB/s) = 500, + 25 -> 565;
      * 151 + 565 + 101 = 817 */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 817.0);
-    /* N = 1: no net bracket. hierarchical 151 + 101 = 252; leader 201 + 101 = 302;
+    /* N = 1: no net bracket. hierarchical is the one-pass allreduce: 10^6 B is one 1 MiB
+     * chunk, 2 rounds (2·1), half the input copied in (50), a 2-input pass over the 5·10^5 B
+     * block (50), all of it copied out (100) = 202; leader 201 + 101 = 302;
      * flat steps stay in the node (two copies at β_s): ring over P = 2:
      * 100 + 2·(20 + 2·50) + 50 = 390; recursive: 100 + 20 + 2·100 + 100 = 420 */
-    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 252.0);
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 202.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 390.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 420.0);
@@ -116,13 +118,13 @@ static void test_reduce_scatter_allgather(void **state)
      * + permute 100 = 721 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 721.0);
     /* one node of 4, ranks in order: rail-major order is rank order, nothing to permute:
-     * reduce_scatter [1 + 100 + 3/4·100] = 176, allgather [1 + 100] = 101; with the
-     * placement unknown the permutation's 100 comes back */
+     * reduce_scatter [1 + 100 + a 4-input pass into n/4: 5/3·25] = 142.67, allgather
+     * [1 + 100] = 101; with the placement unknown the permutation's 100 comes back */
     sta_dims_t one = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1, .contiguous = 1};
-    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 176.0);
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 101 + 125.0 / 3);
     assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 101.0);
     one.contiguous = 0;
-    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 276.0);
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 201 + 125.0 / 3);
     assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 201.0);
 }
 
@@ -236,7 +238,8 @@ static void test_wakeups(void **state)
 }
 
 /* One node, up to STA_NODE_SMALL_BYTES: hierarchical allreduce is one shm round
- * (1 + n/10^4 + (L-1)·n/10^4); above, reduce-scatter + allgather. */
+ * (1 + n/10^4 + (L-1)·n/10^4 with L = 2); above, the one-pass allreduce: 2 rounds,
+ * n/2 copied in, a 2-input pass into n/2, n copied out. */
 static void test_small_node_allreduce(void **state)
 {
     sta_dims_t one = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
@@ -245,7 +248,7 @@ static void test_small_node_allreduce(void **state)
     assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES),
               1 + n / 1e4 + n / 1e4);
     assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES + 1),
-              (1 + n1 / 1e4 + 0.5 * n1 / 1e4) + (1 + n1 / 1e4));
+              2 * 1 + 0.5 * n1 / 1e4 + 0.5 * n1 / 1e4 + n1 / 1e4);
 }
 
 static void test_single_rank_and_applicability(void **state)
