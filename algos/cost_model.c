@@ -57,7 +57,8 @@
  *   that waited out the other nodes blocked); with N = 1 shm waits are short and yield
  *   instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
  *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
- *   it: wb = ω_y/2.
+ *   it: wb = ω_y/2. The broadcast collective's BC_s pays ω_y/2 at any N: back to back its
+ *   readers' waits overlap the next call and stay short.
  * Reductions on shm are one pass over k inputs: red_k(x) = (k+1)/3·x/γ (γ prices a pair:
  * two reads and a write), 0 for k < 2.
  *
@@ -419,27 +420,40 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
+/* Who waits in a shm phase, for shm_wait(). */
+typedef enum shm_waiters {
+    SHM_ALL = 0,                /* a round every rank waits in (a barrier, a reduction) */
+    SHM_READERS,                /* a broadcast inside a call: the readers wait for the root */
+    SHM_BACK_TO_BACK,           /* the broadcast collective's phase, calls back to back */
+} shm_waiters_t;
+
 /*
  * ws: what a wait of one shm phase adds. 0 with L = 1 (no rank of the node waits for
- * another) or while the ranks fit the cores (they meet spinning). Oversubscribed: w (ω) when
- * a net phase lies between the node's rounds (a rank waiting out the other nodes blocks); on
- * one node, where every wait is short and yields, ω_y for a round every rank waits in, ω_y/2
- * for a broadcast (bcast = 1), whose root waits for nobody: back to back, only the readers'
- * turn is paid (1 x 4: hierarchical broadcast 4.2-4.5 µs, a barrier round 6.3-7.6).
+ * another) or while the ranks fit the cores (they meet spinning). Oversubscribed, a wait
+ * shorter than the yield window (algos/ctx.c: 20 µs) yields and costs a turn of the ranks
+ * through the cores, ω_y; a longer one blocks and costs ω:
+ *   - back-to-back broadcasts: the readers' waits overlap the next call, ω_y/2, any N
+ *     (1 x 4: hierarchical broadcast 4.2-4.5 µs, a barrier round 6.3-7.6; 2 x 2: 14-17 µs
+ *     where the blocking ω made it 44);
+ *   - N > 1 otherwise: a rank that waited out the other nodes blocked, ω;
+ *   - N = 1: ω_y for a round every rank waits in, ω_y/2 for a broadcast, whose root waits
+ *     for nobody.
  */
-static double shm_wait(const terms_t *t, int bcast)
+static double shm_wait(const terms_t *t, shm_waiters_t who)
 {
     if (t->L <= 1 || !t->oversub)
         return 0.0;
+    if (who == SHM_BACK_TO_BACK)
+        return STA_YIELD_US / 2;
     if (t->N > 1)
         return t->w;
-    return bcast ? STA_YIELD_US / 2 : STA_YIELD_US;
+    return who == SHM_READERS ? STA_YIELD_US / 2 : STA_YIELD_US;
 }
 
 /* One shm phase that only copies: shm(n) = α_s + ws + n/β_s. */
-static double shm_phase(const terms_t *t, int bcast)
+static double shm_phase(const terms_t *t, shm_waiters_t who)
 {
-    return t->a_s + shm_wait(t, bcast) + xfer(t->n, t->b_s);
+    return t->a_s + shm_wait(t, who) + xfer(t->n, t->b_s);
 }
 
 /* red_k(x): one pass reducing k inputs into x bytes, k + 1 streams where γ prices three;
@@ -459,7 +473,7 @@ static double shm_reduce(const terms_t *t, double k, double x)
 static double node_allreduce(const terms_t *t)
 {
     double rounds = STU_MAX(1.0, ceil(t->n / (double)STA_MODEL_SHM_CHUNK)) + 1.0;
-    return rounds * (t->a_s + shm_wait(t, 0)) + (t->L - 1) / t->L * xfer(t->n, t->b_s) +
+    return rounds * (t->a_s + shm_wait(t, SHM_ALL)) + (t->L - 1) / t->L * xfer(t->n, t->b_s) +
            shm_reduce(t, t->L, t->n / t->L) + xfer(t->n, t->b_s);
 }
 
@@ -474,14 +488,14 @@ static double intra_ring(const terms_t *t)
 static double intra_rs(const terms_t *t)
 {
     if (t->kind == STA_INTRA_SHM)
-        return shm_phase(t, 0) + shm_reduce(t, t->L, t->n / t->L);
+        return shm_phase(t, SHM_ALL) + shm_reduce(t, t->L, t->n / t->L);
     return intra_ring(t) + (t->L - 1) / t->L * xfer(t->n, t->g);
 }
 
 /* AG_s: the node's allgather phase (and the copy-out of hierarchical allreduce). */
 static double intra_ag(const terms_t *t)
 {
-    return t->kind == STA_INTRA_SHM ? shm_phase(t, 0) : intra_ring(t);
+    return t->kind == STA_INTRA_SHM ? shm_phase(t, SHM_ALL) : intra_ring(t);
 }
 
 /* BC_s (with_reduce = 0) and RD_s (1): the node's broadcast or reduce phase; off shm a
@@ -490,7 +504,8 @@ static double intra_rooted(const terms_t *t, int with_reduce)
 {
     double red = with_reduce ? 1.0 : 0.0;
     if (t->kind == STA_INTRA_SHM)   /* the root reduces L inputs; a broadcast's root waits not */
-        return with_reduce ? shm_phase(t, 0) + shm_reduce(t, t->L, t->n) : shm_phase(t, 1);
+        return with_reduce ? shm_phase(t, SHM_ALL) + shm_reduce(t, t->L, t->n)
+                           : shm_phase(t, SHM_BACK_TO_BACK);
     if (t->L < 2)
         return 0.0;
     double c = (double)STA_PIPELINE_CHUNK, piece = STU_MIN(t->n, c);
@@ -519,7 +534,7 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     }
     case STA_ALGO_HIERARCHICAL:
         if (t->kind == STA_INTRA_SHM && d->nnodes == 1 && n <= (double)STA_NODE_SMALL_BYTES)
-            return shm_phase(t, 0) + shm_reduce(t, L, n);     /* one round */
+            return shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);     /* one round */
         if (t->kind == STA_INTRA_SHM && d->nnodes == 1)
             return node_allreduce(t);                          /* one pass, no net phase */
         return intra_rs(t) +
@@ -529,10 +544,10 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     case STA_ALGO_LEADER:
         if (t->kind != STA_INTRA_SHM)
             return STA_COST_NA;   /* it reduces in the node's shared segment */
-        return (shm_phase(t, 0) + shm_reduce(t, L, n)) +
+        return (shm_phase(t, SHM_ALL) + shm_reduce(t, L, n)) +
                (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
                 (N - 1) / N * xfer(n, t->g)) +
-               shm_phase(t, 1);
+               shm_phase(t, SHM_READERS);
     default:
         return STA_COST_NA;
     }

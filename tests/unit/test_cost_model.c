@@ -452,16 +452,20 @@ static void test_node_yield_waits(void **state)
     assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2);
 }
 
-/* With a net phase between (N > 1) an oversubscribed rank blocks: every shm phase pays ω,
- * broadcasts included, as before the yield term. */
+/* With a net phase between (N > 1) an oversubscribed rank blocks: every shm phase of an
+ * allreduce pays ω, the leader's broadcast included; the broadcast collective's shm phase
+ * does not: back to back its readers' waits overlap the next call (ω_y/2). */
 static void test_multi_node_blocking_waits(void **state)
 {
     sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
                     .host_ranks = 4, .host_cores = 2};
     /* shm phase 1 + 30, the rails' ring 2·(20 + 30), shm phase 1 + 30 */
     assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
-    /* tree among the leaders (20), then the node's broadcast 1 + 30 */
-    assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0), 20 + 1 + 30);
+    /* leader: 1 + 30, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + 30 */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 31 + 40 + 31);
+    /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
+    assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0),
+              20 + 1 + STA_YIELD_US / 2);
 }
 
 /* Every formula is non-decreasing in n, on every shape below, oversubscribed or not, and an
