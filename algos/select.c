@@ -3,8 +3,9 @@
  *
  * best(n) = the applicable algorithm with the lowest sta_cost_us() at n bytes,
  * a tie (STA_SELECT_TIE_REL) going to the lower-numbered algorithm; among those within
- * STA_SELECT_NEAR_REL of it (a near tie, decided by noise on a loaded host), the one of
- * least latency: fewer and cheaper waits give a scheduler's tick fewer places to land. The sweep
+ * STA_SELECT_NEAR_REL of it (a near tie, decided by noise on a loaded host), the one
+ * whose cost with its latency counted twice (α, ω and rounds as a noisy host inflates
+ * them) is the lowest: fewer and cheaper waits give a scheduler's tick fewer places to land. The sweep
  * evaluates best() at 0 and at 2^0 .. 2^40; wherever it changes between two
  * evaluated sizes, bisection on "best(x) is still the current algorithm" finds
  * adjacent bytes lo, lo+1 with best(lo) = current != best(lo+1): lo closes the
@@ -57,19 +58,20 @@ sta_algo_t sta_select_best(const sta_model_t *model, const sta_dims_t *dims, sta
             best_us = us[a];
         }
     }
-    /* Near ties: the least latency wins (a tie there keeps the cheaper, best first). */
+    /* Near ties: the least cost with its latency counted twice wins (ties: the cheaper, then
+     * the lower-numbered; best is the first candidate). */
     if (best != STA_ALGO_COUNT) {
         double limit = best_us * (1.0 + STA_SELECT_NEAR_REL);
-        double pick_lat = select_latency_us(model, dims, coll, best, bytes);
+        double pick_score = best_us + select_latency_us(model, dims, coll, best, bytes);
         sta_algo_t pick = best;
         for (int a = 0; a < STA_ALGO_COUNT; a++) {
             if (a == (int)best || us[a] < 0.0 || us[a] > limit)
                 continue;
-            double lat = select_latency_us(model, dims, coll, (sta_algo_t)a, bytes);
-            if (lat < pick_lat - STA_SELECT_TIE_REL * pick_lat ||
-                (lat <= pick_lat + STA_SELECT_TIE_REL * pick_lat && us[a] < us[pick])) {
+            double score = us[a] + select_latency_us(model, dims, coll, (sta_algo_t)a, bytes);
+            if (score < pick_score - STA_SELECT_TIE_REL * pick_score ||
+                (score <= pick_score + STA_SELECT_TIE_REL * pick_score && us[a] < us[pick])) {
                 pick = (sta_algo_t)a;
-                pick_lat = lat;
+                pick_score = score;
             }
         }
         best = pick;

@@ -42,8 +42,8 @@
 #define STA_SELECT_TIE_REL 1e-9
 
 /* Predictions this close to the cheapest (relative) are a near tie: on a loaded host which of
- * them runs faster is decided by noise, and the selector takes the one of least latency (see
- * sta_select_best), the least exposed to it. 10 %: the regret target of the sweep's 95th
+ * them runs faster is decided by noise, and the selector weighs latency twice among them (see
+ * sta_select_best): the least exposed to noise wins. 10 %: the regret target of the sweep's 95th
  * percentile (docs/benchmarks.md), so a near-tie pick costs at most what that target allows. */
 #define STA_SELECT_NEAR_REL 0.10
 
@@ -87,10 +87,10 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
 
 /*
  * What the build picks at one size, computed directly: among the selectable algorithms whose
- * sta_cost_us() at `bytes` is within STA_SELECT_NEAR_REL of the lowest, the one of least
- * latency (its cost with every β and γ infinite: the α, ω and per-round terms, where a
- * scheduler's noise lands); a tie within STA_SELECT_TIE_REL goes to the cheaper, then to the
- * lower-numbered algorithm. Its time in *us_p when us_p is not NULL (STA_COST_NA when none applies, and then the return is
+ * sta_cost_us() at `bytes` is within STA_SELECT_NEAR_REL of the lowest, the one with the
+ * lowest cost + latency (latency: its cost with every β and γ infinite, the α, ω and
+ * per-round terms, where a scheduler's noise lands); a tie within STA_SELECT_TIE_REL goes to
+ * the cheaper, then to the lower-numbered algorithm. Its time in *us_p when us_p is not NULL (STA_COST_NA when none applies, and then the return is
  * STA_ALGO_COUNT). The tables are made of these choices; planners that cost one size call it
  * instead of building a table. Pure; thread-safe.
  */
