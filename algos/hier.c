@@ -7,8 +7,9 @@
  *
  * hierarchical allreduce = shm reduce-scatter (local rank i keeps block i of
  * the node's sum) + ring allreduce of block i over rail i (all rails at once)
- * + shm allgather (on one node and up to STA_NODE_SMALL_BYTES, a single shm
- * round instead: α_s + n/β_s + (L-1)·n/γ):
+ * + shm allgather (on one node: up to STA_NODE_SMALL_BYTES a single shm round,
+ * α_s + n/β_s + (L+1)/3·n/γ; above, the one-pass sta_node_allreduce, whose cost
+ * algos/node_shm.h gives):
  *   t = [α_s + n/β_s + (L-1)/L·n/γ] + [2(N-1)·α_n + 2(N-1)/N·n/(nrails·β_n)
  *       + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
  * leader allreduce = shm reduce to local rank 0 + ring allreduce of n among the
