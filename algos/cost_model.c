@@ -53,8 +53,8 @@
  *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring
  *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase and shmb(n) =
  *   α_s + wb + n/β_s a broadcast phase. With L = 1 (a one-rank node waits for nobody) or the
- *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = w (a rank
- *   that waited out the other nodes blocked); with N = 1 shm waits are short and yield
+ *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = 0.75·w (a
+ *   rank that waited out the other nodes blocked on a futex: STA_SHM_WAKE_RATIO); with N = 1 shm waits are short and yield
  *   instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
  *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
  *   it: wb = ω_y/2. The broadcast collective's BC_s pays ω_y/2 at any N: back to back its
@@ -435,7 +435,8 @@ typedef enum shm_waiters {
  *   - back-to-back broadcasts: the readers' waits overlap the next call, ω_y/2, any N
  *     (1 x 4: hierarchical broadcast 4.2-4.5 µs, a barrier round 6.3-7.6; 2 x 2: 14-17 µs
  *     where the blocking ω made it 44);
- *   - N > 1 otherwise: a rank that waited out the other nodes blocked, ω;
+ *   - N > 1 otherwise: a rank that waited out the other nodes blocked on a futex, which
+ *     its writer wakes: STA_SHM_WAKE_RATIO·ω;
  *   - N = 1: ω_y for a round every rank waits in, ω_y/2 for a broadcast, whose root waits
  *     for nobody.
  */
@@ -446,7 +447,7 @@ static double shm_wait(const terms_t *t, shm_waiters_t who)
     if (who == SHM_BACK_TO_BACK)
         return STA_YIELD_US / 2;
     if (t->N > 1)
-        return t->w;
+        return t->w * STA_SHM_WAKE_RATIO;
     return who == SHM_READERS ? STA_YIELD_US / 2 : STA_YIELD_US;
 }
 

@@ -37,6 +37,15 @@
  */
 #define STA_YIELD_US 6.0
 
+/*
+ * A shm wait that outlasts its yields blocks on a futex (algos/ctx.c), and is woken by the
+ * writer's publish, sooner than a transport's poll() is by readiness: such a wait costs this
+ * share of ω. Fit: 2 x 2 on 2 cores (N > 1), 8 B, 6 tables (bench/model.sh, 2026-11-25):
+ * leader 65-77 µs and hierarchical 124-146, whose two shm phases each took 26-27 µs past
+ * their α terms where ω is 35.
+ */
+#define STA_SHM_WAKE_RATIO 0.75
+
 /* The shm segment's slot half in the model: STRATA_SHM_CHUNK's default (util/param_table.c).
  * The one-node allreduce runs ceil(n/c) + 1 rounds of it; another chunk moves only α terms. */
 #define STA_MODEL_SHM_CHUNK ((size_t)1 << 20)

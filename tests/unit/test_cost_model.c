@@ -217,10 +217,11 @@ static void test_wakeups(void **state)
     d.host_cores = 2;
     /* ring: 2·3 steps of 20 + 30 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 300.0);
-    /* hierarchical: shm phase 1 + 30, the rails' ring 2·(20 + 30), shm phase 1 + 30 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
-    /* leader: two leaders on the host's two cores spin: 2·(1 + 30) + 2·20 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 102.0);
+    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' ring 2·(20 + 30), shm
+     * phase 1 + 22.5 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 147.0);
+    /* leader: two leaders on the host's two cores spin: 2·(1 + 22.5) + 2·20 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 87.0);
     /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
      * node's shm phases wait for nobody */
     sta_dims_t four = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1,
@@ -452,17 +453,19 @@ static void test_node_yield_waits(void **state)
     assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2);
 }
 
-/* With a net phase between (N > 1) an oversubscribed rank blocks: every shm phase of an
- * allreduce pays ω, the leader's broadcast included; the broadcast collective's shm phase
- * does not: back to back its readers' waits overlap the next call (ω_y/2). */
+/* With a net phase between (N > 1) an oversubscribed rank blocks on a futex: every shm phase
+ * of an allreduce pays STA_SHM_WAKE_RATIO·ω, the leader's broadcast included; the broadcast
+ * collective's shm phase does not: back to back its readers' waits overlap the next call
+ * (ω_y/2). */
 static void test_multi_node_blocking_waits(void **state)
 {
     sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
                     .host_ranks = 4, .host_cores = 2};
-    /* shm phase 1 + 30, the rails' ring 2·(20 + 30), shm phase 1 + 30 */
-    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
-    /* leader: 1 + 30, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + 30 */
-    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 31 + 40 + 31);
+    const double ws = STA_SHM_WAKE_RATIO * 30;
+    /* shm phase 1 + ws, the rails' ring 2·(20 + 30), shm phase 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 100);
+    /* leader: 1 + ws, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 40);
     /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
     assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0),
               20 + 1 + STA_YIELD_US / 2);
