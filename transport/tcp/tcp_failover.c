@@ -211,11 +211,21 @@ bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos)
     for (int j = 0; j < sc->conn.nsocks; j++) {
         if (!(sc->conn.alive & (1u << j)) || sc->acked[j] >= req->end[j])
             continue;
-        int outq = 0;
+        int outq = 0, err = 0;
+        socklen_t len = sizeof(err);
         if (ioctl(sc->conn.socks[j].fd, SIOCOUTQ, &outq) != 0 || outq < 0)
             return false;                /* a broken socket: its send error comes next */
-        sc->acked[j] = sc->conn.socks[j].bytes - (uint64_t)outq;
-        if (sc->acked[j] < req->end[j])
+        uint64_t acked = sc->conn.socks[j].bytes - (uint64_t)outq;
+        /* No acknowledgement since the last look: has the kernel given up on the socket
+         * (TCP_USER_TIMEOUT)? Its queue stays counted, and nothing else reports it when
+         * every byte was written already. */
+        if (acked == sc->acked[j] &&
+            getsockopt(sc->conn.socks[j].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+            stt_tcp_send_sock_lost(sc, j, "send", err);
+            return false;
+        }
+        sc->acked[j] = acked;
+        if (acked < req->end[j])
             return false;
     }
     return true;
