@@ -76,6 +76,8 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
         stt_tcp_send_t *sc = (stt_tcp_send_t *)conn;
         int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
         sc->stripe_min = stripe_min < 0 ? 0 : (uint64_t)stripe_min;
+        int64_t user_timeout = stu_param_int(STU_PARAM_SOCKET_USER_TIMEOUT);
+        sc->user_timeout_ns = user_timeout > 0 ? (uint64_t)user_timeout * 1000000ull : 0;
         stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_TCP_RING,
                        &conn->head.base);
     } else {

@@ -204,6 +204,17 @@ bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err
     return true;
 }
 
+/* Bytes of socket j the peer's kernel acknowledged; false when the kernel will not say. */
+static bool fo_acked_read(stt_tcp_send_t *sc, int j)
+{
+    int outq = 0;
+
+    if (ioctl(sc->conn.socks[j].fd, SIOCOUTQ, &outq) != 0 || outq < 0)
+        return false;
+    sc->acked[j] = sc->conn.socks[j].bytes - (uint64_t)outq;
+    return true;
+}
+
 bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos)
 {
     const stt_tcp_sreq_t *req = fo_sreq(sc, pos);
@@ -211,24 +222,43 @@ bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos)
     for (int j = 0; j < sc->conn.nsocks; j++) {
         if (!(sc->conn.alive & (1u << j)) || sc->acked[j] >= req->end[j])
             continue;
-        int outq = 0, err = 0;
-        socklen_t len = sizeof(err);
-        if (ioctl(sc->conn.socks[j].fd, SIOCOUTQ, &outq) != 0 || outq < 0)
-            return false;                /* a broken socket: its send error comes next */
-        uint64_t acked = sc->conn.socks[j].bytes - (uint64_t)outq;
-        /* No acknowledgement since the last look: has the kernel given up on the socket
-         * (TCP_USER_TIMEOUT)? Its queue stays counted, and nothing else reports it when
-         * every byte was written already. */
-        if (acked == sc->acked[j] &&
-            getsockopt(sc->conn.socks[j].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
-            stt_tcp_send_sock_lost(sc, j, "send", err);
-            return false;
-        }
-        sc->acked[j] = acked;
-        if (acked < req->end[j])
+        if (!fo_acked_read(sc, j) || sc->acked[j] < req->end[j])
             return false;
     }
     return true;
+}
+
+void stt_tcp_send_watch(stt_tcp_send_t *sc)
+{
+    uint64_t now = stu_time_ns();
+
+    if (now - sc->watch_ns < STT_TCP_WATCH_NS)
+        return;
+    sc->watch_ns = now;
+    for (int j = 0; j < sc->conn.nsocks && sc->conn.head.failed == STRATA_OK; j++) {
+        if (!(sc->conn.alive & (1u << j)))
+            continue;
+        uint64_t before = sc->acked[j];
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (!fo_acked_read(sc, j) || sc->acked[j] == sc->conn.socks[j].bytes) {
+            sc->stall_ns[j] = 0;         /* nothing owed */
+            continue;
+        }
+        if (sc->acked[j] != before || sc->stall_ns[j] == 0) {
+            sc->stall_ns[j] = now;       /* moving, or owed from now on */
+            continue;
+        }
+        if (getsockopt(sc->conn.socks[j].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+            err != 0) {
+            stt_tcp_send_sock_lost(sc, j, "send", err);
+        } else if (sc->user_timeout_ns != 0 && now - sc->stall_ns[j] >= sc->user_timeout_ns) {
+            STU_INFO(STU_LOG_NET, "tcp: socket %d: %" PRIu64 " bytes unacknowledged for %.0f"
+                     " ms", j, sc->conn.socks[j].bytes - sc->acked[j],
+                     (double)(now - sc->stall_ns[j]) / 1e6);
+            stt_tcp_send_sock_lost(sc, j, "send", ETIMEDOUT);
+        }
+    }
 }
 
 /* The receiver's frame in fo.in. */

@@ -102,6 +102,9 @@ typedef struct stt_tcp_dev {
  * both (STT_TCP_STAGE_EAGER: the receiver stages them in the same read).
  */
 #define STT_TCP_ROTATE_MIN STT_TCP_STAGE_EAGER
+/* A stuck virtual-device send comm looks at its sockets' acknowledgements at most this
+ * often: one ioctl per socket per ms, against timeouts of seconds. */
+#define STT_TCP_WATCH_NS (1000ull * 1000ull)
 
 /* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
@@ -252,6 +255,9 @@ typedef struct stt_tcp_send {
     stt_tcp_conn_t conn;
     uint64_t stripe_min;
     uint64_t acked[STT_TCP_MAX_SOCKS];  /* virtual devices: bytes the peer's kernel acked */
+    uint64_t stall_ns[STT_TCP_MAX_SOCKS]; /* since when acked[j] has not moved (0: not owed) */
+    uint64_t watch_ns;                  /* the last stt_tcp_send_watch */
+    uint64_t user_timeout_ns;           /* STRATA_SOCKET_USER_TIMEOUT; 0: none */
     uint32_t head;           /* oldest incomplete message */
     uint32_t tail;           /* next queue position */
     uint16_t queue[STT_TCP_RING];
@@ -339,6 +345,15 @@ static inline bool stt_tcp_send_lead_open(const stt_tcp_send_t *sc, uint32_t pos
 {
     return sc->conn.fo.state == STT_TCP_FO_NONE || pos != sc->conn.fo.end;
 }
+/*
+ * Sender, virtual devices, on a pass that moved nothing (at most every
+ * STT_TCP_WATCH_NS): a socket whose written bytes stay unacknowledged for
+ * user_timeout_ns, or that the kernel gave up on, is lost. The kernel's own
+ * TCP_USER_TIMEOUT does not cover a sender whose interface is down (it retries
+ * locally without end), nor a socket whose every byte was written (no call reports
+ * its error).
+ */
+void stt_tcp_send_watch(stt_tcp_send_t *sc);
 /* Sender: true when every socket's bytes of the message at queue position pos were
  * acknowledged by the peer's kernel (virtual devices only; asks the kernel lazily). */
 bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos);

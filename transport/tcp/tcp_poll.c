@@ -14,10 +14,14 @@
  *     and the comm is quiet until a receive is posted.
  *   send comm: every socket with POLLIN, to see EOF or a reset, and POLLOUT
  *     while it has bytes of a queued message left to write. A receiver never
- *     writes to a send comm's sockets, so readable means the peer closed (or
+ *     writes to a plain device's send comm, so readable means the peer closed (or
  *     broke protocol): checked here with a non-blocking peek, which fails the
  *     comm so that test() reports it, instead of leaving a descriptor that
- *     stays readable forever.
+ *     stays readable forever. On a virtual device the receiver writes failover
+ *     frames on socket 0, EOF or an error on another member's socket starts a
+ *     failover, and messages waiting only for the peer's acknowledgement (no
+ *     socket signals it) or a failover under way name no descriptor: test()
+ *     moves them. Lost sockets are left out.
  *
  *   Socket 0 is read through a staging buffer (tcp_recv.c): bytes already
  *     staged are no longer in the kernel and would wake nobody. Every progress
@@ -119,7 +123,9 @@ static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
         return 0;                        /* a failover frame to write: test() */
     for (int j = 0; j < rc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &rc->conn.socks[j];
-        if (j == 0 ? idle0 : cur->msg == rc->msg_tail || !((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j)))
+        bool quiet = cur->msg == rc->msg_tail ||
+                     !((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j));   /* lost */
+        if (j == 0 ? idle0 : quiet)
             continue;
         if (n == max)
             return 0;

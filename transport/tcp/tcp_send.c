@@ -186,6 +186,8 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
     /* A virtual device's peer may have news (a lost socket) when a pass is stuck. */
     if (stt_tcp_fused(&sc->conn) && sc->conn.head.failed == STRATA_OK &&
         (sc->conn.fo.state != STT_TCP_FO_NONE || (retired == 0 && sc->head != sc->tail))) {
+        if (retired == 0 && sc->head != sc->tail)
+            stt_tcp_send_watch(sc);
         stt_tcp_send_fo_progress(sc);
         send_sock0_push(sc);
         send_retire(sc);
