@@ -39,6 +39,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include "transport/tcp/tcp_internal.h"
 #include "util/log.h"
@@ -236,26 +238,26 @@ void stt_tcp_send_watch(stt_tcp_send_t *sc)
         return;
     sc->watch_ns = now;
     for (int j = 0; j < sc->conn.nsocks && sc->conn.head.failed == STRATA_OK; j++) {
-        if (!(sc->conn.alive & (1u << j)))
-            continue;
-        uint64_t before = sc->acked[j];
         int err = 0;
         socklen_t len = sizeof(err);
-        if (!fo_acked_read(sc, j) || sc->acked[j] == sc->conn.socks[j].bytes) {
-            sc->stall_ns[j] = 0;         /* nothing owed */
-            continue;
-        }
-        if (sc->acked[j] != before || sc->stall_ns[j] == 0) {
-            sc->stall_ns[j] = now;       /* moving, or owed from now on */
-            continue;
-        }
+        struct tcp_info ti;
+        socklen_t tlen = sizeof(ti);
+        if (!(sc->conn.alive & (1u << j)) || !fo_acked_read(sc, j) ||
+            sc->acked[j] == sc->conn.socks[j].bytes)
+            continue;                    /* lost, or nothing owed */
         if (getsockopt(sc->conn.socks[j].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
             err != 0) {
             stt_tcp_send_sock_lost(sc, j, "send", err);
-        } else if (sc->user_timeout_ns != 0 && now - sc->stall_ns[j] >= sc->user_timeout_ns) {
-            STU_INFO(STU_LOG_NET, "tcp: socket %d: %" PRIu64 " bytes unacknowledged for %.0f"
-                     " ms", j, sc->conn.socks[j].bytes - sc->acked[j],
-                     (double)(now - sc->stall_ns[j]) / 1e6);
+            continue;
+        }
+        /* Bytes owed and no acknowledgement at all (a peer that only closed its window
+         * still answers the probes) for the user timeout: the path is gone. */
+        if (sc->user_timeout_ns != 0 &&
+            getsockopt(sc->conn.socks[j].fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0 &&
+            (uint64_t)ti.tcpi_last_ack_recv * 1000000ull >= sc->user_timeout_ns) {
+            STU_INFO(STU_LOG_NET, "tcp: socket %d: %" PRIu64 " bytes owed, no acknowledgement"
+                     " for %u ms", j, sc->conn.socks[j].bytes - sc->acked[j],
+                     ti.tcpi_last_ack_recv);
             stt_tcp_send_sock_lost(sc, j, "send", ETIMEDOUT);
         }
     }

@@ -255,7 +255,6 @@ typedef struct stt_tcp_send {
     stt_tcp_conn_t conn;
     uint64_t stripe_min;
     uint64_t acked[STT_TCP_MAX_SOCKS];  /* virtual devices: bytes the peer's kernel acked */
-    uint64_t stall_ns[STT_TCP_MAX_SOCKS]; /* since when acked[j] has not moved (0: not owed) */
     uint64_t watch_ns;                  /* the last stt_tcp_send_watch */
     uint64_t user_timeout_ns;           /* STRATA_SOCKET_USER_TIMEOUT; 0: none */
     uint32_t head;           /* oldest incomplete message */
@@ -347,8 +346,9 @@ static inline bool stt_tcp_send_lead_open(const stt_tcp_send_t *sc, uint32_t pos
 }
 /*
  * Sender, virtual devices, on a pass that moved nothing (at most every
- * STT_TCP_WATCH_NS): a socket whose written bytes stay unacknowledged for
- * user_timeout_ns, or that the kernel gave up on, is lost. The kernel's own
+ * STT_TCP_WATCH_NS): a socket that owes acknowledgements and received none for
+ * user_timeout_ns (TCP_INFO's tcpi_last_ack_recv: a peer that closed its window
+ * still answers probes), or that the kernel gave up on (SO_ERROR), is lost. The kernel's own
  * TCP_USER_TIMEOUT does not cover a sender whose interface is down (it retries
  * locally without end), nor a socket whose every byte was written (no call reports
  * its error).
