@@ -6,14 +6,17 @@
  * the first chunk.
  *
  * Schedule, the same on every rank of a node (the shm rounds must match):
- *   in(0); net(0) posted
- *   for k = 0..K-1:  in(k+1) | wait net(k) | post net(k+1) | out(k)
+ *   in(0); start net(0)
+ *   for k = 0..K-1:  in(k+1); start net(k+1) | wait net(k) | out(k)
  * where in/out are the node's phases (hierarchical: reduce-scatter / allgather,
  * local rank i's ring carries block i of the chunk over rail i; leader:
  * reduce / broadcast at local rank 0, whose ring carries the whole chunk).
  * Every shared-memory wait progresses the ring in flight (ctx->progress): a
  * rank blocked on a local peer must not hold up its remote ring partners.
- * One ring at a time is in flight, so messages match in posting order.
+ * Up to two rings are in flight; chunk k+1's posts nothing before chunk k's
+ * posted its last step, so each comm carries the chunks' messages in order on
+ * both ends (they match in posting order) and the link has the next chunk's
+ * bytes queued behind the current one's.
  *
  * Terms: K = ceil(n/c) chunks; RS(c), NET(c), AG(c) the phases of one chunk.
  *   t = RS(c) + NET(c) + AG(c) + (K-1)·max(NET(c), RS(c) + AG(c))
@@ -32,9 +35,11 @@ typedef struct pipe {
     int leader;                  /* 1: leader allreduce, 0: hierarchical */
     int on_net;                  /* this rank runs the rings */
     sta_group_t rail;
-    sta_ring_op_t ring;
-    int ring_busy;               /* a ring was started and is not yet waited for */
-    void *tmp;
+    sta_ring_op_t ring[2];       /* chunk k's ring is ring[k % 2] */
+    int busy[2];                 /* started and not yet waited for */
+    size_t oldest;               /* the chunk whose ring is waited for next */
+    char *tmp;                   /* two tmp areas of tmp_bytes, one per ring */
+    size_t tmp_bytes;
 } pipe_t;
 
 static size_t pipe_len(const pipe_t *p, size_t k)
@@ -75,33 +80,51 @@ static void pipe_net_part(const sta_ctx_t *ctx, const pipe_t *p, size_t k, size_
     *len_p = blen;
 }
 
+/* Starts chunk k's ring; it posts once chunk k-1's ring (if still busy) posted its last step. */
 static void pipe_net_start(sta_ctx_t *ctx, pipe_t *p, size_t k)
 {
+    const int i = (int)(k & 1), prev = !i;
     size_t off, len;
 
     if (!p->on_net)
         return;
     pipe_net_part(ctx, p, k, &off, &len);
-    sta_ring_op_init(&p->ring, &p->rail, p->dst + off * p->esz, len, p->dtype, p->op, p->tmp);
-    p->ring_busy = 1;
+    if (p->ring[prev].after == &p->ring[i])
+        p->ring[prev].after = NULL;   /* chunk k-2's ring, in this slot, is done */
+    sta_ring_op_init(&p->ring[i], &p->rail, p->dst + off * p->esz, len, p->dtype, p->op,
+                     p->tmp + (size_t)i * p->tmp_bytes, p->busy[prev] ? &p->ring[prev] : NULL);
+    p->busy[i] = 1;
 }
 
+/* The shm waits' hook: the older ring first, so the younger one's gate can open. */
 static strata_status_t pipe_progress(sta_ctx_t *ctx, void *arg)
 {
     pipe_t *p = arg;
     int progressed;
 
-    if (!p->ring_busy || sta_ring_op_done(&p->ring))
-        return ctx->failed;
-    return sta_ring_op_progress(ctx, &p->ring, &progressed);
+    for (int j = 0; j < 2; j++) {
+        int i = (int)((p->oldest + (size_t)j) & 1);
+        sta_ring_op_t *op = &p->ring[i];
+        if (!p->busy[i] || sta_ring_op_done(op))
+            continue;
+        strata_status_t status = sta_ring_op_progress(ctx, op, &progressed);
+        if (status != STRATA_OK)
+            return status;
+    }
+    return ctx->failed;
 }
 
-static strata_status_t pipe_net_wait(sta_ctx_t *ctx, pipe_t *p)
+/* Waits for chunk k's ring, progressing chunk k+1's too. */
+static strata_status_t pipe_net_wait(sta_ctx_t *ctx, pipe_t *p, size_t k)
 {
-    if (!p->ring_busy)
+    const int i = (int)(k & 1);
+
+    if (!p->busy[i])
         return STRATA_OK;
-    p->ring_busy = 0;
-    return sta_ring_op_wait(ctx, &p->ring);
+    sta_ring_op_t *ops[2] = {&p->ring[i], p->busy[!i] ? &p->ring[!i] : NULL};
+    p->busy[i] = 0;
+    p->oldest = k + 1;
+    return sta_ring_ops_wait(ctx, ops, 2);
 }
 
 /* Elements per chunk: STRATA_HIER_CHUNK, else the model's optimum, else all of it. */
@@ -126,12 +149,13 @@ static strata_status_t pipe_run(sta_ctx_t *ctx, pipe_t *p)
         return status;
     pipe_net_start(ctx, p, 0);
     for (size_t k = 0; k < K; k++) {
-        if (k + 1 < K && (status = pipe_in(ctx, p, k + 1)) != STRATA_OK)
-            return status;
-        if ((status = pipe_net_wait(ctx, p)) != STRATA_OK)
-            return status;
-        if (k + 1 < K)
+        if (k + 1 < K) {
+            if ((status = pipe_in(ctx, p, k + 1)) != STRATA_OK)
+                return status;
             pipe_net_start(ctx, p, k + 1);
+        }
+        if ((status = pipe_net_wait(ctx, p, k)) != STRATA_OK)
+            return status;
         if ((status = pipe_out(ctx, p, k)) != STRATA_OK)
             return status;
     }
@@ -148,6 +172,7 @@ static strata_status_t pipe_allreduce(sta_ctx_t *ctx, const void *src, void *dst
         .on_net = !leader || ctx->local_rank == 0,
     };
     strata_status_t status;
+    void *tmp;
 
     p.chunk = pipe_chunk(ctx, count, p.esz, leader ? STA_ALGO_LEADER : STA_ALGO_HIERARCHICAL);
     if (count == 0)
@@ -156,9 +181,10 @@ static strata_status_t pipe_allreduce(sta_ctx_t *ctx, const void *src, void *dst
     /* tmp for the largest part any chunk's ring reduces: the first chunk's */
     size_t off, len;
     pipe_net_part(ctx, &p, 0, &off, &len);
-    size_t tmp_bytes = sta_ring_op_tmp_bytes(ctx->nnodes, len, dtype);
-    if ((status = sta_ctx_scratch(ctx, tmp_bytes > 0 ? tmp_bytes : 1, &p.tmp)) != STRATA_OK)
+    p.tmp_bytes = sta_ring_op_tmp_bytes(ctx->nnodes, len, dtype);
+    if ((status = sta_ctx_scratch(ctx, 2 * p.tmp_bytes + 1, &tmp)) != STRATA_OK)
         return status;
+    p.tmp = tmp;
     ctx->progress = pipe_progress;
     ctx->progress_arg = &p;
     status = pipe_run(ctx, &p);

@@ -16,10 +16,12 @@
 #include "algos/reduce.h"
 
 void sta_ring_op_init(sta_ring_op_t *op, const sta_group_t *g, void *buf, size_t count,
-                      strata_dtype_t dtype, strata_op_t redop, void *tmp)
+                      strata_dtype_t dtype, strata_op_t redop, void *tmp,
+                      const sta_ring_op_t *after)
 {
     *op = (sta_ring_op_t){
         .g = g, .buf = buf, .count = count, .dtype = dtype, .redop = redop, .tmp = tmp,
+        .after = after,
         .esz = strata_dtype_size(dtype),
         .nsteps = g->size > 1 ? 2 * (g->size - 1) : 0,
     };
@@ -123,6 +125,13 @@ static strata_status_t ring_op_test(sta_ctx_t *ctx, sta_ring_op_t *op, int *done
     return STRATA_OK;
 }
 
+/* Every step of op is posted (the last one may still be in flight). */
+static int ring_op_all_posted(const sta_ring_op_t *op)
+{
+    return op->step >= op->nsteps ||
+           (op->step == op->nsteps - 1 && op->send_posted && op->recv_posted);
+}
+
 strata_status_t sta_ring_op_progress(sta_ctx_t *ctx, sta_ring_op_t *op, int *progressed_p)
 {
     strata_status_t status;
@@ -131,6 +140,9 @@ strata_status_t sta_ring_op_progress(sta_ctx_t *ctx, sta_ring_op_t *op, int *pro
     *progressed_p = 0;
     if (ctx->failed != STRATA_OK)
         return ctx->failed;
+    if (op->after != NULL && !ring_op_all_posted(op->after))
+        return STRATA_OK;
+    op->after = NULL;   /* the order is settled: later steps follow on their own */
     while (op->step < op->nsteps) {
         if ((status = ring_op_post(ctx, op)) != STRATA_OK)
             return status;
@@ -160,28 +172,35 @@ int sta_ring_op_poll_fds(const sta_ring_op_t *op, struct pollfd *fds, int max)
     return n;
 }
 
-strata_status_t sta_ring_op_wait(sta_ctx_t *ctx, sta_ring_op_t *op)
+strata_status_t sta_ring_ops_wait(sta_ctx_t *ctx, sta_ring_op_t *const *ops, int nops)
 {
     sta_backoff_t b;
     strata_status_t status;
-    int progressed;
 
     sta_backoff_start(&b, ctx);
     for (;;) {
-        if ((status = sta_ring_op_progress(ctx, op, &progressed)) != STRATA_OK)
-            return status;
-        if (sta_ring_op_done(op))
+        int any = 0, progressed;
+        for (int i = 0; i < nops; i++) {
+            if (ops[i] == NULL || sta_ring_op_done(ops[i]))
+                continue;
+            if ((status = sta_ring_op_progress(ctx, ops[i], &progressed)) != STRATA_OK)
+                return status;
+            any |= progressed;
+        }
+        if (sta_ring_op_done(ops[0]))
             return STRATA_OK;
-        if (progressed) {
+        if (any) {
             sta_backoff_start(&b, ctx);   /* a step completed: the next one starts afresh */
             continue;
         }
         struct pollfd fds[STA_RING_OP_FDS_MAX];
-        int nfds = sta_backoff_spinning(&b) ? 0 : sta_ring_op_poll_fds(op, fds,
-                                                                        STA_RING_OP_FDS_MAX);
+        int nfds = 0;
+        for (int i = 0; i < nops && !sta_backoff_spinning(&b); i++)
+            if (ops[i] != NULL && nfds < STA_RING_OP_FDS_MAX)
+                nfds += sta_ring_op_poll_fds(ops[i], fds + nfds, STA_RING_OP_FDS_MAX - nfds);
         if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "no progress in step %d of %d of a ring over %d ranks within "
-                                "the timeout", op->step, op->nsteps, op->g->size);
+                                "the timeout", ops[0]->step, ops[0]->nsteps, ops[0]->g->size);
     }
 }
