@@ -177,10 +177,7 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn)
 
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
 {
-    unsigned calls = 0;
-    while (calls < STT_UCX_PROGRESS_BURST && stt_ucx_lib.worker_progress(conn->worker) != 0)
-        calls++;
-    if (calls > 0) {
+    if (stt_ucx_lib.worker_progress(conn->worker) != 0) {
         conn->idle = 0;
         if (conn->peer_eof)
             conn->quiet_since_ns = stu_time_ns();

@@ -69,13 +69,6 @@
  */
 #define STT_UCX_LIVENESS_EVERY 64u
 /*
- * ucp_worker_progress calls one test() makes while they report events: UCX's
- * tcp transport handles a bounded batch of socket events per call, so one call
- * per test left a large message waiting for the next test (a scheduler slice
- * away on a loaded host); 16 calls drain what a burst of 16 messages brings.
- */
-#define STT_UCX_PROGRESS_BURST 16u
-/*
  * After the peer closed its side channel (or, for a receive comm, UCX failed
  * the endpoint), how long the worker may stay idle before the comm fails:
  * data the peer sent before closing may still be in flight on UCX's own
@@ -253,9 +246,8 @@ strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int
 void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn);
 
 /*
- * Progresses the worker while it reports events (at most STT_UCX_PROGRESS_BURST
- * calls); when it was idle, checks the side channel now and then. Returns the
- * comm's state (OK or its error).
+ * Progresses the worker; when it was idle, checks the side channel now and
+ * then. Returns the comm's state (OK or its error).
  */
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
 /*
