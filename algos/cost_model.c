@@ -72,12 +72,17 @@
  *   ring          cp + 2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
  *   recursive     cp + Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
  *                 + [r > 0]·(2·step(n, sfold) + n/γ)
- *   hierarchical  RS_s + [2(N-1)(α_n + w) + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
+ *   hierarchical  in + net + out + (K-1)·max(net, in + out), per chunk of c = n/K bytes:
+ *                 in = RS_s, net = 2(N-1)(α_n + w) + 2(N-1)/N·c/(R·β_n) + (N-1)/N·(c/L)/γ,
+ *                 out = AG_s; K = max(1, n/c*), a real number (smooth in n); c* =
+ *                 sqrt(n·a_b/r_o) (pipe_chunk: a_b the slower stage's fixed cost, r_o the
+ *                 faster one's per byte)
  *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + red_L(n)
  *                 shm, N = 1, larger: one pass (sta_node_allreduce), c = STA_MODEL_SHM_CHUNK:
  *                   (max(1, ceil(n/c)) + 1)·(α_s + ws) + (L-1)/L·n/β_s + red_L(n/L) + n/β_s
- *   leader        [shm(n) + red_L(n)]
- *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shmb(n)] (shm only)
+ *   leader        the same pipeline with in = shm(c) + red_L(c),
+ *                 net = 2(N-1)(α_n + wl) + 2(N-1)/N·c/β_n + (N-1)/N·c/γ, out = shmb(c)
+ *                 (shm only)
  * reduce_scatter
  *   ring          (1 + 1/P)·cp + (P-1)·step(n/P, so) + (P-1)/P·n/γ
  *   hierarchical  perm + RS_s + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
@@ -514,9 +519,94 @@ static double intra_rooted(const terms_t *t, int with_reduce)
     return (t->L - 2 + k) * (t->a_s + xfer(piece, t->b_s) + red * xfer(piece, t->g));
 }
 
+/*
+ * One chunk's phases of a two-tier allreduce for t->n bytes: the node's first phase (in:
+ * reduce-scatter, or reduce to local rank 0 for leader), the ring over the nodes (net), the
+ * node's last phase (out: allgather, or broadcast).
+ */
+static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *net, double *out)
+{
+    double N = t->N, L = t->L, n = t->n;
+
+    if (algo == STA_ALGO_LEADER) {
+        *in = shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);
+        *net = 2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
+               (N - 1) / N * xfer(n, t->g);
+        *out = shm_phase(t, SHM_READERS);
+        return;
+    }
+    *in = intra_rs(t);
+    *net = 2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
+           (N - 1) / N * xfer(n / L, t->g);
+    *out = intra_ag(t);
+}
+
+/* The phases of a chunk of c bytes. */
+static void pipe_phases_at(const terms_t *t, sta_algo_t algo, double c, double *in, double *net,
+                           double *out)
+{
+    terms_t tc = *t;
+    tc.n = c;
+    pipe_phases(&tc, algo, in, net, out);
+}
+
+/*
+ * The chunk of the pipelined two-tier allreduce (algos/hier_pipe.c). The slower stage (the
+ * ring, or the node's two phases) runs K = n/c times, each paying its fixed cost a_b; the
+ * faster one only fills and drains the pipe, at its per-byte cost r_o: t ≈ a_o + r_o·c +
+ * (n/c)·a_b + n·r_b, least at c* = sqrt(n·a_b/r_o). No chunk smaller than each local rank's
+ * share of the shm tier's crossover n*_s = α_s·β_s (below it a chunk's phases are latency).
+ */
+static double pipe_chunk(const terms_t *t, sta_algo_t algo)
+{
+    const double probe = 1 << 20;   /* any size: the phases are linear in c */
+    double in0, net0, out0, in1, net1, out1;
+
+    pipe_phases_at(t, algo, 0.0, &in0, &net0, &out0);
+    pipe_phases_at(t, algo, probe, &in1, &net1, &out1);
+    double r_net = (net1 - net0) / probe, r_node = (in1 + out1 - in0 - out0) / probe;
+    double a_b = r_net >= r_node ? net0 : in0 + out0;
+    double r_o = r_net >= r_node ? r_node : r_net;
+    double c_min = t->L * t->a_s * t->b_s * STA_BYTES_PER_US_PER_GBPS;
+    double c = r_o > 0.0 ? sqrt(t->n * a_b / r_o) : t->n;
+    /* a_b = 0 (no α anywhere): the finer the better; one byte is the limit */
+    return STU_MIN(t->n, STU_MAX(STU_MAX(c, c_min), 1.0));
+}
+
+/*
+ * The pipelined two-tier allreduce over N > 1 nodes: K = n/c chunks; chunk k's
+ * ring overlaps the node's in-phase of chunk k+1 and out-phase of chunk k-1:
+ *   t = in(c) + net(c) + out(c) + (K-1)·max(net(c), in(c) + out(c)),  c = n/K
+ */
+static double cost_hier_pipelined(const terms_t *t, sta_algo_t algo)
+{
+    double in, net, out;
+
+    if (t->n <= 0.0) {
+        pipe_phases(t, algo, &in, &net, &out);
+        return in + net + out;
+    }
+    /* K as a real number, not ceil(n/c*): the cost stays smooth in n, so the selection's
+     * bisection finds its crossings (algos/select.c); the run's K differs by under one */
+    double K = STU_MAX(1.0, t->n / pipe_chunk(t, algo));
+    pipe_phases_at(t, algo, t->n / K, &in, &net, &out);
+    return in + net + out + (K - 1) * STU_MAX(net, in + out);
+}
+
+size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dims,
+                                 sta_algo_t algo, size_t bytes)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK ||
+        (algo != STA_ALGO_HIERARCHICAL && algo != STA_ALGO_LEADER) || bytes == 0)
+        return bytes;
+    terms_t t = terms_make(model, dims, (double)bytes);
+    double c = pipe_chunk(&t, algo);
+    return c >= 1.0 ? (size_t)c : 1;
+}
+
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
 {
-    double P = t->P, N = t->N, L = t->L, n = t->n;
+    double P = t->P, L = t->L, n = t->n;
 
     switch (algo) {
     case STA_ALGO_RING:
@@ -538,17 +628,11 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
             return shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);     /* one round */
         if (t->kind == STA_INTRA_SHM && d->nnodes == 1)
             return node_allreduce(t);                          /* one pass, no net phase */
-        return intra_rs(t) +
-               (2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
-                (N - 1) / N * xfer(n / L, t->g)) +
-               intra_ag(t);
+        return cost_hier_pipelined(t, algo);
     case STA_ALGO_LEADER:
         if (t->kind != STA_INTRA_SHM)
             return STA_COST_NA;   /* it reduces in the node's shared segment */
-        return (shm_phase(t, SHM_ALL) + shm_reduce(t, L, n)) +
-               (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
-                (N - 1) / N * xfer(n, t->g)) +
-               shm_phase(t, SHM_READERS);
+        return cost_hier_pipelined(t, algo);
     default:
         return STA_COST_NA;
     }

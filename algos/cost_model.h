@@ -210,6 +210,16 @@ double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t 
                    sta_algo_t algo, size_t bytes);
 
 /*
+ * The chunk, in bytes (1..bytes), the pipelined two-tier allreduce (algo hierarchical or
+ * leader, N > 1 nodes: algos/hier_pipe.c) splits `bytes` into: the α-β optimum
+ * c* = sqrt(n·a_b/r_o) of cost_model.c's pipe_chunk (a_b the slower stage's fixed cost per
+ * chunk, r_o the faster stage's cost per byte), at least L·α_s·β_s. `bytes` for another
+ * algorithm, invalid model or dims, or bytes = 0.
+ */
+size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dims,
+                                 sta_algo_t algo, size_t bytes);
+
+/*
  * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of
  * a node's L ranks (0..L) have their partner on another node, and on a PCIe tree `root_flows`
  * (>= 1) of the node's same-node flows share the root link in each direction (1 for rings and

@@ -11,7 +11,8 @@
  * Outputs of at least sta_reduce_nt_min_bytes are written to the user's
  * buffer with streaming stores (nothing reads them again in the call).
  *
- * Waits back off (spin, yield, sleep), watch the other local ranks' pids
+ * Waits back off (spin, yield, sleep), keep the context's network work moving
+ * (ctx->progress, while a pipelined chunk is in flight), watch the other local ranks' pids
  * (a dead one fails the operation with STRATA_ERR_REMOTE at once) and give up
  * at the context's timeout.
  *

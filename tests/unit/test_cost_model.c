@@ -57,12 +57,17 @@ static void test_allreduce(void **state)
      * 20 + 2·100 + 100 = 320. Distance 2: both ranks of a node on one NIC, σ = 2:
      * 20 + 2·1000 + 100 = 2120. -> 2540 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2540.0);
-    /* hierarchical: [1 + 100 + 1/2·100] = 151
-     *   + [2·1·20 + 2·1/2·10^6/(1·1 GB/s) + 1/2·(10^6/2)/γ] = 40 + 1000 + 25 = 1065
-     *   + [1 + 100] = 101 -> 1317 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1317.0);
-    /* leader: [1 + 100 + (2-1)·100] = 201 + [40 + 1000 + 1/2·100] = 1090 + 101 -> 1392 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 1392.0);
+    /* hierarchical, pipelined in chunks of c bytes: in = [1 + c/10^4 + 1/2·c/γ],
+     * net = [2·1·20 + 2·1/2·c/(1 GB/s) + 1/2·(c/2)/γ] = 40 + 0.001025·c, out = [1 + c/10^4].
+     * The ring is the slower stage (a_b = 40 µs a chunk); the node's phases fill and drain
+     * (a_o = 2, r_o = 0.00025 µs/B): c* = sqrt(10^6·40/0.00025) = 4·10^5, K = 2.5, and
+     * t = a_o + n·r_b + 2·sqrt(n·a_b·r_o) = 2 + 1025 + 2·sqrt(10^4) = 1227
+     * (one after the other, K = 1: 151 + 1065 + 101 = 1317) */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1227.0);
+    /* leader: in = [1 + c/10^4 + (2-1)·c/γ], net = 40 + 0.00105·c, out = [1 + c/10^4]:
+     * a_o = 2, r_o = 0.0003: 2 + 1050 + 2·sqrt(10^6·40·0.0003) */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB),
+              1052.0 + 2 * sqrt(12000.0));
 }
 
 static void test_allreduce_shapes(void **state)
@@ -78,9 +83,9 @@ static void test_allreduce_shapes(void **state)
     assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4880.0);
     /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 100 + 320 + (20 + 1000 + 100) */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1540.0);
-    /* hierarchical with 2 rails: net bracket 40 + 2·1/2·10^6/(2 GB/s) = 500, + 25 -> 565;
-     * 151 + 565 + 101 = 817 */
-    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 817.0);
+    /* hierarchical with 2 rails: net = 40 + 2·1/2·c/(2 GB/s) + c/(4γ) = 40 + 0.000525·c,
+     * still the slower stage: 2 + 525 + 2·sqrt(10^6·40·0.00025) = 727 */
+    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 727.0);
     /* N = 1: no net bracket. hierarchical is the one-pass allreduce: 10^6 B is one 1 MiB
      * chunk, 2 rounds (2·1), half the input copied in (50), a 2-input pass over the 5·10^5 B
      * block (50), all of it copied out (100) = 202; leader 201 + 101 = 302;
@@ -90,9 +95,10 @@ static void test_allreduce_shapes(void **state)
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 390.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 420.0);
-    /* L = 1: the shm brackets stay (a copy each): [1 + 100 + 0] + ring of 2 (1090) + [101];
-     * the flat ring: 100 + 1090 */
-    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1292.0);
+    /* L = 1: the shm phases stay (a copy each: in = out = 1 + c/10^4), net = 40 + 0.00105·c:
+     * 2 + 1050 + 2·sqrt(10^6·40·0.0002); the flat ring: 100 + 1090 */
+    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
+              1052.0 + 2 * sqrt(8000.0));
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1190.0);
 }
 
