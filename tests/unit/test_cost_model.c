@@ -429,10 +429,14 @@ static void test_node_reductions(void **state)
     /* L = 2: a pair, γ itself */
     sta_dims_t two = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1, .contiguous = 1};
     assert_us(costw(&two, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, (size_t)n), 1 + 100 + 100);
-    /* L = 1: nothing to combine, the shm phases only copy */
+    /* L = 1: nothing to combine, the shm phases only copy; over 2 nodes the pipeline:
+     * in(c) = out(c) = 1 + c/β_s, net(c) = 2·20 + c/β_n + (c/2)/γ, the slower stage; its
+     * fixed 40 µs against the node's 2/β_s per byte: c = sqrt(n·40/(2·10^-4)), K = n/c;
+     * t = in + out + K·net */
     sta_dims_t solo = {.nranks = 2, .nnodes = 2, .local_size = 1, .nrails = 1, .contiguous = 1};
+    double c = sqrt(n * 40 / 2e-4), K = n / c;
     assert_us(costw(&solo, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, (size_t)n),
-              (1 + 100) + (2 * 20 + 1000 + 50) + (1 + 100));
+              2 * (1 + c / 1e4) + K * (40 + c / 1e3 + c / 2 / 1e4));
 }
 
 /* Oversubscribed, one node: shm rounds cost ω_y (a yield turn), a broadcast phase ω_y/2;
