@@ -48,11 +48,19 @@
  * they outnumber the cores (dims->host_ranks > dims->host_cores: the busiest host, emulated
  * nodes sharing one included) a peer is off-core at most waits and must be woken: every
  * step and every shm phase then costs ω more.
- *   w   = ω when host_ranks > host_cores, else 0: flat steps, shm phases, and the per-rail
- *         rings of the hierarchical algorithms (all ranks take part)
+ *   w   = ω when host_ranks > host_cores, else 0: flat steps, and the per-rail rings of the
+ *         hierarchical algorithms (all ranks take part)
  *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring
- *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase, ws = w when
- *   L > 1 (a one-rank node waits for nobody), else 0.
+ *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase and shmb(n) =
+ *   α_s + wb + n/β_s a broadcast phase. With L = 1 (a one-rank node waits for nobody) or the
+ *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = 0.75·w (a
+ *   rank that waited out the other nodes blocked on a futex: STA_SHM_WAKE_RATIO); with N = 1 shm waits are short and yield
+ *   instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
+ *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
+ *   it: wb = ω_y/2. The broadcast collective's BC_s pays ω_y/2 at any N: back to back its
+ *   readers' waits overlap the next call and stay short.
+ * Reductions on shm are one pass over k inputs: red_k(x) = (k+1)/3·x/γ (γ prices a pair:
+ * two reads and a write), 0 for k < 2.
  *
  * Copies (shm only: the library's own case). The flat algorithms work in place on the
  * output buffer (coll/coll.c): an out-of-place allreduce first copies the input there
@@ -64,10 +72,17 @@
  *   ring          cp + 2(P-1)·step(n/P, s1) + (P-1)/P·n/γ
  *   recursive     cp + Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
  *                 + [r > 0]·(2·step(n, sfold) + n/γ)
- *   hierarchical  RS_s + [2(N-1)(α_n + w) + 2(N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ] + AG_s
- *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + (L-1)·n/γ
- *   leader        [shm(n) + (L-1)·n/γ]
- *                 + [2(N-1)(α_n + wl) + 2(N-1)/N·n/β_n + (N-1)/N·n/γ] + [shm(n)] (shm only)
+ *   hierarchical  in + net + out + (K-1)·max(net, in + out), per chunk of c = n/K bytes:
+ *                 in = RS_s, net = 2(N-1)(α_n + w) + 2(N-1)/N·c/(R·β_n) + (N-1)/N·(c/L)/γ,
+ *                 out = AG_s; K = max(1, n/c*), a real number (smooth in n); c* =
+ *                 sqrt(n·a_b/r_o) (pipe_chunk: a_b the slower stage's fixed cost, r_o the
+ *                 faster one's per byte)
+ *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + red_L(n)
+ *                 shm, N = 1, larger: one pass (sta_node_allreduce), c = STA_MODEL_SHM_CHUNK:
+ *                   (max(1, ceil(n/c)) + 1)·(α_s + ws) + (L-1)/L·n/β_s + red_L(n/L) + n/β_s
+ *   leader        the same pipeline with in = shm(c) + red_L(c),
+ *                 net = 2(N-1)(α_n + wl) + 2(N-1)/N·c/β_n + (N-1)/N·c/γ, out = shmb(c)
+ *                 (shm only)
  * reduce_scatter
  *   ring          (1 + 1/P)·cp + (P-1)·step(n/P, so) + (P-1)/P·n/γ
  *   hierarchical  perm + RS_s + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
@@ -99,10 +114,10 @@
  *
  * The node's phases of the two-tier algorithms:
  *                 shm (one shared segment)        switch, pcie (a ring of L, one copy a hop)
- *   RS_s          shm(n) + (L-1)/L·n/γ             (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
+ *   RS_s          shm(n) + red_L(n/L)              (L-1)·α_s + (L-1)/L·(n/β_s + n/γ)
  *   AG_s          shm(n)                           (L-1)·α_s + (L-1)/L·n/β_s
- *   BC_s          shm(n)                           [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
- *   RD_s          shm(n) + (L-1)·n/γ               [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
+ *   BC_s          shmb(n)                          [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s)
+ *   RD_s          shm(n) + red_L(n)                [L > 1]·(L-2+k)·(α_s + min(n,c)/β_s
  *                                                                  + min(n,c)/γ)
  * ρrd(d) = L/2 when 2d = L and the pairs are aligned (the pairs straddle the halves), else 1.
  * sa(k), with k = q·L + j (0 <= j < L), in node-major order: j when q = 0, L - j when
@@ -304,6 +319,7 @@ typedef struct terms {
     double a_s, b_s, a_n, b_n, g;
     sta_intra_t kind;
     double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
+    int oversub;                /* the busiest host runs more ranks than it has cores */
 } terms_t;
 
 static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
@@ -317,7 +333,8 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
     };
     if (dims->host_cores > 0) {
         int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
-        t.w = dims->host_ranks > dims->host_cores ? model->wake_us : 0.0;
+        t.oversub = dims->host_ranks > dims->host_cores;
+        t.w = t.oversub ? model->wake_us : 0.0;
         t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
     }
     return t;
@@ -408,11 +425,62 @@ static double fold_crossers(const sta_dims_t *d)
     return 1.0;
 }
 
-/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s (ws: w, but 0 with L = 1, where
- * no rank of the node waits for another). */
-static double shm_copy(const terms_t *t)
+/* Who waits in a shm phase, for shm_wait(). */
+typedef enum shm_waiters {
+    SHM_ALL = 0,                /* a round every rank waits in (a barrier, a reduction) */
+    SHM_READERS,                /* a broadcast inside a call: the readers wait for the root */
+    SHM_BACK_TO_BACK,           /* the broadcast collective's phase, calls back to back */
+} shm_waiters_t;
+
+/*
+ * ws: what a wait of one shm phase adds. 0 with L = 1 (no rank of the node waits for
+ * another) or while the ranks fit the cores (they meet spinning). Oversubscribed, a wait
+ * shorter than the yield window (algos/ctx.c: 20 µs) yields and costs a turn of the ranks
+ * through the cores, ω_y; a longer one blocks and costs ω:
+ *   - back-to-back broadcasts: the readers' waits overlap the next call, ω_y/2, any N
+ *     (1 x 4: hierarchical broadcast 4.2-4.5 µs, a barrier round 6.3-7.6; 2 x 2: 14-17 µs
+ *     where the blocking ω made it 44);
+ *   - N > 1 otherwise: a rank that waited out the other nodes blocked on a futex, which
+ *     its writer wakes: STA_SHM_WAKE_RATIO·ω;
+ *   - N = 1: ω_y for a round every rank waits in, ω_y/2 for a broadcast, whose root waits
+ *     for nobody.
+ */
+static double shm_wait(const terms_t *t, shm_waiters_t who)
 {
-    return t->a_s + (t->L > 1 ? t->w : 0.0) + xfer(t->n, t->b_s);
+    if (t->L <= 1 || !t->oversub)
+        return 0.0;
+    if (who == SHM_BACK_TO_BACK)
+        return STA_YIELD_US / 2;
+    if (t->N > 1)
+        return t->w * STA_SHM_WAKE_RATIO;
+    return who == SHM_READERS ? STA_YIELD_US / 2 : STA_YIELD_US;
+}
+
+/* One shm phase that only copies: shm(n) = α_s + ws + n/β_s. */
+static double shm_phase(const terms_t *t, shm_waiters_t who)
+{
+    return t->a_s + shm_wait(t, who) + xfer(t->n, t->b_s);
+}
+
+/* red_k(x): one pass reducing k inputs into x bytes, k + 1 streams where γ prices three;
+ * 0 for k < 2 (nothing to combine). */
+static double shm_reduce(const terms_t *t, double k, double x)
+{
+    if (k < 2.0)
+        return 0.0;
+    return (k + 1.0) / STA_REDUCE_PAIR_STREAMS * xfer(x, t->g);
+}
+
+/*
+ * The one-node allreduce of any size (algos/node_shm.c, sta_node_allreduce): ceil(n/c) + 1
+ * rounds, every rank waiting in each; each rank copies the (L-1)/L of src that other ranks
+ * reduce into its slot, reduces its n/L block from L inputs, and copies all n out.
+ */
+static double node_allreduce(const terms_t *t)
+{
+    double rounds = STU_MAX(1.0, ceil(t->n / (double)STA_MODEL_SHM_CHUNK)) + 1.0;
+    return rounds * (t->a_s + shm_wait(t, SHM_ALL)) + (t->L - 1) / t->L * xfer(t->n, t->b_s) +
+           shm_reduce(t, t->L, t->n / t->L) + xfer(t->n, t->b_s);
 }
 
 /* (L-1) ring steps of n/L inside the node, one copy a hop (switch, pcie). */
@@ -421,17 +489,19 @@ static double intra_ring(const terms_t *t)
     return (t->L - 1) * t->a_s + (t->L - 1) / t->L * xfer(t->n, t->b_s);
 }
 
-/* RS_s: the node's reduce-scatter phase of a two-tier algorithm. */
+/* RS_s: the node's reduce-scatter phase of a two-tier algorithm; on shm each rank reduces its
+ * n/L block from L inputs in one pass, off shm a ring reduces a pair a hop. */
 static double intra_rs(const terms_t *t)
 {
-    double red = (t->L - 1) / t->L * xfer(t->n, t->g);
-    return (t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t)) + red;
+    if (t->kind == STA_INTRA_SHM)
+        return shm_phase(t, SHM_ALL) + shm_reduce(t, t->L, t->n / t->L);
+    return intra_ring(t) + (t->L - 1) / t->L * xfer(t->n, t->g);
 }
 
 /* AG_s: the node's allgather phase (and the copy-out of hierarchical allreduce). */
 static double intra_ag(const terms_t *t)
 {
-    return t->kind == STA_INTRA_SHM ? shm_copy(t) : intra_ring(t);
+    return t->kind == STA_INTRA_SHM ? shm_phase(t, SHM_ALL) : intra_ring(t);
 }
 
 /* BC_s (with_reduce = 0) and RD_s (1): the node's broadcast or reduce phase; off shm a
@@ -439,8 +509,9 @@ static double intra_ag(const terms_t *t)
 static double intra_rooted(const terms_t *t, int with_reduce)
 {
     double red = with_reduce ? 1.0 : 0.0;
-    if (t->kind == STA_INTRA_SHM)
-        return shm_copy(t) + red * (t->L - 1) * xfer(t->n, t->g);
+    if (t->kind == STA_INTRA_SHM)   /* the root reduces L inputs; a broadcast's root waits not */
+        return with_reduce ? shm_phase(t, SHM_ALL) + shm_reduce(t, t->L, t->n)
+                           : shm_phase(t, SHM_BACK_TO_BACK);
     if (t->L < 2)
         return 0.0;
     double c = (double)STA_PIPELINE_CHUNK, piece = STU_MIN(t->n, c);
@@ -448,9 +519,94 @@ static double intra_rooted(const terms_t *t, int with_reduce)
     return (t->L - 2 + k) * (t->a_s + xfer(piece, t->b_s) + red * xfer(piece, t->g));
 }
 
+/*
+ * One chunk's phases of a two-tier allreduce for t->n bytes: the node's first phase (in:
+ * reduce-scatter, or reduce to local rank 0 for leader), the ring over the nodes (net), the
+ * node's last phase (out: allgather, or broadcast).
+ */
+static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *net, double *out)
+{
+    double N = t->N, L = t->L, n = t->n;
+
+    if (algo == STA_ALGO_LEADER) {
+        *in = shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);
+        *net = 2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
+               (N - 1) / N * xfer(n, t->g);
+        *out = shm_phase(t, SHM_READERS);
+        return;
+    }
+    *in = intra_rs(t);
+    *net = 2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
+           (N - 1) / N * xfer(n / L, t->g);
+    *out = intra_ag(t);
+}
+
+/* The phases of a chunk of c bytes. */
+static void pipe_phases_at(const terms_t *t, sta_algo_t algo, double c, double *in, double *net,
+                           double *out)
+{
+    terms_t tc = *t;
+    tc.n = c;
+    pipe_phases(&tc, algo, in, net, out);
+}
+
+/*
+ * The chunk of the pipelined two-tier allreduce (algos/hier_pipe.c). The slower stage (the
+ * ring, or the node's two phases) runs K = n/c times, each paying its fixed cost a_b; the
+ * faster one only fills and drains the pipe, at its per-byte cost r_o: t ≈ a_o + r_o·c +
+ * (n/c)·a_b + n·r_b, least at c* = sqrt(n·a_b/r_o). No chunk smaller than each local rank's
+ * share of the shm tier's crossover n*_s = α_s·β_s (below it a chunk's phases are latency).
+ */
+static double pipe_chunk(const terms_t *t, sta_algo_t algo)
+{
+    const double probe = 1 << 20;   /* any size: the phases are linear in c */
+    double in0, net0, out0, in1, net1, out1;
+
+    pipe_phases_at(t, algo, 0.0, &in0, &net0, &out0);
+    pipe_phases_at(t, algo, probe, &in1, &net1, &out1);
+    double r_net = (net1 - net0) / probe, r_node = (in1 + out1 - in0 - out0) / probe;
+    double a_b = r_net >= r_node ? net0 : in0 + out0;
+    double r_o = r_net >= r_node ? r_node : r_net;
+    double c_min = t->L * t->a_s * t->b_s * STA_BYTES_PER_US_PER_GBPS;
+    double c = r_o > 0.0 ? sqrt(t->n * a_b / r_o) : t->n;
+    /* a_b = 0 (no α anywhere): the finer the better; one byte is the limit */
+    return STU_MIN(t->n, STU_MAX(STU_MAX(c, c_min), 1.0));
+}
+
+/*
+ * The pipelined two-tier allreduce over N > 1 nodes: K = n/c chunks; chunk k's
+ * ring overlaps the node's in-phase of chunk k+1 and out-phase of chunk k-1:
+ *   t = in(c) + net(c) + out(c) + (K-1)·max(net(c), in(c) + out(c)),  c = n/K
+ */
+static double cost_hier_pipelined(const terms_t *t, sta_algo_t algo)
+{
+    double in, net, out;
+
+    if (t->n <= 0.0) {
+        pipe_phases(t, algo, &in, &net, &out);
+        return in + net + out;
+    }
+    /* K as a real number, not ceil(n/c*): the cost stays smooth in n, so the selection's
+     * bisection finds its crossings (algos/select.c); the run's K differs by under one */
+    double K = STU_MAX(1.0, t->n / pipe_chunk(t, algo));
+    pipe_phases_at(t, algo, t->n / K, &in, &net, &out);
+    return in + net + out + (K - 1) * STU_MAX(net, in + out);
+}
+
+size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dims,
+                                 sta_algo_t algo, size_t bytes)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK ||
+        (algo != STA_ALGO_HIERARCHICAL && algo != STA_ALGO_LEADER) || bytes == 0)
+        return bytes;
+    terms_t t = terms_make(model, dims, (double)bytes);
+    double c = pipe_chunk(&t, algo);
+    return c >= 1.0 ? (size_t)c : 1;
+}
+
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
 {
-    double P = t->P, N = t->N, L = t->L, n = t->n;
+    double P = t->P, L = t->L, n = t->n;
 
     switch (algo) {
     case STA_ALGO_RING:
@@ -469,18 +625,14 @@ static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     }
     case STA_ALGO_HIERARCHICAL:
         if (t->kind == STA_INTRA_SHM && d->nnodes == 1 && n <= (double)STA_NODE_SMALL_BYTES)
-            return shm_copy(t) + (L - 1) * xfer(n, t->g);     /* one round */
-        return intra_rs(t) +
-               (2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
-                (N - 1) / N * xfer(n / L, t->g)) +
-               intra_ag(t);
+            return shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);     /* one round */
+        if (t->kind == STA_INTRA_SHM && d->nnodes == 1)
+            return node_allreduce(t);                          /* one pass, no net phase */
+        return cost_hier_pipelined(t, algo);
     case STA_ALGO_LEADER:
         if (t->kind != STA_INTRA_SHM)
             return STA_COST_NA;   /* it reduces in the node's shared segment */
-        return (shm_copy(t) + (L - 1) * xfer(n, t->g)) +
-               (2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
-                (N - 1) / N * xfer(n, t->g)) +
-               shm_copy(t);
+        return cost_hier_pipelined(t, algo);
     default:
         return STA_COST_NA;
     }

@@ -28,6 +28,32 @@
  * 512 KiB is half of a core's 1 MiB L2 (docs/machines.md), so a chunk in flight stays there. */
 #define STA_PIPELINE_CHUNK ((size_t)512 * 1024)
 
+/*
+ * ω_y: one shm round where the node's ranks outnumber the host's cores and nothing but shm
+ * lies between their rounds (one node). Such waits never block (algos/ctx.c: no spin, 20 µs
+ * of sched_yield first): the round costs one turn of the ranks through the cores, not a
+ * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 6.3-7.6 µs
+ * with α_s 0.4 (bench/model.sh, docs/benchmarks.md "Model vs measurement"): 6.
+ */
+#define STA_YIELD_US 6.0
+
+/*
+ * A shm wait that outlasts its yields blocks on a futex (algos/ctx.c), and is woken by the
+ * writer's publish, sooner than a transport's poll() is by readiness: such a wait costs this
+ * share of ω. Fit: 2 x 2 on 2 cores (N > 1), 8 B, 6 tables (bench/model.sh, 2026-11-25):
+ * leader 65-77 µs and hierarchical 124-146, whose two shm phases each took 26-27 µs past
+ * their α terms where ω is 35.
+ */
+#define STA_SHM_WAKE_RATIO 0.75
+
+/* The shm segment's slot half in the model: STRATA_SHM_CHUNK's default (util/param_table.c).
+ * The one-node allreduce runs ceil(n/c) + 1 rounds of it; another chunk moves only α terms. */
+#define STA_MODEL_SHM_CHUNK ((size_t)1 << 20)
+
+/* Streams of a two-input reduction (two reads, one write): a one-pass reduction of k inputs
+ * into x bytes moves k + 1 streams, (k + 1)/3 of the work γ prices for x bytes. */
+#define STA_REDUCE_PAIR_STREAMS 3.0
+
 /* Bytes per µs in one GB/s: 10^9 B/s / 10^6 µs/s (definition of the units). */
 #define STA_BYTES_PER_US_PER_GBPS 1e3
 
@@ -182,6 +208,16 @@ const char *sta_algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t a
  */
 double sta_cost_us(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
                    sta_algo_t algo, size_t bytes);
+
+/*
+ * The chunk, in bytes (1..bytes), the pipelined two-tier allreduce (algo hierarchical or
+ * leader, N > 1 nodes: algos/hier_pipe.c) splits `bytes` into: the α-β optimum
+ * c* = sqrt(n·a_b/r_o) of cost_model.c's pipe_chunk (a_b the slower stage's fixed cost per
+ * chunk, r_o the faster stage's cost per byte), at least L·α_s·β_s. `bytes` for another
+ * algorithm, invalid model or dims, or bytes = 0.
+ */
+size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dims,
+                                 sta_algo_t algo, size_t bytes);
 
 /*
  * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of

@@ -17,6 +17,18 @@
 #include "util/compiler.h"
 
 typedef struct sta_node sta_node_t;
+typedef struct sta_ctx sta_ctx_t;
+struct sta_model;
+struct sta_dims;
+
+/*
+ * Work a wait must keep moving: while a pipelined two-tier algorithm has a
+ * chunk on the network, every shared-memory wait calls this so that the
+ * transport's requests progress (tcp and ucx move bytes only when tested) and
+ * no rank blocked on a local peer holds up a remote one. Returns the
+ * context's error, if any.
+ */
+typedef strata_status_t (*sta_progress_fn)(sta_ctx_t *ctx, void *arg);
 
 typedef struct sta_peer_conn {
     stt_comm_t *send;     /* this rank -> peer; NULL when not connected */
@@ -25,7 +37,7 @@ typedef struct sta_peer_conn {
 
 #define STA_ERRLEN 512
 
-typedef struct sta_ctx {
+struct sta_ctx {
     int rank, nranks;
     int node, nnodes;
     int local_rank, local_size;
@@ -41,7 +53,14 @@ typedef struct sta_ctx {
     size_t scratch_size;
     strata_status_t failed;   /* sticky: once set, every collective returns it */
     char errmsg[STA_ERRLEN];
-} sta_ctx_t;
+    /* The two-tier pipeline: the model and dims its chunk comes from (NULL: one chunk), and
+     * STRATA_HIER_CHUNK (0: the model's optimum, algos/cost_model.h). */
+    const struct sta_model *model;
+    const struct sta_dims *dims;
+    size_t hier_chunk;
+    sta_progress_fn progress;   /* set while a chunk is on the network, else NULL */
+    void *progress_arg;
+};
 
 /*
  * Records the first error of the context with a message (also logged as a

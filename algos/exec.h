@@ -93,6 +93,19 @@ strata_status_t sta_hier_reduce(sta_ctx_t *ctx, int root, const void *src, void 
                                 size_t count, strata_dtype_t dtype, strata_op_t op);
 
 /*
+ * hier_pipe.c: the same two allreduces over N > 1 nodes, chunk by chunk, the
+ * node's phases of one chunk overlapping the ring of the next (the formulas of
+ * hier.c per chunk; cost in algos/cost_model.c). Chunk: ctx->hier_chunk, else
+ * sta_cost_hier_chunk_bytes() of ctx->model and ctx->dims, else one chunk.
+ */
+strata_status_t sta_hier_allreduce_pipelined(sta_ctx_t *ctx, const void *src, void *dst,
+                                             size_t count, strata_dtype_t dtype,
+                                             strata_op_t op);
+strata_status_t sta_leader_allreduce_pipelined(sta_ctx_t *ctx, const void *src, void *dst,
+                                               size_t count, strata_dtype_t dtype,
+                                               strata_op_t op);
+
+/*
  * hier_blocks.c: two-tier reduce-scatter and allgather, count elements per
  * rank's block; work holds P blocks (the caller's, not the context's scratch,
  * which the ring phases use). reduce_scatter: src has P blocks, dst gets this

@@ -7,12 +7,14 @@
  *
  * hierarchical allreduce = shm reduce-scatter (local rank i keeps block i of
  * the node's sum) + ring allreduce of block i over rail i (all rails at once)
- * + shm allgather (on one node and up to STA_NODE_SMALL_BYTES, a single shm
- * round instead: α_s + n/β_s + (L-1)·n/γ):
+ * + shm allgather (on one node: up to STA_NODE_SMALL_BYTES a single shm round,
+ * α_s + n/β_s + (L+1)/3·n/γ; above, the one-pass sta_node_allreduce, whose cost
+ * algos/node_shm.h gives):
  *   t = [α_s + n/β_s + (L-1)/L·n/γ] + [2(N-1)·α_n + 2(N-1)/N·n/(nrails·β_n)
  *       + (N-1)/N·(n/L)/γ] + [α_s + n/β_s]
  * leader allreduce = shm reduce to local rank 0 + ring allreduce of n among the
- * N leaders + shm broadcast:
+ * N leaders + shm broadcast (both, with N > 1, chunk by chunk, each chunk's
+ * shm phases overlapping the next or previous chunk's ring: hier_pipe.c):
  *   t = [α_s + n/β_s + (L-1)·n/γ] + [2(N-1)·α_n + 2(N-1)/N·n/β_n + (N-1)/N·n/γ]
  *       + [α_s + n/β_s]
  * hierarchical broadcast = binomial tree over the nodes on the root's rail +
@@ -46,10 +48,7 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
                                    strata_dtype_t dtype, strata_op_t op)
 {
     const size_t esz = strata_dtype_size(dtype);
-    int ranks[ctx->nnodes];
-    sta_group_t rail;
     strata_status_t status;
-    size_t off, len;
 
     if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
@@ -57,34 +56,20 @@ strata_status_t sta_hier_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
         return sta_node_allreduce_small(ctx, src, dst, count, dtype, op);   /* one round */
     if (ctx->nnodes == 1)
         return sta_node_allreduce(ctx, src, dst, count, dtype, op);   /* no net phase between */
-    if ((status = sta_node_reduce_scatter(ctx, src, dst, count, dtype, op)) != STRATA_OK)
-        return status;
-    if (ctx->nnodes > 1) {
-        sta_block(count, ctx->local_size, ctx->local_rank, &off, &len);
-        sta_rail_group(ctx, ctx->local_rank, ranks, &rail);
-        status = sta_ring_allreduce(ctx, &rail, (char *)dst + off * esz, len, dtype, op);
-        if (status != STRATA_OK)
-            return status;
-    }
-    return sta_node_allgather(ctx, dst, count, dtype);
+    return sta_hier_allreduce_pipelined(ctx, src, dst, count, dtype, op);
 }
 
 strata_status_t sta_leader_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
                                      strata_dtype_t dtype, strata_op_t op)
 {
-    int ranks[ctx->nnodes];
-    sta_group_t leaders;
     strata_status_t status;
 
     if ((status = sta_hier_check(ctx)) != STRATA_OK)
         return status;
+    if (ctx->nnodes > 1)
+        return sta_leader_allreduce_pipelined(ctx, src, dst, count, dtype, op);
     if ((status = sta_node_reduce(ctx, src, dst, count, dtype, op, 0)) != STRATA_OK)
         return status;
-    if (ctx->local_rank == 0 && ctx->nnodes > 1) {
-        sta_rail_group(ctx, 0, ranks, &leaders);
-        if ((status = sta_ring_allreduce(ctx, &leaders, dst, count, dtype, op)) != STRATA_OK)
-            return status;
-    }
     return sta_node_bcast(ctx, dst, count, dtype, 0);
 }
 

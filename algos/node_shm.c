@@ -170,6 +170,11 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done,
             k++;
             continue;
         }
+        if (ctx->progress != NULL) {
+            strata_status_t status = ctx->progress(ctx, ctx->progress_arg);
+            if (status != STRATA_OK)
+                return status;
+        }
         strata_status_t expired;
         if (sta_backoff_should_block(&b, &expired))
             node_block(node, k, c, target);

@@ -11,7 +11,8 @@
  * Outputs of at least sta_reduce_nt_min_bytes are written to the user's
  * buffer with streaming stores (nothing reads them again in the call).
  *
- * Waits back off (spin, yield, sleep), watch the other local ranks' pids
+ * Waits back off (spin, yield, sleep), keep the context's network work moving
+ * (ctx->progress, while a pipelined chunk is in flight), watch the other local ranks' pids
  * (a dead one fails the operation with STRATA_ERR_REMOTE at once) and give up
  * at the context's timeout.
  *
@@ -51,7 +52,7 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
  * publishes all of src, then each reduces every slot, in local-rank order
  * (so every rank computes the same bits), into dst. For count * size up to
  * STA_NODE_SMALL_BYTES; one barrier instead of the two of reduce-scatter +
- * allgather.  t = α_s + n/β_s + (L-1)·n/γ
+ * allgather.  t = α_s + n/β_s + (L+1)/3·n/γ
  */
 #define STA_NODE_SMALL_BYTES 4096   /* 2-rank calls at <= 2 KiB lost to OpenMPI's 0.2-0.5 µs */
 strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,
@@ -63,7 +64,8 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
  * block's piece into its other half, and in the next round every rank copies all reduced
  * pieces into dst (with streaming stores when the buffer outgrows the caches). Memory sees
  * src read once and dst written once per rank; the slots stay in cache.
- *   t = (nL/c + 1)·α_s + n/β_s + (L-1)/L·n/γ + n/β_s
+ *   t = (ceil(n/c) + 1)·α_s + (L-1)/L·n/β_s + (L+1)/3·(n/L)/γ + n/β_s
+ * ((L+1)/3: one pass over L inputs moves L + 1 streams, a pair's γ three; cost_model.c).
  */
 strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
                                    strata_dtype_t dtype, strata_op_t op);

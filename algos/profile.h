@@ -38,10 +38,10 @@
  * step costs a busy-polled hop, not a wake-up, while ranks have cores of their own; with
  * more ranks than cores the model adds ω per wait (algos/cost_model.c).
  */
-/* One shm round (the 2-rank 8-byte allreduce, publish + barrier + reduce) took 0.9-1.0 µs with
- * ranks on separate cores (strata-perf --model, 1 x 2; docs/benchmarks.md "Model vs
- * measurement"). */
-#define STA_DEFAULT_SHM_ALPHA_US 1.0
+/* One shm round with ranks on separate cores: 1 x 2, one-round shm collectives (allreduce,
+ * reduce_scatter, allgather, broadcast) at 8-512 B took 0.42-0.48 µs (strata-perf --model;
+ * docs/benchmarks.md "Model vs measurement"); the low end. */
+#define STA_DEFAULT_SHM_ALPHA_US 0.4
 /* memcpy on one core: 24.9 GB/s counting read + write = 12-13 GB/s copied; the low end. */
 #define STA_DEFAULT_SHM_BETA_GBPS 12.0
 /* One way through the plugin's TCP transport on loopback, polled: α 8.5 µs (strata-netperf

@@ -2,7 +2,10 @@
  * Selection tables from the cost model.
  *
  * best(n) = the applicable algorithm with the lowest sta_cost_us() at n bytes,
- * a tie (STA_SELECT_TIE_REL) going to the lower-numbered algorithm. The sweep
+ * a tie (STA_SELECT_TIE_REL) going to the lower-numbered algorithm; among those within
+ * STA_SELECT_NEAR_REL of it (a near tie, decided by noise on a loaded host), the one
+ * whose cost with its latency counted twice (α, ω and rounds as a noisy host inflates
+ * them) is the lowest: fewer and cheaper waits give a scheduler's tick fewer places to land. The sweep
  * evaluates best() at 0 and at 2^0 .. 2^40; wherever it changes between two
  * evaluated sizes, bisection on "best(x) is still the current algorithm" finds
  * adjacent bytes lo, lo+1 with best(lo) = current != best(lo+1): lo closes the
@@ -14,7 +17,9 @@
  * one interval, so these tables are exact. The chains are staircases in n
  * above one chunk; near a crossing with a line they may cross it several times
  * within one chunk-sized step, and the sweep keeps one of those crossings (a
- * true one, to the byte), not all of them.
+ * true one, to the byte), not all of them. The near-tie band's edges, where
+ * c_a = (1 + STA_SELECT_NEAR_REL)·c_b, are crossings of lines too, and a
+ * latency is constant in n outside the chunked formulas.
  */
 #include "algos/select.h"
 
@@ -25,22 +30,52 @@
 #include "util/log.h"
 #include "util/param.h"
 
+/* An algorithm's latency: its cost with bytes free (every β and γ at STA_SELECT_RATE_INF). */
+static double select_latency_us(const sta_model_t *model, const sta_dims_t *dims,
+                                sta_coll_t coll, sta_algo_t algo, size_t bytes)
+{
+    sta_model_t lat = *model;
+    lat.shm.beta_gbps = lat.net.beta_gbps = lat.gamma_gbps = STA_SELECT_RATE_INF;
+    return sta_cost_us(&lat, dims, coll, algo, bytes);
+}
+
 sta_algo_t sta_select_best(const sta_model_t *model, const sta_dims_t *dims, sta_coll_t coll,
                            size_t bytes, double *us_p)
 {
+    double us[STA_ALGO_COUNT];
     sta_algo_t best = STA_ALGO_COUNT;
     double best_us = STA_COST_NA;
 
     for (int a = 0; a < STA_ALGO_COUNT; a++) {
+        us[a] = STA_COST_NA;
         if (!sta_algo_selectable(dims, coll, (sta_algo_t)a))
             continue;
-        double us = sta_cost_us(model, dims, coll, (sta_algo_t)a, bytes);
-        if (us < 0.0)
+        us[a] = sta_cost_us(model, dims, coll, (sta_algo_t)a, bytes);
+        if (us[a] < 0.0)
             continue;
-        if (best == STA_ALGO_COUNT || us < best_us - STA_SELECT_TIE_REL * best_us) {
+        if (best == STA_ALGO_COUNT || us[a] < best_us - STA_SELECT_TIE_REL * best_us) {
             best = (sta_algo_t)a;
-            best_us = us;
+            best_us = us[a];
         }
+    }
+    /* Near ties: the least cost with its latency counted twice wins (ties: the cheaper, then
+     * the lower-numbered; best is the first candidate). */
+    if (best != STA_ALGO_COUNT) {
+        double limit = best_us * (1.0 + STA_SELECT_NEAR_REL);
+        double pick_score = best_us + select_latency_us(model, dims, coll, best, bytes);
+        sta_algo_t pick = best;
+        for (int a = 0; a < STA_ALGO_COUNT; a++) {
+            if (a == (int)best || us[a] < 0.0 || us[a] > limit)
+                continue;
+            double score = us[a] + select_latency_us(model, dims, coll, (sta_algo_t)a, bytes);
+            if (score < pick_score - STA_SELECT_TIE_REL * pick_score ||
+                (score <= pick_score + STA_SELECT_TIE_REL * pick_score && us[a] < us[pick])) {
+                pick = (sta_algo_t)a;
+                pick_score = score;
+            }
+        }
+        best = pick;
+        best_us = us[pick];
     }
     if (us_p != NULL)
         *us_p = best_us;

@@ -41,6 +41,16 @@
  * (e.g. ring and recursive allgather at P = 2) never flip-flop. */
 #define STA_SELECT_TIE_REL 1e-9
 
+/* Predictions this close to the cheapest (relative) are a near tie: on a loaded host which of
+ * them runs faster is decided by noise, and the selector weighs latency twice among them (see
+ * sta_select_best): the least exposed to noise wins. 10 %: the regret target of the sweep's 95th
+ * percentile (docs/benchmarks.md), so a near-tie pick costs at most what that target allows. */
+#define STA_SELECT_NEAR_REL 0.10
+
+/* A rate that makes any byte count cost nothing next to an α (1e300 GB/s: n/β < 1e-280 µs),
+ * for an algorithm's latency, its cost with every β and γ infinite. */
+#define STA_SELECT_RATE_INF 1e300
+
 typedef struct sta_select_range {
     size_t upper;               /* inclusive upper bound of the range, bytes */
     sta_algo_t algo;
@@ -76,9 +86,11 @@ strata_status_t sta_select_build(const sta_model_t *model, const sta_dims_t *dim
                                  sta_algo_t forced, sta_select_t *table);
 
 /*
- * What the build picks at one size, computed directly: the selectable algorithm with the
- * lowest sta_cost_us() at `bytes` (a tie within STA_SELECT_TIE_REL to the lower-numbered), its
- * time in *us_p when us_p is not NULL (STA_COST_NA when none applies, and then the return is
+ * What the build picks at one size, computed directly: among the selectable algorithms whose
+ * sta_cost_us() at `bytes` is within STA_SELECT_NEAR_REL of the lowest, the one with the
+ * lowest cost + latency (latency: its cost with every β and γ infinite, the α, ω and
+ * per-round terms, where a scheduler's noise lands); a tie within STA_SELECT_TIE_REL goes to
+ * the cheaper, then to the lower-numbered algorithm. Its time in *us_p when us_p is not NULL (STA_COST_NA when none applies, and then the return is
  * STA_ALGO_COUNT). The tables are made of these choices; planners that cost one size call it
  * instead of building a table. Pure; thread-safe.
  */

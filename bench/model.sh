@@ -7,6 +7,8 @@
 #
 #   sudo bench/model.sh                     # every shape and collective; tables in build/model/
 #   MODEL_SHAPES="2x2s" MODEL_COLLS=allreduce sudo bench/model.sh
+#   MODEL_SHAPES=4x1 MODEL_OUT=build/model/4x1 sudo bench/model.sh     # a sweep in pieces: then
+#   awk -f bench/model_summary.awk build/model/*/*.txt                  # one summary over all
 #
 # Shapes (nodes x ranks per node; nodes are network namespaces with their own /dev/shm):
 #   1x2 1x4     one node, shared memory and loopback
@@ -15,7 +17,8 @@
 # Knobs: BUILD (build), MODEL_SHAPES ("1x2 1x4 2x2s 2x2u 4x1"), MODEL_COLLS ("allreduce
 # reduce_scatter allgather broadcast"), MODEL_RATE (2gbit), MODEL_REPEAT (1: each table is
 # measured that many times, whole sweep after whole sweep, and the summary takes each point's
-# median), MODEL_ARGS (strata-perf's flags). Without root the multi-node shapes run without
+# median), MODEL_ARGS (strata-perf's flags), MODEL_OUT ($BUILD/model: where the tables go; the
+# script empties it of tables first). Without root the multi-node shapes run without
 # namespaces or shaping (STRATA_NODE_ID only), and the summary says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +29,7 @@ SHAPES=${MODEL_SHAPES:-1x2 1x4 2x2s 2x2u 4x1}
 COLLS=${MODEL_COLLS:-allreduce reduce_scatter allgather broadcast}
 REPEAT=${MODEL_REPEAT:-1}
 read -r -a ARGS <<<"${MODEL_ARGS:--b 8 -e 16M -f 4 -n 20 -w 1 -c 1 --rounds 5}"
-OUT=$BUILD/model
+OUT=${MODEL_OUT:-$BUILD/model}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.txt
 [ -x "$BUILD/bin/strata-run" ] && [ -x "$BUILD/bin/strata-perf" ] ||

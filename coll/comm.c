@@ -271,6 +271,10 @@ static strata_status_t comm_select(strata_comm_t *comm)
     status = sta_select_build(&comm->model, &dims, forced, &comm->select);
     if (status != STRATA_OK)
         return sta_ctx_fail(ctx, status, "building the selection tables");
+    /* the pipelined two-tier allreduce sizes its chunks from the same model and dims */
+    ctx->model = &comm->select.model;
+    ctx->dims = &comm->select.dims;
+    ctx->hier_chunk = (size_t)stu_param_int(STU_PARAM_HIER_CHUNK);
     if (ctx->rank == 0)
         sta_select_log(&comm->select);   /* the model's tiers, n*, and the thresholds */
     return STRATA_OK;
@@ -296,6 +300,17 @@ static strata_status_t comm_check_same_tables(strata_comm_t *comm)
             COMM_HASH(comm->select.ranges[c][i].algo);
         }
     }
+    /* the two-tier pipeline's chunks (model and STRATA_HIER_CHUNK): a node's ranks must run
+     * the same shm rounds */
+    const sta_model_t *m = &comm->select.model;
+    const double terms[] = {m->shm.alpha_us, m->shm.beta_gbps, m->net.alpha_us,
+                            m->net.beta_gbps, m->gamma_gbps, m->wake_us};
+    for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
+        uint64_t bits;
+        memcpy(&bits, &terms[i], sizeof(bits));
+        COMM_HASH(bits);
+    }
+    COMM_HASH(comm->ctx.hier_chunk);
 #undef COMM_HASH
     uint64_t *all = calloc((size_t)P, sizeof(*all));
     if (all == NULL)

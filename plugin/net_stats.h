@@ -97,6 +97,15 @@ void stp_stats_close(stt_comm_t *comm);
 /* Adds to the comm's reconnect counter (a transport below reported a failover). */
 void stp_stats_reconnect(stt_comm_t *comm, uint64_t n);
 
+/* Takes the transport's failover count of the comm (stt_comm_t.failovers) as its
+ * reconnect counter: a load and a compare per test, a store when it moved. */
+static inline void stp_stats_failovers(const stt_comm_t *comm)
+{
+    stp_stats_t *s = comm->stats;
+    if (s != NULL && __atomic_load_n(&s->reconnects, __ATOMIC_RELAXED) < comm->failovers)
+        __atomic_store_n(&s->reconnects, (uint64_t)comm->failovers, __ATOMIC_RELAXED);
+}
+
 /*
  * The JSON document (docs/multirail.md, "Telemetry") into buf (len bytes,
  * NUL-terminated when len > 0); returns the length it needs without the NUL,

@@ -266,6 +266,7 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
     void *ev = req->prof;
     strata_status_t status = stt_test(req, &d, got);
     *done = d;
+    stp_stats_failovers(comm);
     if (STU_UNLIKELY(status != STRATA_OK)) {
         stp_stats_error(comm);
         stp_prof_stop(ev);
@@ -293,6 +294,7 @@ static ncclResult_t net_test(void *request, int *done, int *sizes)
 static ncclResult_t net_close_send(void *send_comm)
 {
     if (send_comm != NULL) {
+        stp_stats_failovers(send_comm);
         stp_stats_close(send_comm);
         stt_close_send(send_comm);
     }
@@ -302,6 +304,7 @@ static ncclResult_t net_close_send(void *send_comm)
 static ncclResult_t net_close_recv(void *recv_comm)
 {
     if (recv_comm != NULL) {
+        stp_stats_failovers(recv_comm);
         stp_stats_close(recv_comm);
         stt_close_recv(recv_comm);
     }

@@ -143,6 +143,9 @@ typedef struct stt_comm {
     int dev;                /* the device it was connected or accepted on */
     void *stats;            /* the layer above's per-comm counters (plugin/net_stats.h), set by
                                it after connect/accept; transports never touch it */
+    uint32_t failovers;     /* written by the transport: times traffic moved off a lost
+                               member of a virtual device (0 at connect/accept); the layer
+                               above reads it after test */
 } stt_comm_t;
 
 /* Base of every request. */

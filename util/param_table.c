@@ -25,6 +25,8 @@
 #define PARAM_SOCKBUF_MAX (1ll << 30)
 /* STRATA_SHM_CHUNK: two halves per rank of a 1 GiB chunk is already far past L3. */
 #define PARAM_SHM_CHUNK_MAX (1ll << 30)
+/* STRATA_HIER_CHUNK: a chunk of 1 GiB already leaves nothing to overlap below 2 GiB. */
+#define PARAM_HIER_CHUNK_MAX (1ll << 30)
 /* The GID index goes into ibv_global_route.sgid_index, a uint8_t (infiniband/verbs.h). */
 #define PARAM_GID_INDEX_MAX 255
 
@@ -131,6 +133,11 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_SHM_CHUNK] = {"STRATA_SHM_CHUNK", STU_PARAM_TYPE_INT, "1M",
         "bytes per rank and pipeline stage in the intra-node shared-memory segment",
         .min = 1, .max = PARAM_SHM_CHUNK_MAX},
+    [STU_PARAM_HIER_CHUNK] = {"STRATA_HIER_CHUNK", STU_PARAM_TYPE_INT, "0",
+        "bytes per chunk of the pipelined two-tier allreduce over several nodes (a chunk's"
+        " shared-memory phases overlap the network phase of the next); 0: the cost model's"
+        " optimum, sqrt(n x per-chunk latency / per-byte fill cost); the same on every rank",
+        .min = 0, .max = PARAM_HIER_CHUNK_MAX},
     [STU_PARAM_ALGO] = {"STRATA_ALGO", STU_PARAM_TYPE_STR, "auto",
         "collective algorithm: auto (the cost model picks per size), ring, recursive,"
         " hierarchical or leader; where it does not apply the model's choice is used"},

@@ -87,6 +87,8 @@ typedef struct stb_np_ctx {
     int netns_rails;    /* --netns-rails: 0, or a local run between two emulated nodes with
                            this many rails (tools/lib/tool_netns.h) */
     const char *rail_rate;  /* --rail-rate: tbf rate of every rail, tc syntax; NULL: none */
+    int rail_down;          /* --rail-down R@MS: the rail taken down in the server's node, -1 */
+    int rail_down_ms;       /* ... this long after the two sides started */
     int local;          /* forked pair on one host */
     int client;
     int greeted;        /* the hello is done (a --listen server checks it before the run) */

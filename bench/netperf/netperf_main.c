@@ -447,6 +447,15 @@ static int np_run_netns(stb_np_ctx_t *np)
     }
     close(fds[0]);
     close(fds[1]);
+    if (ok && np->rail_down >= 0) {
+        /* the failover measurement: the server's (receiver's) end of a rail goes away */
+        usleep((useconds_t)np->rail_down_ms * 1000u);
+        printf("# rail %d down in the server's node after %d ms\n", np->rail_down,
+               np->rail_down_ms);
+        fflush(stdout);
+        if (stb_netns_rail_link(&ns, 0, np->rail_down, 0) != STRATA_OK)
+            stb_log_err("--rail-down: cannot take rail %d down", np->rail_down);
+    }
     for (int side = 0; side < 2; side++) {
         if (pids[side] > 0 &&
             stb_proc_wait(pids[side], stu_deadline_ms(np->cfg.timeout_ms), &ws[side]) !=

@@ -61,6 +61,7 @@ enum {
     OPT_RUNS,
     OPT_NETNS_RAILS,
     OPT_RAIL_RATE,
+    OPT_RAIL_DOWN,
     OPT_BIND,
 };
 
@@ -88,6 +89,7 @@ static const struct option np_long_opts[] = {
     {"runs", required_argument, NULL, OPT_RUNS},
     {"netns-rails", required_argument, NULL, OPT_NETNS_RAILS},
     {"rail-rate", required_argument, NULL, OPT_RAIL_RATE},
+    {"rail-down", required_argument, NULL, OPT_RAIL_DOWN},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -132,6 +134,8 @@ static void np_usage(FILE *out)
         "      --netns-rails N    run between two emulated nodes (namespaces) joined by N rails\n"
         "                         (1..4, one veth each: veth0, veth1, ...; needs root)\n"
         "      --rail-rate R      shape every rail with tbf at R (tc syntax: 1gbit, 500mbit)\n"
+        "      --rail-down R@MS   take rail R down in the server's node MS ms after the start\n"
+        "                         (failover of a virtual NIC: STRATA_NET_FUSE=all)\n"
         "      --csv              CSV rows (lines starting with '#' are comments)\n"
         "  -v, --verbose          plugin INFO logs and progress on stderr\n"
         "  -h, --help             this text\n"
@@ -172,6 +176,7 @@ static void np_ctx_init(stb_np_ctx_t *ctx)
     ctx->cfg.window = NP_DEFAULT_WINDOW;
     ctx->cfg.check = 1;
     ctx->cfg.runs = 1;
+    ctx->rail_down = -1;
     /* Any value will do as long as both ends use it; the client's is sent to the server. */
     ctx->cfg.comm_id = ((uint64_t)getpid() << 32) ^ stu_time_ns();
     ctx->cfg.timeout_ms = NP_DEFAULT_TIMEOUT_S * 1000;
@@ -219,6 +224,11 @@ static int np_opts_validate(stb_np_ctx_t *ctx)
     if (ctx->netns_rails > 0 && (ctx->listen || ctx->connect != NULL || cfg->raw)) {
         stb_log_err("--netns-rails is a local run of the plugin: no --listen, --connect, --raw");
         return -1;
+    }
+    if (ctx->rail_down >= ctx->netns_rails && ctx->rail_down >= 0) {
+        stb_log_err("--rail-down %d: the run has %d rail(s) (--netns-rails)", ctx->rail_down,
+                    ctx->netns_rails);
+        return STRATA_ERR_INVALID;
     }
     if (ctx->rail_rate != NULL &&
         (ctx->netns_rails == 0 || stb_run_rate_parse(ctx->rail_rate, &bps) != STRATA_OK)) {
@@ -288,6 +298,16 @@ int stb_np_opts_parse(stb_np_ctx_t *ctx, int argc, char **argv)
                                &ctx->netns_rails);
             break;
         case OPT_RAIL_RATE: ctx->rail_rate = optarg; break;
+        case OPT_RAIL_DOWN: {
+            char tail = 0;
+            if (sscanf(optarg, "%d@%d%c", &ctx->rail_down, &ctx->rail_down_ms, &tail) != 2 ||
+                ctx->rail_down < 0 || ctx->rail_down >= STB_NETNS_MAX_RAILS ||
+                ctx->rail_down_ms < 0) {
+                stb_log_err("--rail-down '%s': RAIL@MS, a rail index and milliseconds", optarg);
+                bad = 1;
+            }
+            break;
+        }
         case 'v': stb_log_verbose = 1; break;
         case 'h': np_usage(stdout); return 0;
         default: bad = 1; break;

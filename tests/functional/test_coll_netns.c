@@ -31,14 +31,18 @@
 typedef struct ns_rank_arg {
     int rank, nranks, node;
     const char *algo;
+    const char *chunk;   /* STRATA_HIER_CHUNK, or NULL for the model's */
+    size_t max_count;    /* the largest allreduce to run; 0: all sizes */
 } ns_rank_arg_t;
 
-static int ns_allreduce_sizes(strata_comm_t *comm, int rank)
+static int ns_allreduce_sizes(strata_comm_t *comm, int rank, size_t max_count)
 {
     static const size_t sizes[] = {0, 1, 4099, 1 << 20};
     const int P = strata_comm_nranks(comm);
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         size_t n = sizes[s];
+        if (max_count > 0 && n > max_count)
+            break;
         for (int t = 0; t < STRATA_DTYPE_COUNT; t += 3) {
             size_t esz = strata_dtype_size((strata_dtype_t)t);
             char *buf = malloc(n * esz + 1);
@@ -86,6 +90,8 @@ static int ns_rank_main(void *varg, int ctl)
     setenv("STRATA_ALGO", algo, 1);
     setenv("STRATA_SOCKET_IFNAME", "=" STB_NETNS_IFNAME, 1);
     setenv("STRATA_TIMEOUT", "120000", 1);
+    if (a->chunk != NULL)
+        setenv("STRATA_HIER_CHUNK", a->chunk, 1);
     strata_comm_config_init(&cfg);
     cfg.rank = a->rank;
     cfg.nranks = a->nranks;
@@ -98,14 +104,15 @@ static int ns_rank_main(void *varg, int ctl)
         return 13;
     }
     int rc = strata_comm_nnodes(comm) != a->nranks / NS_PER_NODE ? 14
-             : ns_allreduce_sizes(comm, a->rank) != 0              ? 1
+             : ns_allreduce_sizes(comm, a->rank, a->max_count) != 0              ? 1
              /* every forced algorithm applies to allreduce on these equal nodes */
              : sts_ranks_check_algos(comm, a->algo, STS_COLL_BIT(STA_COLL_ALLREDUCE), 0);
     strata_comm_destroy(comm);
     return rc;
 }
 
-static void ns_run(int nodes, const char *algo, const char *qdisc)
+static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const char *chunk,
+                         size_t max_count)
 {
     stb_netns_t net;
     ns_rank_arg_t args[16];
@@ -120,7 +127,7 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
     for (int n = 0; qdisc != NULL && n < nodes; n++)
         assert_ok(stb_netns_shape(&net, n, qdisc));
     for (int r = 0; r < P; r++) {
-        args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo};
+        args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo, chunk, max_count};
         assert_int_equal(sts_peer_fork(&peers[r], &net, args[r].node, ns_rank_main, &args[r]),
                          0);
     }
@@ -142,7 +149,38 @@ static void ns_run(int nodes, const char *algo, const char *qdisc)
     assert_int_equal(failed, 0);
 }
 
+static void ns_run(int nodes, const char *algo, const char *qdisc)
+{
+    ns_run_chunk(nodes, algo, qdisc, NULL, 0);
+}
+
 static void test_two_nodes_hierarchical(void **state) { ns_run(2, "hierarchical", NULL); }
+
+/*
+ * The pipelined two-tier allreduce (algos/hier_pipe.c) at its chunk boundaries: a chunk of
+ * 4100 bytes divides no size of ns_allreduce_sizes and no element size but 1, 2 and 4
+ * (doubles: 512 elements a chunk, the last one short); 1 element is a single, partial
+ * chunk; 2^20 elements are hundreds of chunks, far more than the two rings in flight and the
+ * shm segment's two slot halves. 3 nodes make each chunk's ring 4 steps, so the next chunk's
+ * ring waits for the last one's posts. A chunk of one element gives every local rank but
+ * one an empty block of every chunk (up to 4099 elements: a chunk costs a few round trips).
+ */
+static void test_two_nodes_hier_chunk_boundaries(void **state)
+{
+    ns_run_chunk(2, "hierarchical", NULL, "4100", 0);
+}
+static void test_two_nodes_leader_chunk_boundaries(void **state)
+{
+    ns_run_chunk(2, "leader", NULL, "4100", 0);
+}
+static void test_three_nodes_hier_chunks(void **state)
+{
+    ns_run_chunk(3, "hierarchical", NULL, "65536", 0);
+}
+static void test_two_nodes_hier_one_element_chunks(void **state)
+{
+    ns_run_chunk(2, "hierarchical", NULL, "1", 4099);   /* 4099 chunks at most */
+}
 static void test_two_nodes_auto_shaped(void **state)
 {
     ns_run(2, "auto", "tbf rate 1gbit burst 32kb latency 50ms");
@@ -154,6 +192,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_nodes_hierarchical),
+        cmocka_unit_test(test_two_nodes_hier_chunk_boundaries),
+        cmocka_unit_test(test_two_nodes_leader_chunk_boundaries),
+        cmocka_unit_test(test_three_nodes_hier_chunks),
+        cmocka_unit_test(test_two_nodes_hier_one_element_chunks),
         cmocka_unit_test(test_two_nodes_auto_shaped),
         cmocka_unit_test(test_three_nodes_ring),
         cmocka_unit_test(test_four_nodes_recursive),

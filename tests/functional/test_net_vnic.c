@@ -12,11 +12,17 @@
  *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
  *   - STRATA_NET_FUSE=off leaves makeVDevice NULL in the table (NCCL then never asks)
  *     and a direct request is refused;
- *   - one member's link taken down in the middle of a stream (ip link set veth1
- *     down in the sender's node) fails both ends' requests with an error within
- *     STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang. Moving the
- *     traffic to the surviving member (failover) is not done yet: this case
- *     checks the detection path only (docs/multirail.md, "Failover").
+ *   - failover: rail 1 taken down (ip link set veth1 down, in the receiver's node
+ *     with either end's timeout the shorter, and in the sender's node) in the middle
+ *     of a stream of striped (4 MiB + 7), rotated (64 KiB, 300000 B) and small
+ *     messages, four in flight: every message arrives once, in order, with its own
+ *     bytes (each carries its index), the stream finishes on rail 0, and each end's
+ *     telemetry counts one reconnect and exactly the bytes and messages moved
+ *     (docs/multirail.md, "Failover");
+ *   - both rails taken down in the middle of a stream fail both ends' requests with
+ *     an error within STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang;
+ *     so does rail 0 alone (the member of socket 0, which carries the headers, does
+ *     not fail over).
  *
  * Needs root (namespaces); skips otherwise. Children report through their
  * exit status and a RESULT message; nothing outlives a test.
@@ -32,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "strata/net_stats.h"
 #include "sts_net.h"
 #include "sts_proc.h"
 #include "sts_util.h"
@@ -46,17 +53,29 @@ static const size_t vnic_sizes[] = {0,         1,         4095,      4096,     6
                                     24 << 20,  100000,    300000,    8191,     4 << 20};
 #define VNIC_NSIZES ((int)(sizeof(vnic_sizes) / sizeof(vnic_sizes[0])))
 
-typedef enum { VNIC_MAKE, VNIC_FORCED, VNIC_FORBIDDEN, VNIC_MEMBER_DOWN } vnic_mode_t;
+typedef enum {
+    VNIC_MAKE, VNIC_FORCED, VNIC_FORBIDDEN, VNIC_MEMBER_DOWN, VNIC_FAILOVER
+} vnic_mode_t;
 
 /* The member-down case: the user timeout it sets, and how long past it an error may take. */
 #define VNIC_DOWN_USER_TIMEOUT_MS "3000"
 #define VNIC_DOWN_BOUND_S 60.0
+#define VNIC_SLOW_USER_TIMEOUT_MS "12000"
 #define VNIC_DOWN_MSG (4u << 20)
 
 typedef struct vnic_job {
     vnic_mode_t mode;
     int receiver;
+    const char *user_timeout;  /* STRATA_SOCKET_USER_TIMEOUT of this end; NULL: inherited */
 } vnic_job_t;
+
+/* The failover stream: batches of these sizes in flight together; message k of batch b
+ * carries pattern seed b * VNIC_FO_BATCH + k, and the small first one says whether its
+ * batch is the last. */
+static const size_t vnic_fo_sizes[] = {64, (4u << 20) + 7, 65536, 300000};
+#define VNIC_FO_BATCH ((int)(sizeof(vnic_fo_sizes) / sizeof(vnic_fo_sizes[0])))
+#define VNIC_FO_READY_AFTER 4      /* batches before the parent takes the rail down */
+#define VNIC_FO_AFTER 20           /* batches the sender streams after its failover */
 
 #define CHILD_CHECK(cond, ...)                                                          \
     do {                                                                                \
@@ -219,6 +238,101 @@ static int vnic_stream_until_error(int ctl, stb_plugin_t *pl, void *comm, int re
     return 0;
 }
 
+/* A counter of this process's telemetry document (the first occurrence of name). */
+static long long vnic_stats_field(stb_plugin_t *pl, const char *name)
+{
+    strata_net_stats_json_fn json =
+        (strata_net_stats_json_fn)stb_plugin_dlsym(pl, "strata_net_stats_json");
+    char doc[8192], key[64];
+
+    if (json == NULL || json(doc, sizeof(doc)) >= sizeof(doc))
+        return -1;
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *hit = strstr(strstr(doc, "\"connections\"") ? strstr(doc, "\"connections\"")
+                                                               : doc, key);
+    return hit == NULL ? -1 : strtoll(hit + strlen(key), NULL, 10);
+}
+
+/*
+ * The failover stream. The sender keeps going until VNIC_FO_AFTER batches after its
+ * comm counted a reconnect (or the deadline), then marks the last batch; the receiver
+ * follows the marks. READY after VNIC_FO_READY_AFTER batches. Both ends then check
+ * their telemetry against what moved.
+ */
+static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+{
+    sts_net_buf_t b[VNIC_FO_BATCH];
+    sts_net_req_t req[VNIC_FO_BATCH];
+    uint64_t deadline = sts_deadline(VNIC_TIMEOUT_S), t = stu_time_ns(), stall = 0;
+    unsigned long long bytes = 0, msgs = 0;
+    int batch = 0, last = 0, after = -1;
+
+    for (int k = 0; k < VNIC_FO_BATCH; k++)
+        CHILD_CHECK(sts_net_buf_get(pl, &b[k], comm, vnic_fo_sizes[k]) == ncclSuccess, "buffer");
+    for (; !last; batch++) {
+        if (!receiver && after < 0 && vnic_stats_field(pl, "reconnects") > 0)
+            after = 0;
+        if (!receiver)
+            last = (after >= 0 && ++after >= VNIC_FO_AFTER) || stu_deadline_passed(deadline);
+        for (int k = 0; k < VNIC_FO_BATCH; k++) {
+            size_t size = vnic_fo_sizes[k];
+            int tag = 9;
+            uint32_t seed = (uint32_t)(batch * VNIC_FO_BATCH + k);
+            req[k] = (sts_net_req_t){.result = ncclInProgress};
+            if (receiver) {
+                void *data = b[k].data;
+                memset(data, 0, size);
+                CHILD_CHECK(sts_net_irecv_retry(pl, comm, 1, &data, &size, &tag, &b[k].mh, NULL,
+                                                0, deadline, &req[k].req) == ncclSuccess,
+                            "irecv");
+                continue;
+            }
+            sts_pattern_fill(b[k].data, size, seed);
+            if (k == 0)
+                ((unsigned char *)b[k].data)[0] = (unsigned char)last;
+            CHILD_CHECK(sts_net_isend_retry(pl, comm, b[k].data, size, tag, b[k].mh, NULL, 0,
+                                            deadline, &req[k].req) == ncclSuccess, "isend");
+        }
+        CHILD_CHECK(sts_net_wait_all(pl, req, VNIC_FO_BATCH, deadline) == 0,
+                    "batch %d timed out", batch);
+        for (int k = 0; k < VNIC_FO_BATCH; k++) {
+            CHILD_CHECK(req[k].result == ncclSuccess, "batch %d message %d: %s", batch, k,
+                        stb_plugin_result_str(req[k].result));
+            bytes += vnic_fo_sizes[k];
+            msgs++;
+            if (!receiver)
+                continue;
+            unsigned char *data = (unsigned char *)b[k].data;
+            CHILD_CHECK(req[k].sizes[0] == (int)vnic_fo_sizes[k], "batch %d message %d: %d"
+                        " bytes", batch, k, req[k].sizes[0]);
+            if (k == 0) {
+                last = data[0];
+                sts_pattern_fill(b[k].data, 1, (uint32_t)(batch * VNIC_FO_BATCH));
+            }
+            size_t bad = sts_pattern_check(data, vnic_fo_sizes[k],
+                                           (uint32_t)(batch * VNIC_FO_BATCH + k));
+            CHILD_CHECK(bad == SIZE_MAX, "batch %d message %d: byte %zu differs", batch, k, bad);
+        }
+        if (batch + 1 == VNIC_FO_READY_AFTER)
+            CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_READY, NULL, 0) == 0, "READY");
+        uint64_t now = stu_time_ns();
+        stall = now - t > stall ? now - t : stall;   /* printed, never asserted */
+        t = now;
+    }
+    for (int k = 0; k < VNIC_FO_BATCH; k++)
+        sts_net_buf_put(pl, &b[k]);
+    CHILD_CHECK(receiver || after >= 0, "no failover counted within %.0f s", VNIC_TIMEOUT_S);
+    long long rec = vnic_stats_field(pl, "reconnects");
+    long long got_bytes = vnic_stats_field(pl, "bytes"), got_msgs = vnic_stats_field(pl, "msgs");
+    CHILD_CHECK(rec == 1, "telemetry: %lld reconnects, want 1", rec);
+    CHILD_CHECK(got_bytes == (long long)bytes && got_msgs == (long long)msgs,
+                "telemetry: %lld bytes in %lld messages, moved %llu in %llu", got_bytes,
+                got_msgs, bytes, msgs);
+    sts_ctl_result(ctl, 0, "%d batches, %llu bytes, one failover; longest batch %.0f ms",
+                   batch, bytes, (double)stall / 1e6);
+    return 0;
+}
+
 static int vnic_child(void *arg, int ctl)
 {
     const vnic_job_t *job = arg;
@@ -230,9 +344,13 @@ static int vnic_child(void *arg, int ctl)
     void *listen = NULL, *comm = NULL;
     int dev = -1;
 
+    if (job->user_timeout != NULL)
+        setenv("STRATA_SOCKET_USER_TIMEOUT", job->user_timeout, 1);
     CHILD_CHECK(stb_plugin_load(NULL, 11, 0, &pl, why, sizeof(why)) == STRATA_OK, "%s", why);
     CHILD_CHECK(stb_plugin_init(pl, 0x7653) == ncclSuccess, "init");
-    if (vnic_device(ctl, pl, job->mode == VNIC_MEMBER_DOWN ? VNIC_MAKE : job->mode, &dev) != 0)
+    vnic_mode_t dmode = job->mode == VNIC_MEMBER_DOWN || job->mode == VNIC_FAILOVER ? VNIC_MAKE
+                                                                                  : job->mode;
+    if (vnic_device(ctl, pl, dmode, &dev) != 0)
         return 1;
     if (job->mode == VNIC_FORBIDDEN) {
         stb_plugin_finalize(pl);
@@ -251,8 +369,10 @@ static int vnic_child(void *arg, int ctl)
         CHILD_CHECK(sts_net_connect_wait(pl, dev, handle, deadline, &comm) == ncclSuccess,
                     "connect");
     }
-    if (job->mode == VNIC_MEMBER_DOWN) {
-        int rc = vnic_stream_until_error(ctl, pl, comm, job->receiver);
+    if (job->mode == VNIC_MEMBER_DOWN || job->mode == VNIC_FAILOVER) {
+        int rc = job->mode == VNIC_FAILOVER ? vnic_failover_stream(ctl, pl, comm, job->receiver)
+                                            : vnic_stream_until_error(ctl, pl, comm,
+                                                                      job->receiver);
         job->receiver ? stb_plugin_close_recv(pl, comm) : stb_plugin_close_send(pl, comm);
         if (listen != NULL)
             stb_plugin_close_listen(pl, listen);
@@ -329,9 +449,21 @@ static int vnic_teardown(void **state)
     return rc;
 }
 
-static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode)
+/* Which links go down in the member-down modes: node (0 receiver, 1 sender), rails; the
+ * end whose user timeout is longer (so the other end sees the loss first), -1: neither. */
+typedef struct vnic_cut {
+    int node;
+    int rails[VNIC_RAILS];
+    int nrails;
+    int slow_end;
+} vnic_cut_t;
+
+static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode, const vnic_cut_t *cut)
 {
     vnic_job_t rjob = {.mode = mode, .receiver = 1}, sjob = {.mode = mode, .receiver = 0};
+
+    if (cut != NULL && cut->slow_end >= 0)
+        (cut->slow_end ? &sjob : &rjob)->user_timeout = VNIC_SLOW_USER_TIMEOUT_MS;
     sts_peer_t kids[2];
     uint8_t handle[STB_PLUGIN_HANDLE_SIZE];
     char msg[STS_CTL_MAX];
@@ -348,13 +480,15 @@ static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode)
         }
         assert_int_equal(sts_ctl_send(kids[1].fd, STS_CTL_HANDLE, handle, sizeof(handle)), 0);
     }
-    if (mode == VNIC_MEMBER_DOWN) {
+    if (cut != NULL) {
         for (int k = 0; k < 2; k++)
             if (sts_ctl_expect(kids[k].fd, STS_CTL_READY, NULL, 0, deadline) != 0) {
                 sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), sts_deadline(5.0));
                 fail_msg("%s never streamed: %s", k ? "sender" : "receiver", msg);
             }
-        assert_int_equal(stb_netns_rail_link(&fix->net, 1, 1, 0), STRATA_OK);
+        for (int r = 0; r < cut->nrails; r++)
+            assert_int_equal(stb_netns_rail_link(&fix->net, cut->node, cut->rails[r], 0),
+                             STRATA_OK);
     }
     for (int k = 0; k < 2; k++) {
         int32_t status = sts_ctl_wait_result(kids[k].fd, msg, sizeof(msg), deadline);
@@ -368,27 +502,65 @@ static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode)
 static void vnic_made_by_nccl(void **state)
 {
     unsetenv("STRATA_NET_FUSE");
-    vnic_run(*state, VNIC_MAKE);
+    vnic_run(*state, VNIC_MAKE, NULL);
 }
 
 static void vnic_forced_by_param(void **state)
 {
     setenv("STRATA_NET_FUSE", "all", 1);
-    vnic_run(*state, VNIC_FORCED);
+    vnic_run(*state, VNIC_FORCED, NULL);
 }
 
 static void vnic_forbidden(void **state)
 {
     setenv("STRATA_NET_FUSE", "off", 1);
-    vnic_run(*state, VNIC_FORBIDDEN);
+    vnic_run(*state, VNIC_FORBIDDEN, NULL);
 }
 
-static void vnic_member_down_fails_bounded(void **state)
+static void vnic_cut_run(void **state, vnic_mode_t mode, vnic_cut_t cut)
 {
     unsetenv("STRATA_NET_FUSE");
     setenv("STRATA_SOCKET_USER_TIMEOUT", VNIC_DOWN_USER_TIMEOUT_MS, 1);
-    vnic_run(*state, VNIC_MEMBER_DOWN);
+    vnic_run(*state, mode, &cut);
     setenv("STRATA_SOCKET_USER_TIMEOUT", "10000", 1);
+}
+
+/* A link down in the receiver's node, the receiver's timeout the longer one: the sender's
+ * retransmissions go unanswered and it finds the loss (TCP_USER_TIMEOUT, or its watch). */
+static void vnic_failover_sender_finds(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {1}, .nrails = 1, .slow_end = 0});
+}
+
+/* The same link, the sender's timeout the longer one: when the receiver is owed bytes, its
+ * keepalive finds the loss and tells the sender (SUSPECT); when it already holds every
+ * byte (only acknowledgements were lost), the sender's watch finds it at its own timeout.
+ * Which of the two happens depends on what was in flight. */
+static void vnic_failover_sender_slower(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {1}, .nrails = 1, .slow_end = 1});
+}
+
+/* A link down in the sender's node: its sockets on that rail fail at once (the network is
+ * unreachable), which the sender's kernel never times out by itself. */
+static void vnic_failover_sender_link(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 1, .rails = {1}, .nrails = 1, .slow_end = -1});
+}
+
+static void vnic_both_rails_down_fails_bounded(void **state)
+{
+    vnic_cut_run(state, VNIC_MEMBER_DOWN, (vnic_cut_t){.node = 1, .rails = {0, 1}, .nrails = 2,
+                                                    .slow_end = -1});
+}
+
+static void vnic_rail0_down_fails_bounded(void **state)
+{
+    vnic_cut_run(state, VNIC_MEMBER_DOWN, (vnic_cut_t){.node = 1, .rails = {0}, .nrails = 1,
+                                                    .slow_end = -1});
 }
 
 int main(void)
@@ -397,8 +569,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(vnic_made_by_nccl, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_forced_by_param, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_forbidden, vnic_setup, vnic_teardown),
-        cmocka_unit_test_setup_teardown(vnic_member_down_fails_bounded, vnic_setup,
+        cmocka_unit_test_setup_teardown(vnic_failover_sender_finds, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_sender_slower, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_sender_link, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_both_rails_down_fails_bounded, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_rail0_down_fails_bounded, vnic_setup,
                                         vnic_teardown),
     };
+    if (getenv("STS_FILTER") != NULL)       /* one case: STS_FILTER=vnic_failover_sender_finds */
+        cmocka_set_test_filter(getenv("STS_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,12 +90,14 @@ static void test_ring_effective_bandwidth(void **state)
 
 /*
  * 32-way allreduce over 4 nodes of 8 GPUs on NVSwitch (450 GB/s per direction, α 1 µs) with
- * one 400 Gb/s NIC per node (50 GB/s, α 2 µs). Hierarchical at n = 10^9 B, γ out of the way:
- *   [7·1 + 7/8·10^9/450e3] + [2·3·2 + 2·3/4·10^9/50e3] + [7·1 + 7/8·10^9/450e3]
- *   = 1951.444 + 30012 + 1951.444 = 33914.889 µs: 29.49 GB/s of algorithm bandwidth.
- * The flat ring crosses a node at every step on the one NIC: 62·(2 + 10^9/32/50e3) =
- * 38874 µs, 25.7 GB/s, so the library's choice is hierarchical. The inter-node phase alone
- * would give 1/(1.5/50) = 33.3 GB/s; the node's two phases take it to 29.5.
+ * one 400 Gb/s NIC per node (50 GB/s, α 2 µs). Hierarchical at n = 10^9 B, γ out of the way,
+ * pipelined in chunks of c: in = out = 7·1 + 7/8·c/450e3, net = 2·3·2 + 2·3/4·c/50e3 (the
+ * slower stage: a_b = 12, r_b = 3·10^-5; the node's a_o = 14, r_o = 2·7/8/450e3):
+ *   t = 14 + 30000 + 2·sqrt(10^9·12·r_o) = 30446.05 µs: 32.84 GB/s of algorithm bandwidth
+ * (one phase after the other: 33914.889 µs, 29.49 GB/s). The flat ring crosses a node at
+ * every step on the one NIC: 62·(2 + 10^9/32/50e3) = 38874 µs, 25.7 GB/s, so the library's
+ * choice is hierarchical. The inter-node phase alone would give 1/(1.5/50) = 33.3 GB/s; the
+ * pipeline's fill and drain take it to 32.8.
  */
 static void test_hierarchical_switch(void **state)
 {
@@ -107,8 +109,9 @@ static void test_hierarchical_switch(void **state)
     m.net = (sta_tier_t){.alpha_us = 2.0, .beta_gbps = 50.0};
     m.gamma_gbps = 1e15;
     us = sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 1000 * MB);
-    assert_true(fabs(us - (14.0 + 12.0 + 2 * 7.0 / 8 * 1e9 / 450e3 + 1.5 * 1e9 / 50e3)) < 1e-3);
-    assert_true(fabs(1e9 / (us * 1e3) - 29.48558) < 1e-4);
+    assert_true(fabs(us - (14.0 + 1.5 * 1e9 / 50e3 +
+                           2 * sqrt(1e9 * 12.0 * (2 * 7.0 / 8 / 450e3)))) < 1e-3);
+    assert_true(fabs(1e9 / (us * 1e3) - 32.84502) < 1e-4);
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 1000 * MB),
               62 * (2 + 1e9 / 32 / 50e3) + 31.0 / 32 * 1e9 / 1e18);
     assert_int_equal(sta_select_best(&m, &d, STA_COLL_ALLREDUCE, 1000 * MB, &us),
@@ -123,9 +126,11 @@ static void test_two_tier_phases(void **state)
     sta_model_t m = model_k(STA_INTRA_SWITCH);
     sta_dims_t d = dims_of(2, 2, 1);
 
-    /* allreduce: RS_s = 1·1 + 1/2·(100 + 100) = 101; net 2·20 + 1000 + 1/2·(5·10^5)/γ = 1065;
-     * AG_s = 1 + 1/2·100 = 51 -> 1217 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1217.0);
+    /* allreduce, pipelined in chunks of c: RS_s = 1·1 + 1/2·(c/β_s + c/γ) = 1 + 0.0001·c;
+     * net = 2·20 + c/10^3 + 1/2·(c/2)/γ = 40 + 0.001025·c; AG_s = 1 + 0.00005·c:
+     * 2 + 1025 + 2·sqrt(10^6·40·0.00015) (one after the other: 101 + 1065 + 51 = 1217) */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
+              1027.0 + 2 * sqrt(6000.0));
     /* reduce_scatter: no permutation off shm: 101 + [20 + 500 + 25] = 646 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 646.0);
     /* allgather: [20 + 1/2·(5·10^5)/1e3·2] + 51 = 520 + 51 = 571 */
@@ -142,7 +147,7 @@ static void test_two_tier_phases(void **state)
               40.0 + 1000.0 + 50.0);
     sta_model_t shm = model_k(STA_INTRA_SHM);
     assert_us(sta_cost_us(&shm, &one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
-              101.0 + 1090.0 + 101.0);
+              1052.0 + 2 * sqrt(8000.0));   /* pipelined as in test_cost_model */
 }
 
 /* Recursive doubling on one node of 4, n = 10^6 B: at distance 2 = L/2 the two pairs

@@ -1,7 +1,8 @@
 /*
  * Unit tests of the α-β cost model: every formula against numbers worked out
  * by hand in the comments, edge dims (P = 1, N = 1, L = 1, non-powers of two),
- * applicability, names, the STRATA_ALGO parser and n* = α·β.
+ * applicability, names, the STRATA_ALGO parser and n* = α·β; the one-node terms
+ * (one-pass allreduce, k-input reductions, yield waits), monotonicity in n, identical tables.
  *
  * The hand model, M: shm α = 1 µs, β = 10 GB/s; net α = 20 µs, β = 1 GB/s;
  * γ = 10 GB/s; ω = 0 (and dims leave the host unknown: no wake-ups) unless a test says. At n = 10^6 B: n/β_n = 1000 µs, n/β_s = 100 µs, n/γ = 100 µs.
@@ -13,11 +14,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "algos/cost_model.h"
 #include "algos/node_shm.h"
+#include "algos/select.h"
 
 #define MB 1000000
 
@@ -54,12 +57,17 @@ static void test_allreduce(void **state)
      * 20 + 2·100 + 100 = 320. Distance 2: both ranks of a node on one NIC, σ = 2:
      * 20 + 2·1000 + 100 = 2120. -> 2540 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2540.0);
-    /* hierarchical: [1 + 100 + 1/2·100] = 151
-     *   + [2·1·20 + 2·1/2·10^6/(1·1 GB/s) + 1/2·(10^6/2)/γ] = 40 + 1000 + 25 = 1065
-     *   + [1 + 100] = 101 -> 1317 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1317.0);
-    /* leader: [1 + 100 + (2-1)·100] = 201 + [40 + 1000 + 1/2·100] = 1090 + 101 -> 1392 */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 1392.0);
+    /* hierarchical, pipelined in chunks of c bytes: in = [1 + c/10^4 + 1/2·c/γ],
+     * net = [2·1·20 + 2·1/2·c/(1 GB/s) + 1/2·(c/2)/γ] = 40 + 0.001025·c, out = [1 + c/10^4].
+     * The ring is the slower stage (a_b = 40 µs a chunk); the node's phases fill and drain
+     * (a_o = 2, r_o = 0.00025 µs/B): c* = sqrt(10^6·40/0.00025) = 4·10^5, K = 2.5, and
+     * t = a_o + n·r_b + 2·sqrt(n·a_b·r_o) = 2 + 1025 + 2·sqrt(10^4) = 1227
+     * (one after the other, K = 1: 151 + 1065 + 101 = 1317) */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1227.0);
+    /* leader: in = [1 + c/10^4 + (2-1)·c/γ], net = 40 + 0.00105·c, out = [1 + c/10^4]:
+     * a_o = 2, r_o = 0.0003: 2 + 1050 + 2·sqrt(10^6·40·0.0003) */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB),
+              1052.0 + 2 * sqrt(12000.0));
 }
 
 static void test_allreduce_shapes(void **state)
@@ -75,19 +83,22 @@ static void test_allreduce_shapes(void **state)
     assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4880.0);
     /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 100 + 320 + (20 + 1000 + 100) */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1540.0);
-    /* hierarchical with 2 rails: net bracket 40 + 2·1/2·10^6/(2 GB/s) = 500, + 25 -> 565;
-     * 151 + 565 + 101 = 817 */
-    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 817.0);
-    /* N = 1: no net bracket. hierarchical 151 + 101 = 252; leader 201 + 101 = 302;
+    /* hierarchical with 2 rails: net = 40 + 2·1/2·c/(2 GB/s) + c/(4γ) = 40 + 0.000525·c,
+     * still the slower stage: 2 + 525 + 2·sqrt(10^6·40·0.00025) = 727 */
+    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 727.0);
+    /* N = 1: no net bracket. hierarchical is the one-pass allreduce: 10^6 B is one 1 MiB
+     * chunk, 2 rounds (2·1), half the input copied in (50), a 2-input pass over the 5·10^5 B
+     * block (50), all of it copied out (100) = 202; leader 201 + 101 = 302;
      * flat steps stay in the node (two copies at β_s): ring over P = 2:
      * 100 + 2·(20 + 2·50) + 50 = 390; recursive: 100 + 20 + 2·100 + 100 = 420 */
-    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 252.0);
+    assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 202.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 390.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 420.0);
-    /* L = 1: the shm brackets stay (a copy each): [1 + 100 + 0] + ring of 2 (1090) + [101];
-     * the flat ring: 100 + 1090 */
-    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1292.0);
+    /* L = 1: the shm phases stay (a copy each: in = out = 1 + c/10^4), net = 40 + 0.00105·c:
+     * 2 + 1050 + 2·sqrt(10^6·40·0.0002); the flat ring: 100 + 1090 */
+    assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
+              1052.0 + 2 * sqrt(8000.0));
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1190.0);
 }
 
@@ -116,13 +127,13 @@ static void test_reduce_scatter_allgather(void **state)
      * + permute 100 = 721 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 721.0);
     /* one node of 4, ranks in order: rail-major order is rank order, nothing to permute:
-     * reduce_scatter [1 + 100 + 3/4·100] = 176, allgather [1 + 100] = 101; with the
-     * placement unknown the permutation's 100 comes back */
+     * reduce_scatter [1 + 100 + a 4-input pass into n/4: 5/3·25] = 142.67, allgather
+     * [1 + 100] = 101; with the placement unknown the permutation's 100 comes back */
     sta_dims_t one = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1, .contiguous = 1};
-    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 176.0);
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 101 + 125.0 / 3);
     assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 101.0);
     one.contiguous = 0;
-    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 276.0);
+    assert_us(cost(&one, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, MB), 201 + 125.0 / 3);
     assert_us(cost(&one, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, MB), 201.0);
 }
 
@@ -212,10 +223,11 @@ static void test_wakeups(void **state)
     d.host_cores = 2;
     /* ring: 2·3 steps of 20 + 30 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 300.0);
-    /* hierarchical: shm phase 1 + 30, the rails' ring 2·(20 + 30), shm phase 1 + 30 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 162.0);
-    /* leader: two leaders on the host's two cores spin: 2·(1 + 30) + 2·20 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 102.0);
+    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' ring 2·(20 + 30), shm
+     * phase 1 + 22.5 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 147.0);
+    /* leader: two leaders on the host's two cores spin: 2·(1 + 22.5) + 2·20 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 87.0);
     /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
      * node's shm phases wait for nobody */
     sta_dims_t four = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1,
@@ -236,7 +248,8 @@ static void test_wakeups(void **state)
 }
 
 /* One node, up to STA_NODE_SMALL_BYTES: hierarchical allreduce is one shm round
- * (1 + n/10^4 + (L-1)·n/10^4); above, reduce-scatter + allgather. */
+ * (1 + n/10^4 + (L-1)·n/10^4 with L = 2); above, the one-pass allreduce: 2 rounds,
+ * n/2 copied in, a 2-input pass into n/2, n copied out. */
 static void test_small_node_allreduce(void **state)
 {
     sta_dims_t one = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1};
@@ -245,7 +258,7 @@ static void test_small_node_allreduce(void **state)
     assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES),
               1 + n / 1e4 + n / 1e4);
     assert_us(cost(&one, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, STA_NODE_SMALL_BYTES + 1),
-              (1 + n1 / 1e4 + 0.5 * n1 / 1e4) + (1 + n1 / 1e4));
+              2 * 1 + 0.5 * n1 / 1e4 + 0.5 * n1 / 1e4 + n1 / 1e4);
 }
 
 static void test_single_rank_and_applicability(void **state)
@@ -355,6 +368,183 @@ static void test_names_and_parse(void **state)
     assert_int_equal(sta_algo_parse("ring ", &a), STRATA_ERR_INVALID);
 }
 
+/*
+ * The one-node terms, with ω = 30 µs (model_w): the one-pass shm allreduce (rounds of
+ * STA_MODEL_SHM_CHUNK), one-pass reductions of L inputs ((L+1)/3 of a pair's γ), and the
+ * waits of an oversubscribed node: a yield turn ω_y per shm round on one node (half for a
+ * broadcast), the blocking ω wherever a net phase lies between.
+ */
+static double costw(const sta_dims_t *d, sta_coll_t c, sta_algo_t a, size_t n)
+{
+    sta_model_t m = model_m;
+    m.wake_us = 30.0;
+    return sta_cost_us(&m, d, c, a, n);
+}
+
+/* One node of four ranks on a host of two cores (oversubscribed), and of four cores. */
+static const sta_dims_t node4_over = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1,
+                                      .contiguous = 1, .host_ranks = 4, .host_cores = 2};
+static const sta_dims_t node4_fit = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1,
+                                     .contiguous = 1, .host_ranks = 4, .host_cores = 4};
+
+/* The one-pass allreduce: (max(1, ceil(n/c)) + 1) rounds, (L-1)/L·n in, a 4-input pass into
+ * n/4 (5/3 of a pair's n/4/γ), n out. */
+static void test_node_allreduce_one_pass(void **state)
+{
+    const double c = (double)STA_MODEL_SHM_CHUNK;
+    double n = 3 * c;   /* three chunks: 4 rounds */
+
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, (size_t)n),
+              4 * 1 + 0.75 * n / 1e4 + 5.0 / 3 * (n / 4) / 1e4 + n / 1e4);
+    /* one byte past a chunk boundary adds a round */
+    double n1 = c + 1;
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, (size_t)n1),
+              3 * 1 + 0.75 * n1 / 1e4 + 5.0 / 3 * (n1 / 4) / 1e4 + n1 / 1e4);
+    /* just above the one-round path: one chunk, 2 rounds */
+    double n2 = STA_NODE_SMALL_BYTES + 1;
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, (size_t)n2),
+              2 * 1 + 0.75 * n2 / 1e4 + 5.0 / 3 * (n2 / 4) / 1e4 + n2 / 1e4);
+    /* off host shm (a switch) the node runs rings: not the one-pass formula */
+    sta_model_t sw = model_m;
+    sw.wake_us = 30.0;
+    sw.intra = STA_INTRA_SWITCH;
+    double ring = sta_cost_us(&sw, &node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL,
+                              (size_t)n);
+    assert_us(ring, 2 * (3 * 1 + 0.75 * n / 1e4) + 0.75 * n / 1e4);
+}
+
+/* One-pass reductions of L inputs: (L+1)/3 of a pair; a pair (L = 2) is exactly γ. */
+static void test_node_reductions(void **state)
+{
+    double n = 1e6;
+    /* one round, L = 4: 1 + n/β_s + 5/3·n/γ */
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4000),
+              1 + 0.4 + 5.0 / 3 * 0.4);
+    /* leader, L = 4: [1 + n/β_s + 5/3·n/γ] + [1 + n/β_s] */
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, (size_t)n),
+              (1 + 100 + 5.0 / 3 * 100) + (1 + 100));
+    /* reduce to a root, one node: 1 + n/β_s + 5/3·n/γ */
+    assert_us(costw(&node4_fit, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, (size_t)n),
+              1 + 100 + 5.0 / 3 * 100);
+    /* L = 2: a pair, γ itself */
+    sta_dims_t two = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1, .contiguous = 1};
+    assert_us(costw(&two, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, (size_t)n), 1 + 100 + 100);
+    /* L = 1: nothing to combine, the shm phases only copy; over 2 nodes the pipeline:
+     * in(c) = out(c) = 1 + c/β_s, net(c) = 2·20 + c/β_n + (c/2)/γ, the slower stage; its
+     * fixed 40 µs against the node's 2/β_s per byte: c = sqrt(n·40/(2·10^-4)), K = n/c;
+     * t = in + out + K·net */
+    sta_dims_t solo = {.nranks = 2, .nnodes = 2, .local_size = 1, .nrails = 1, .contiguous = 1};
+    double c = sqrt(n * 40 / 2e-4), K = n / c;
+    assert_us(costw(&solo, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, (size_t)n),
+              2 * (1 + c / 1e4) + K * (40 + c / 1e3 + c / 2 / 1e4));
+}
+
+/* Oversubscribed, one node: shm rounds cost ω_y (a yield turn), a broadcast phase ω_y/2;
+ * the flat algorithms still block in poll(): ω per step. */
+static void test_node_yield_waits(void **state)
+{
+    const double y = STA_YIELD_US;
+
+    assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 1 + y);
+    assert_us(costw(&node4_over, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, 0), 1 + y);
+    assert_us(costw(&node4_over, STA_COLL_ALLGATHER, STA_ALGO_HIERARCHICAL, 0), 1 + y);
+    assert_us(costw(&node4_over, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0), 1 + y / 2);
+    assert_us(costw(&node4_over, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, 0), 1 + y);
+    /* leader: a reduce round every rank waits in, then a broadcast */
+    assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), (1 + y) + (1 + y / 2));
+    /* the one-pass allreduce pays ω_y in each of its rounds: 4 rounds at 3 chunks */
+    double n = 3.0 * STA_MODEL_SHM_CHUNK;
+    assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, (size_t)n),
+              4 * (1 + y) + 0.75 * n / 1e4 + 5.0 / 3 * (n / 4) / 1e4 + n / 1e4);
+    /* flat ring over loopback: 2·3 steps of α_n + ω */
+    assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 6 * (20 + 30));
+    /* cores enough: no wait terms at all */
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 1);
+    assert_us(costw(&node4_fit, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2);
+}
+
+/* With a net phase between (N > 1) an oversubscribed rank blocks on a futex: every shm phase
+ * of an allreduce pays STA_SHM_WAKE_RATIO·ω, the leader's broadcast included; the broadcast
+ * collective's shm phase does not: back to back its readers' waits overlap the next call
+ * (ω_y/2). */
+static void test_multi_node_blocking_waits(void **state)
+{
+    sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
+                    .host_ranks = 4, .host_cores = 2};
+    const double ws = STA_SHM_WAKE_RATIO * 30;
+    /* shm phase 1 + ws, the rails' ring 2·(20 + 30), shm phase 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 100);
+    /* leader: 1 + ws, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 40);
+    /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
+    assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0),
+              20 + 1 + STA_YIELD_US / 2);
+}
+
+/* Every formula is non-decreasing in n, on every shape below, oversubscribed or not, and an
+ * oversubscribed host never costs less than one with cores to spare. */
+static void test_monotone(void **state)
+{
+    const sta_dims_t shapes[] = {
+        node4_over, node4_fit,
+        {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1, .contiguous = 1,
+         .host_ranks = 2, .host_cores = 2},
+        {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
+         .host_ranks = 4, .host_cores = 2},
+        {.nranks = 8, .nnodes = 2, .local_size = 4, .nrails = 2, .contiguous = 1,
+         .host_ranks = 4, .host_cores = 2},
+        {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1, .contiguous = 1,
+         .host_ranks = 4, .host_cores = 2},
+    };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        sta_dims_t roomy = shapes[i];
+        roomy.host_cores = roomy.host_ranks;
+        for (int c = 0; c < STA_COLL_COUNT; c++) {
+            for (int a = 0; a < STA_ALGO_COUNT; a++) {
+                double prev = 0.0;
+                for (int e = 0; e <= 34; e++) {
+                    for (int k = -1; k <= 1; k++) {
+                        size_t n = ((size_t)1 << e) + (size_t)(e > 1 ? k : 0);
+                        double us = costw(&shapes[i], (sta_coll_t)c, (sta_algo_t)a, n);
+                        if (us < 0.0)
+                            continue;
+                        if (us < prev - 1e-9 * prev)
+                            fail_msg("shape %zu %s %s: %.9g us at %zu B < %.9g before", i,
+                                     sta_coll_name((sta_coll_t)c), sta_algo_name((sta_algo_t)a),
+                                     us, n, prev);
+                        prev = us;
+                        double spare = costw(&roomy, (sta_coll_t)c, (sta_algo_t)a, n);
+                        assert_true(spare >= 0.0 && spare <= us * (1 + 1e-12));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The library, the tuner and strata-plan build their tables from the same model and dims:
+ * two builds must agree byte for byte, here on the one-node shapes the new terms touch. */
+static void test_tables_identical(void **state)
+{
+    const sta_dims_t shapes[] = {node4_over, node4_fit};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        static sta_select_t a, b;
+        memset(&a, 0xa5, sizeof(a));
+        memset(&b, 0x5a, sizeof(b));
+        sta_model_t m = model_m;
+        m.wake_us = 30.0;
+        assert_int_equal(sta_select_build(&m, &shapes[i], STA_ALGO_AUTO, &a), STRATA_OK);
+        assert_int_equal(sta_select_build(&m, &shapes[i], STA_ALGO_AUTO, &b), STRATA_OK);
+        for (int c = 0; c < STA_COLL_COUNT; c++) {
+            assert_int_equal(a.nranges[c], b.nranges[c]);
+            for (int r = 0; r < a.nranges[c]; r++) {
+                assert_true(a.ranges[c][r].upper == b.ranges[c][r].upper);
+                assert_int_equal(a.ranges[c][r].algo, b.ranges[c][r].algo);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +559,12 @@ int main(void)
         cmocka_unit_test(test_invalid_inputs),
         cmocka_unit_test(test_crossover),
         cmocka_unit_test(test_names_and_parse),
+        cmocka_unit_test(test_node_allreduce_one_pass),
+        cmocka_unit_test(test_node_reductions),
+        cmocka_unit_test(test_node_yield_waits),
+        cmocka_unit_test(test_multi_node_blocking_waits),
+        cmocka_unit_test(test_monotone),
+        cmocka_unit_test(test_tables_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

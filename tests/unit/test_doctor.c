@@ -3,7 +3,8 @@
  * directory: no device, an InfiniBand port with and without a LID, ports
  * down and stuck in INIT, RoCE with a v2 GID on a 1500-byte netdev, RoCE
  * without a v2 GID, a device without its uverbs node, the peer-memory module,
- * and the memlock limit. Each case checks the counts and the advice printed.
+ * the memlock limit, and the ports' counters (totals, growth between two
+ * readings, classes). Each case checks the counts and the advice printed.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "tools/doctor/doctor_checks.h"
+#include "tools/doctor/doctor_counters.h"
 
 static char root[PATH_MAX];
 
@@ -52,17 +54,30 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* A report written into a string: doc_begin, the checks, then doc_end gives the text. */
+static char *doc_text;
+static size_t doc_len;
+
+static void doc_begin(stb_doc_t *doc)
+{
+    memset(doc, 0, sizeof(*doc));
+    doc_text = NULL;
+    doc->out = open_memstream(&doc_text, &doc_len);
+    assert_non_null(doc->out);
+}
+
+static char *doc_end(stb_doc_t *doc)
+{
+    fclose(doc->out);
+    return doc_text;
+}
+
 /* Runs the rdma checks into a string; *usable_p gets the return value. */
 static char *run(stb_doc_t *doc, int *usable_p)
 {
-    char *text = NULL;
-    size_t len = 0;
-    memset(doc, 0, sizeof(*doc));
-    doc->out = open_memstream(&text, &len);
-    assert_non_null(doc->out);
+    doc_begin(doc);
     *usable_p = stb_doc_check_rdma(doc, root);
-    fclose(doc->out);
-    return text;
+    return doc_end(doc);
 }
 
 static void ib_port(const char *dev, const char *state, const char *phys, const char *lid)
@@ -248,6 +263,114 @@ static void test_build(void **state)
     free(text);
 }
 
+/* Counters a mlx5 RoCE port and an rxe port would show; unknown names are not judged. */
+static void counters_fixture(void)
+{
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err", "10");
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/duplicate_request", "2");
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "7");
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "0");
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/some_new_counter", "99");
+    put("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "0");
+    put("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "123456");
+    put("class/infiniband/rxe0/ports/1/hw_counters/rcvd_seq_err", "0");
+    put("class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", "5000");
+    put("class/infiniband/rxe0/ports/1/state", "4: ACTIVE");
+}
+
+static char *check_counters(stb_doc_t *doc, int interval_ms, int *read_p)
+{
+    doc_begin(doc);
+    *read_p = stb_doc_check_counters(doc, root, interval_ms);
+    return doc_end(doc);
+}
+
+static void test_counter_classes(void **state)
+{
+    assert_int_equal(stb_doc_counter_class("local_ack_timeout_err"), STB_DOC_CNT_RETRANSMIT);
+    assert_int_equal(stb_doc_counter_class("retry_exceeded_err"), STB_DOC_CNT_RETRANSMIT);
+    assert_int_equal(stb_doc_counter_class("out_of_sequence"), STB_DOC_CNT_SEQUENCE);
+    assert_int_equal(stb_doc_counter_class("rcvd_seq_err"), STB_DOC_CNT_SEQUENCE);
+    assert_int_equal(stb_doc_counter_class("rp_cnp_handled"), STB_DOC_CNT_CONGESTION);
+    assert_int_equal(stb_doc_counter_class("port_xmit_wait"), STB_DOC_CNT_CONGESTION);
+    assert_int_equal(stb_doc_counter_class("link_downed"), STB_DOC_CNT_ERROR);
+    assert_int_equal(stb_doc_counter_class("port_xmit_data"), -1);
+    assert_int_equal(stb_doc_counter_class("sent_pkts"), -1);
+    assert_int_equal(stb_doc_counter_class(""), -1);
+}
+
+/* One reading: totals since the driver loaded are history, info at most; a port whose
+ * judged counters are all 0 is ok; unknown and traffic counters are left out. */
+static void test_counters_totals(void **state)
+{
+    stb_doc_t doc;
+    int read;
+    counters_fixture();
+    char *text = check_counters(&doc, 0, &read);
+
+    assert_int_equal(read, 2);
+    assert_int_equal(doc.count[STB_DOC_INFO], 1);
+    assert_int_equal(doc.count[STB_DOC_OK], 1);
+    assert_int_equal(doc.count[STB_DOC_WARN] + doc.count[STB_DOC_FAIL], 0);
+    assert_non_null(strstr(text, "mlx5_0 port 1 counters: since the driver loaded: "
+                                 "retransmits 12 (duplicate_request 2, local_ack_timeout_err "
+                                 "10); congestion 7 (np_cnp_sent 7)"));
+    assert_non_null(strstr(text, "rxe0 port 1 counters: 1 counters, none"));
+    assert_null(strstr(text, "some_new_counter"));
+    assert_null(strstr(text, "port_xmit_data"));
+    free(text);
+}
+
+/* Two readings: only what grew counts; retransmits or errors that grew warn, congestion
+ * notifications alone are info, nothing grown is ok, and a counter that went back (a
+ * driver reload) counts as nothing grown. */
+static void test_counters_growth(void **state)
+{
+    stb_doc_counters_t before, now;
+    stb_doc_t doc;
+
+    counters_fixture();
+    assert_int_equal(stb_doc_counters_read(root, "mlx5_0", "1", &before), 5);
+    doc_begin(&doc);
+    assert_int_equal(stb_doc_counters_read(root, "mlx5_0", "1", &now), 5);
+    stb_doc_counters_report(&doc, "a", &now, &before, 1000);
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent", "9");
+    assert_int_equal(stb_doc_counters_read(root, "mlx5_0", "1", &now), 5);
+    stb_doc_counters_report(&doc, "b", &now, &before, 1000);
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "3");
+    put("class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err", "4");
+    assert_int_equal(stb_doc_counters_read(root, "mlx5_0", "1", &now), 5);
+    stb_doc_counters_report(&doc, "c", &now, &before, 1000);
+    char *text = doc_end(&doc);
+
+    assert_int_equal(doc.count[STB_DOC_OK], 1);
+    assert_int_equal(doc.count[STB_DOC_INFO], 1);
+    assert_int_equal(doc.count[STB_DOC_WARN], 1);
+    assert_non_null(strstr(text, "a: 5 counters, none grew in 1000 ms"));
+    assert_non_null(strstr(text, "b: in 1000 ms: congestion 2 (np_cnp_sent 2)"));
+    assert_non_null(strstr(text, "c: in 1000 ms: out of sequence 3 (out_of_sequence 3); "
+                                 "congestion 2 (np_cnp_sent 2)"));
+    assert_null(strstr(text, "c: in 1000 ms: retransmits"));
+    free(text);
+}
+
+/* A port without counter directories says so; the interval path reads twice and, with
+ * nothing changing, finds nothing grown. */
+static void test_counters_absent_and_interval(void **state)
+{
+    stb_doc_t doc;
+    int read;
+    put("class/infiniband/bare0/ports/1/state", "4: ACTIVE");
+    put("class/infiniband/rxe0/ports/1/hw_counters/retry_exceeded_err", "1");
+    char *text = check_counters(&doc, 1, &read);
+
+    assert_int_equal(read, 1);
+    assert_non_null(strstr(text, "bare0 port 1 counters: none in sysfs"));
+    assert_non_null(strstr(text, "rxe0 port 1 counters: 1 counters, none grew in 1 ms"));
+    assert_int_equal(doc.count[STB_DOC_WARN] + doc.count[STB_DOC_FAIL], 0);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +379,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roce, setup, teardown),
         cmocka_unit_test(test_memlock),
         cmocka_unit_test(test_build),
+        cmocka_unit_test(test_counter_classes),
+        cmocka_unit_test_setup_teardown(test_counters_totals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counters_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_counters_absent_and_interval, setup, teardown),
     };
     return cmocka_run_group_tests_name("doctor", tests, NULL, NULL);
 }

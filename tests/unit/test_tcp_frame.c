@@ -223,6 +223,113 @@ static void test_stripe_cover_property(void **state)
     }
 }
 
+/* Parts under a socket mask: the mask's sockets share the message; the others get nothing. */
+static void test_part_locate_mask(void **state)
+{
+    const uint64_t size = (4u << 20) + 7;
+    uint8_t mask = 0x5;                        /* sockets 0 and 2 survive of 4 */
+    uint64_t off, len, total = 0;
+
+    (void)state;
+    for (int j = 0; j < 4; j++) {
+        stt_tcp_part_locate(size, STT_TCP_HDR_STRIPED, 0, mask, j, &off, &len);
+        if (!(mask & (1u << j)))
+            assert_true(len == 0);
+        total += len;
+    }
+    assert_true(total == size);
+    stt_tcp_part_locate(size, STT_TCP_HDR_STRIPED, 0, mask, 2, &off, &len);
+    assert_true(off == (2u << 20) + 4096 && len == size - off);   /* the second of two pieces */
+    /* rotated: rot 1 of mask {0, 2} is socket 2 */
+    assert_int_equal(stt_tcp_rot(7, mask), 1);
+    stt_tcp_part_locate(65536, STT_TCP_HDR_ROTATED, 1, mask, 2, &off, &len);
+    assert_true(off == 0 && len == 65536);
+    stt_tcp_part_locate(65536, STT_TCP_HDR_ROTATED, 1, mask, 0, &off, &len);
+    assert_true(len == 0);
+    /* the full mask is the plain rule */
+    for (int j = 0; j < 4; j++) {
+        uint64_t o2, l2;
+        stt_tcp_part_locate(size, STT_TCP_HDR_STRIPED, 0, 0xf, j, &off, &len);
+        stt_tcp_stripe_locate(size, STT_TCP_HDR_STRIPED, 0, 4, j, &o2, &l2);
+        assert_true(off == o2 && len == l2);
+    }
+}
+
+/* DOWN and REPLAY frames: round trip, told apart from a header, and every rejection. */
+static void test_ctl_frames(void **state)
+{
+    uint8_t buf[STT_TCP_HDR_BYTES], hdr[STT_TCP_HDR_BYTES];
+    stt_tcp_ctl_t down = {.kind = STT_TCP_DOWN_MAGIC, .arg = 0xa, .seq = 77};
+    stt_tcp_ctl_t replay = {.kind = STT_TCP_REPLAY_MAGIC, .arg = 3, .size = 123456};
+    stt_tcp_ctl_t out;
+    stt_tcp_hdr_t h = {.tag = 1, .seq = 2, .size = 3};
+    const char *why = NULL;
+
+    (void)state;
+    stt_tcp_hdr_encode(&h, hdr);
+    assert_int_equal(stt_tcp_ctl_kind(hdr), 0);
+    stt_tcp_ctl_encode(&down, buf);
+    assert_memory_equal(buf, "STRD", 4);
+    assert_true(stt_tcp_ctl_kind(buf) == STT_TCP_DOWN_MAGIC);
+    assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_OK);
+    assert_true(out.arg == 0xa && out.seq == 77 && out.size == 0);
+    stt_tcp_ctl_encode(&replay, buf);
+    assert_memory_equal(buf, "STRP", 4);
+    assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_OK);
+    assert_true(out.arg == 3 && out.size == 123456);
+    /* rejections: socket 0 in a DOWN mask, out of range, reserved bytes, socket 0 replayed */
+    const stt_tcp_ctl_t bad[] = {
+        {.kind = STT_TCP_DOWN_MAGIC, .arg = 0x3},
+        {.kind = STT_TCP_DOWN_MAGIC, .arg = 0x10},
+        {.kind = STT_TCP_DOWN_MAGIC, .arg = 0},
+        {.kind = STT_TCP_REPLAY_MAGIC, .arg = 0, .size = 1},
+        {.kind = STT_TCP_REPLAY_MAGIC, .arg = 4, .size = 1},
+        {.kind = STT_TCP_REPLAY_MAGIC, .arg = 1, .size = STT_TCP_MAX_MSG_BYTES + 1},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        stt_tcp_ctl_encode(&bad[i], buf);
+        why = NULL;
+        assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_ERR_REMOTE);
+        assert_non_null(why);
+    }
+    stt_tcp_ctl_encode(&down, buf);
+    buf[6] = 1;
+    assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_ERR_REMOTE);
+}
+
+/* Receiver -> sender frames: SUSPECT and POS, and their rejections. */
+static void test_rframes(void **state)
+{
+    uint8_t buf[STT_TCP_RFRAME_BYTES];
+    stt_tcp_rframe_t in = {.type = STT_TCP_RFRAME_POS, .arg = 3, .pos = 0x123456789ull}, out;
+    const char *why = NULL;
+
+    (void)state;
+    stt_tcp_rframe_encode(&in, buf);
+    assert_memory_equal(buf, "STRO", 4);
+    assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_OK);
+    assert_true(out.type == in.type && out.arg == 3 && out.pos == in.pos);
+    in = (stt_tcp_rframe_t){.type = STT_TCP_RFRAME_SUSPECT, .arg = 0xa};
+    stt_tcp_rframe_encode(&in, buf);
+    assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_OK);
+    const stt_tcp_rframe_t bad[] = {
+        {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0x1},
+        {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0x2, .pos = 5},
+        {.type = STT_TCP_RFRAME_POS, .arg = 0},
+        {.type = STT_TCP_RFRAME_POS, .arg = 4},
+        {.type = 9, .arg = 1},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        stt_tcp_rframe_encode(&bad[i], buf);
+        why = NULL;
+        assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_ERR_REMOTE);
+        assert_non_null(why);
+    }
+    stt_tcp_rframe_encode(&in, buf);
+    buf[0] ^= 1;
+    assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_ERR_REMOTE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +341,9 @@ int main(void)
         cmocka_unit_test(test_stripe_unstriped),
         cmocka_unit_test(test_stripe_examples),
         cmocka_unit_test(test_stripe_cover_property),
+        cmocka_unit_test(test_part_locate_mask),
+        cmocka_unit_test(test_ctl_frames),
+        cmocka_unit_test(test_rframes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

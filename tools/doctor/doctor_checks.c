@@ -27,10 +27,7 @@ void stb_doc_report(stb_doc_t *doc, stb_doc_level_t level, const char *what, con
     fputc('\n', doc->out);
 }
 
-/* First line of <root>/<rel...> without its newline; 0 when it cannot be read. */
-static int doc_read(char *buf, size_t len, const char *root, const char *fmt, ...)
-    STU_PRINTF(4, 5);
-static int doc_read(char *buf, size_t len, const char *root, const char *fmt, ...)
+int stb_doc_read(char *buf, size_t len, const char *root, const char *fmt, ...)
 {
     char rel[PATH_MAX], path[PATH_MAX * 2];
     va_list ap;
@@ -71,7 +68,7 @@ static int doc_uverbs_of(const char *root, const char *dev, char *node, size_t l
     while (!found && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "uverbs", 6) != 0)
             continue;
-        if (doc_read(buf, sizeof(buf), root, "class/infiniband_verbs/%s/ibdev", e->d_name) &&
+        if (stb_doc_read(buf, sizeof(buf), root, "class/infiniband_verbs/%s/ibdev", e->d_name) &&
             strcmp(buf, dev) == 0) {
             snprintf(node, len, "%.60s", e->d_name);
             found = 1;
@@ -89,11 +86,11 @@ static int doc_check_roce(stb_doc_t *doc, const char *root, const char *dev, con
     int v2 = -1, v2_ipv4 = -1;
 
     for (int i = 0; i < DOC_MAX_GIDS; i++) {
-        if (!doc_read(gid, sizeof(gid), root, "class/infiniband/%s/ports/%s/gids/%d", dev, port,
+        if (!stb_doc_read(gid, sizeof(gid), root, "class/infiniband/%s/ports/%s/gids/%d", dev, port,
                       i))
             break;
         if (doc_is_zero_gid(gid) ||
-            !doc_read(type, sizeof(type), root, "class/infiniband/%s/ports/%s/gid_attrs/types/%d",
+            !stb_doc_read(type, sizeof(type), root, "class/infiniband/%s/ports/%s/gid_attrs/types/%d",
                       dev, port, i) ||
             strcmp(type, "RoCE v2") != 0)
             continue;
@@ -108,13 +105,13 @@ static int doc_check_roce(stb_doc_t *doc, const char *root, const char *dev, con
         return 0;
     }
     int idx = v2_ipv4 >= 0 ? v2_ipv4 : v2;
-    doc_read(gid, sizeof(gid), root, "class/infiniband/%s/ports/%s/gids/%d", dev, port, idx);
-    if (!doc_read(ndev, sizeof(ndev), root, "class/infiniband/%s/ports/%s/gid_attrs/ndevs/%d",
+    stb_doc_read(gid, sizeof(gid), root, "class/infiniband/%s/ports/%s/gids/%d", dev, port, idx);
+    if (!stb_doc_read(ndev, sizeof(ndev), root, "class/infiniband/%s/ports/%s/gid_attrs/ndevs/%d",
                   dev, port, idx))
         snprintf(ndev, sizeof(ndev), "?");
     stb_doc_report(doc, STB_DOC_OK, what, "RoCE v2 GID index %d %s on %s%s", idx, gid, ndev,
                    v2_ipv4 >= 0 ? " (IPv4)" : " (IPv6 only)");
-    if (doc_read(mtu, sizeof(mtu), root, "class/net/%s/mtu", ndev)) {
+    if (stb_doc_read(mtu, sizeof(mtu), root, "class/net/%s/mtu", ndev)) {
         if (atoi(mtu) < DOC_ROCE_MTU_MIN)
             stb_doc_report(doc, STB_DOC_WARN, what, "%s has MTU %s: RoCE frames stay below "
                            "4096 bytes (set MTU >= %d, e.g. 9000, on hosts and switches)", ndev,
@@ -131,17 +128,17 @@ static int doc_check_port(stb_doc_t *doc, const char *root, const char *dev, con
     char what[160], state[64], phys[64], layer[64], rate[96], lid[32];
 
     snprintf(what, sizeof(what), "%s port %s", dev, port);
-    if (!doc_read(state, sizeof(state), root, "class/infiniband/%s/ports/%s/state", dev, port)) {
+    if (!stb_doc_read(state, sizeof(state), root, "class/infiniband/%s/ports/%s/state", dev, port)) {
         stb_doc_report(doc, STB_DOC_FAIL, what, "no state in sysfs");
         return 0;
     }
-    if (!doc_read(phys, sizeof(phys), root, "class/infiniband/%s/ports/%s/phys_state", dev,
+    if (!stb_doc_read(phys, sizeof(phys), root, "class/infiniband/%s/ports/%s/phys_state", dev,
                   port))
         snprintf(phys, sizeof(phys), "?");
-    if (!doc_read(layer, sizeof(layer), root, "class/infiniband/%s/ports/%s/link_layer", dev,
+    if (!stb_doc_read(layer, sizeof(layer), root, "class/infiniband/%s/ports/%s/link_layer", dev,
                   port))
         snprintf(layer, sizeof(layer), "?");
-    if (!doc_read(rate, sizeof(rate), root, "class/infiniband/%s/ports/%s/rate", dev, port))
+    if (!stb_doc_read(rate, sizeof(rate), root, "class/infiniband/%s/ports/%s/rate", dev, port))
         snprintf(rate, sizeof(rate), "?");
     if (strstr(state, "ACTIVE") == NULL) {
         stb_doc_report(doc, STB_DOC_FAIL, what, "state %s, physical %s: %s", state, phys,
@@ -154,7 +151,7 @@ static int doc_check_port(stb_doc_t *doc, const char *root, const char *dev, con
     stb_doc_report(doc, STB_DOC_OK, what, "ACTIVE, %s, %s, %s", phys, layer, rate);
     if (strcmp(layer, "Ethernet") == 0)
         return doc_check_roce(doc, root, dev, port, what);
-    if (!doc_read(lid, sizeof(lid), root, "class/infiniband/%s/ports/%s/lid", dev, port) ||
+    if (!stb_doc_read(lid, sizeof(lid), root, "class/infiniband/%s/ports/%s/lid", dev, port) ||
         strtoul(lid, NULL, 0) == 0) {
         stb_doc_report(doc, STB_DOC_FAIL, what, "InfiniBand port without a LID: no subnet "
                        "manager has swept the fabric (start opensm or the switch's SM)");
@@ -169,8 +166,7 @@ static int doc_name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The entries of <root>/<rel> that do not start with '.', sorted; the caller frees. */
-static int doc_list(const char *root, const char *rel, char ***names_p)
+int stb_doc_list(const char *root, const char *rel, char ***names_p)
 {
     char dir[PATH_MAX * 2];
     struct dirent *e;
@@ -198,7 +194,7 @@ static int doc_list(const char *root, const char *rel, char ***names_p)
     return n;
 }
 
-static void doc_list_free(char **names, int n)
+void stb_doc_list_free(char **names, int n)
 {
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -209,7 +205,7 @@ int stb_doc_check_rdma(stb_doc_t *doc, const char *sysroot)
 {
     char **devs, uverbs[64], dir[PATH_MAX * 2];
     int usable = 0;
-    int ndev = doc_list(sysroot, "class/infiniband", &devs);
+    int ndev = stb_doc_list(sysroot, "class/infiniband", &devs);
 
     if (ndev == 0) {
         stb_doc_report(doc, STB_DOC_WARN, "RDMA devices", "none in %s/class/infiniband: the "
@@ -226,12 +222,12 @@ int stb_doc_check_rdma(stb_doc_t *doc, const char *sysroot)
             stb_doc_report(doc, STB_DOC_FAIL, devs[i], "no uverbs node: load ib_uverbs");
         char **ports;
         snprintf(dir, sizeof(dir), "class/infiniband/%s/ports", devs[i]);
-        int np = doc_list(sysroot, dir, &ports);
+        int np = stb_doc_list(sysroot, dir, &ports);
         for (int p = 0; p < np; p++)
             usable += doc_check_port(doc, sysroot, devs[i], ports[p]);
-        doc_list_free(ports, np);
+        stb_doc_list_free(ports, np);
     }
-    doc_list_free(devs, ndev);
+    stb_doc_list_free(devs, ndev);
     char mod[64];
     snprintf(dir, sizeof(dir), "%s/module/nvidia_peermem", sysroot);
     DIR *pm = opendir(dir);

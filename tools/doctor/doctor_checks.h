@@ -30,6 +30,14 @@ typedef struct stb_doc {
     int count[STB_DOC_LEVELS];
 } stb_doc_t;
 
+/* First line of <root>/<rel...> without its newline; 0 when it cannot be read. */
+int stb_doc_read(char *buf, size_t len, const char *root, const char *fmt, ...) STU_PRINTF(4, 5);
+
+/* The entries of <root>/<rel> that do not start with '.', sorted (*names_p: the caller
+ * frees it with stb_doc_list_free); 0 when the directory cannot be read. */
+int stb_doc_list(const char *root, const char *rel, char ***names_p);
+void stb_doc_list_free(char **names, int n);
+
 /* Writes one finding: "[tag] <what>: <detail>". */
 void stb_doc_report(stb_doc_t *doc, stb_doc_level_t level, const char *what, const char *fmt,
                     ...) STU_PRINTF(4, 5);

@@ -1,11 +1,13 @@
 /*
  * strata-doctor: is this host's fabric ready for Strata (and NCCL)?
  *
- *   strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] [-v]
+ *   strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] [--counters MS] [-v]
  *   strata-doctor --write-profile FILE [--ranks N] [--nodes K]
  *
  * Reads the RDMA devices and ports from sysfs (state, link, rate, LID or RoCE v2 GID,
- * netdev MTU, uverbs node, GPU peer memory), what this build has (version, transports,
+ * netdev MTU, uverbs node, GPU peer memory), the ports' counters (retransmits, sequence
+ * errors, congestion notifications, link errors: totals, or with --counters MS what grew in
+ * MS milliseconds, tools/doctor/doctor_counters.h), what this build has (version, transports,
  * sanitizers) against what the host asks, whether each transport's run-time library
  * (libibverbs, libucp) loads, the memlock limit, then loads the plugin as
  * NCCL does and moves 1 MiB through it over a connection to itself on every device, checking
@@ -26,12 +28,14 @@
 #include "tools/lib/plugin_loader.h"
 #include "tools/lib/tool_util.h"
 #include "tools/doctor/doctor_checks.h"
+#include "tools/doctor/doctor_counters.h"
 #include "tools/doctor/doctor_profile.h"
 #include "transport/transport.h"
 #include "util/time.h"
 
 #define SELF_TEST_BYTES ((size_t)1 << 20)
 #define SELF_TEST_TIMEOUT_MS 30000
+#define COUNTERS_MAX_MS 3600000    /* --counters: an hour at most */
 
 typedef struct doctor_opts {
     const char *sysroot;
@@ -41,14 +45,18 @@ typedef struct doctor_opts {
     const char *write_profile;  /* --write-profile FILE */
     const char *calibrate_rank; /* --calibrate-rank FILE: what --write-profile's ranks run */
     int ranks, nodes;
+    int counters_ms;            /* --counters MS: the interval between two counter readings */
 } doctor_opts_t;
 
 static int usage(FILE *out, int status)
 {
-    fprintf(out, "usage: strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] [-v]\n"
+    fprintf(out, "usage: strata-doctor [--sysfs ROOT] [--plugin PATH] [--no-plugin] "
+                 "[--counters MS] [-v]\n"
                  "       strata-doctor --write-profile FILE [--ranks N] [--nodes K]\n"
                  "Checks RDMA devices and ports, memlock, and the plugin's data path on this "
                  "host.\n"
+                 "--counters MS reads the RDMA ports' counters twice, MS ms apart, and reports "
+                 "what grew\n(without it: the totals since the driver loaded).\n"
                  "--write-profile measures the fabric through the collective library instead "
                  "(N ranks, 4,\non K emulated nodes, 2, under strata-run) and writes the "
                  "profile file that STRATA_PROFILE\nand strata-plan --profile read.\n");
@@ -200,6 +208,8 @@ int main(int argc, char **argv)
             o.plugin = argv[++i];
         else if (strcmp(argv[i], "--no-plugin") == 0)
             o.no_plugin = 1;
+        else if (strcmp(argv[i], "--counters") == 0 && i + 1 < argc)
+            bad |= stb_int_parse(argv[++i], 1, COUNTERS_MAX_MS, &o.counters_ms) != STRATA_OK;
         else if (strcmp(argv[i], "-v") == 0)
             o.verbose = 1;
         else if (strcmp(argv[i], "--write-profile") == 0 && i + 1 < argc)
@@ -224,6 +234,7 @@ int main(int argc, char **argv)
         return stb_doc_profile_run("/proc/self/exe", o.write_profile, o.ranks, o.nodes);
     printf("# strata-doctor: the fabric as Strata sees it (sysfs %s)\n", o.sysroot);
     int rdma_ports = stb_doc_check_rdma(&doc, o.sysroot);
+    stb_doc_check_counters(&doc, o.sysroot, o.counters_ms);
     stb_doc_check_build(&doc, stu_build_info(), getenv("STRATA_TRANSPORT"), rdma_ports);
     check_libraries(&doc, rdma_ports);
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)

@@ -10,6 +10,7 @@ void stt_conn_init(stt_conn_t *conn, const stt_ops_t *ops, int dev, bool send, c
 {
     conn->base.ops = ops;
     conn->base.dev = dev;
+    conn->base.failovers = 0;
     conn->send = send;
     conn->closing = false;
     conn->failed = STRATA_OK;

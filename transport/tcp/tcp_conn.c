@@ -70,10 +70,14 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     conn->nmembers = nmembers < 1 ? 1 : nmembers;
     for (int j = 0; j < STT_TCP_MAX_SOCKS; j++)
         conn->socks[j].fd = j < nsocks ? fds[j] : -1;
+    conn->alive = (uint8_t)((1u << nsocks) - 1u);
+    conn->fo.rsock = -1;
     if (send) {
         stt_tcp_send_t *sc = (stt_tcp_send_t *)conn;
         int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
         sc->stripe_min = stripe_min < 0 ? 0 : (uint64_t)stripe_min;
+        int64_t user_timeout = stu_param_int(STU_PARAM_SOCKET_USER_TIMEOUT);
+        sc->user_timeout_ns = user_timeout > 0 ? (uint64_t)user_timeout * 1000000ull : 0;
         stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_TCP_RING,
                        &conn->head.base);
     } else {
@@ -115,7 +119,8 @@ static void conn_close(stt_comm_t *comm, bool send, const char *call)
     if (conn == NULL)
         return;
     for (int j = 0; j < conn->nsocks; j++)
-        close(conn->socks[j].fd);
+        if (conn->socks[j].fd >= 0)
+            close(conn->socks[j].fd);
     if (!send)
         free(((stt_tcp_recv_t *)conn)->drain);
     free(conn);

@@ -102,6 +102,9 @@ typedef struct stt_tcp_dev {
  * both (STT_TCP_STAGE_EAGER: the receiver stages them in the same read).
  */
 #define STT_TCP_ROTATE_MIN STT_TCP_STAGE_EAGER
+/* A stuck virtual-device send comm looks at its sockets' acknowledgements at most this
+ * often: one ioctl per socket per ms, against timeouts of seconds. */
+#define STT_TCP_WATCH_NS (1000ull * 1000ull)
 
 /* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
@@ -170,10 +173,14 @@ typedef struct stt_tcp_listen {
 typedef struct stt_tcp_sreq {
     stt_slot_t slot;
     uint8_t hdr[STT_TCP_HDR_BYTES];
-    uint8_t rot;             /* seq % nsocks: the socket of a rotated payload */
+    uint8_t rot;             /* stt_tcp_rot: which of mask's sockets a rotated payload takes */
+    uint8_t mask;            /* the sockets it was laid out on (all but lost ones) */
     uint32_t flags;
     uint64_t size;
     char *data;
+    /* virtual devices: socket j's stream offset at the end of its part, set when
+     * socket j's cursor passes it; the message completes once each is acknowledged */
+    uint64_t end[STT_TCP_MAX_SOCKS];
 } stt_tcp_sreq_t;
 
 /* slot.n buffers; slot.status turns STRATA_ERR_TRUNCATED once any buffer overflowed. */
@@ -195,15 +202,43 @@ typedef struct stt_tcp_msg {
     uint8_t buf;             /* buffer in that request */
     uint8_t flags;           /* STT_TCP_HDR_* */
     uint8_t discard;         /* larger than its buffer: drain the payload */
-    uint8_t rot;             /* seq % nsocks: the socket of a rotated payload */
+    uint8_t rot;             /* stt_tcp_rot: which of mask's sockets a rotated payload takes */
+    uint8_t mask;            /* the sockets it was laid out on */
 } stt_tcp_msg_t;
 
 /* Per socket: where it stands in the message queue. Counters wrap freely. */
 typedef struct stt_tcp_cursor {
-    int fd;
+    int fd;                  /* -1 once the socket was lost and replayed */
     uint32_t msg;            /* queue position of the message being moved */
     uint64_t off;            /* bytes of this socket's part already moved */
+    uint64_t bytes;          /* bytes this socket's stream moved in all (failover positions) */
 } stt_tcp_cursor_t;
+
+/* Failover state of a connection (tcp_failover.c). */
+enum {
+    STT_TCP_FO_NONE = 0,
+    STT_TCP_FO_SUSPECT,      /* receiver: told the sender which sockets it saw fail */
+    STT_TCP_FO_DOWN,         /* sender: socket 0 writes up to `end`, then DOWN */
+    STT_TCP_FO_POS,          /* sender: waits for the receiver's POS of every lost socket */
+    STT_TCP_FO_REPLAY,       /* sender: writes REPLAYs; receiver: reads them */
+};
+
+typedef struct stt_tcp_fo {
+    uint8_t state;
+    uint8_t lost;            /* sockets being given up */
+    uint8_t have;            /* sender: sockets whose POS arrived; receiver: replayed */
+    int8_t rsock;            /* the socket whose bytes are being replayed, -1: none */
+    uint32_t end;            /* queue position of the first message laid out without them */
+    uint64_t rleft;          /* replay bytes still to move */
+    uint32_t rmsg;           /* sender: queue position and offset the replay reads from */
+    uint64_t roff;
+    uint64_t pos[STT_TCP_MAX_SOCKS];  /* sender: the receiver's position on each lost socket */
+    uint64_t started_ns;     /* when this failover began (for the log) */
+    uint32_t out_len, out_off;        /* a frame being written on socket 0 */
+    uint8_t out[4 * STT_TCP_RFRAME_BYTES + STT_TCP_HDR_BYTES];
+    uint32_t in_have;                 /* sender: bytes of a receiver frame read so far */
+    uint8_t in[STT_TCP_RFRAME_BYTES];
+} stt_tcp_fo_t;
 
 /* What both comm kinds share. */
 typedef struct stt_tcp_conn {
@@ -211,12 +246,17 @@ typedef struct stt_tcp_conn {
     int nsocks;
     int nmembers;            /* members of the device (socket j uses member j % nmembers) */
     uint32_t seq;            /* next message sequence number */
+    uint8_t alive;           /* the sockets new messages are laid out on */
+    stt_tcp_fo_t fo;
     stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
 } stt_tcp_conn_t;
 
 typedef struct stt_tcp_send {
     stt_tcp_conn_t conn;
     uint64_t stripe_min;
+    uint64_t acked[STT_TCP_MAX_SOCKS];  /* virtual devices: bytes the peer's kernel acked */
+    uint64_t watch_ns;                  /* the last stt_tcp_send_watch */
+    uint64_t user_timeout_ns;           /* STRATA_SOCKET_USER_TIMEOUT; 0: none */
     uint32_t head;           /* oldest incomplete message */
     uint32_t tail;           /* next queue position */
     uint16_t queue[STT_TCP_RING];
@@ -279,6 +319,51 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
  */
 void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err);
 
+/*
+ * Failover (tcp_failover.c; docs/tcp-protocol.md, "Failover"). Only on a virtual
+ * device's connection (nmembers > 1), for sockets other than socket 0's member.
+ */
+static inline bool stt_tcp_fused(const stt_tcp_conn_t *conn)
+{
+    return conn->nmembers > 1;
+}
+/* The sockets sharing socket j's member: the unit that fails over. */
+uint8_t stt_tcp_member_socks(const stt_tcp_conn_t *conn, int j);
+/*
+ * Socket j failed with err (0: EOF), seen while doing `what`: starts a failover
+ * of its member, or fails the comm when that cannot be survived (socket 0's member,
+ * the last member, a second failover at once, not a virtual device). Returns true
+ * when the comm survives.
+ */
+bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err);
+bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err);
+/* Sender: reads the receiver's frames and moves a failover along; call from progress. */
+void stt_tcp_send_fo_progress(stt_tcp_send_t *sc);
+/* Sender: true when socket 0 may write messages from queue position pos. */
+static inline bool stt_tcp_send_lead_open(const stt_tcp_send_t *sc, uint32_t pos)
+{
+    return sc->conn.fo.state == STT_TCP_FO_NONE || pos != sc->conn.fo.end;
+}
+/*
+ * Sender, virtual devices, on a pass that moved nothing (at most every
+ * STT_TCP_WATCH_NS): a socket that owes acknowledgements and received none for
+ * user_timeout_ns (TCP_INFO's tcpi_last_ack_recv: a peer that closed its window
+ * still answers probes), or that the kernel gave up on (SO_ERROR), is lost. The kernel's own
+ * TCP_USER_TIMEOUT does not cover a sender whose interface is down (it retries
+ * locally without end), nor a socket whose every byte was written (no call reports
+ * its error).
+ */
+void stt_tcp_send_watch(stt_tcp_send_t *sc);
+/* Sender: true when every socket's bytes of the message at queue position pos were
+ * acknowledged by the peer's kernel (virtual devices only; asks the kernel lazily). */
+bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos);
+/* Receiver: handles the failover frame staged at a header position; false to stop. */
+bool stt_tcp_recv_ctl(stt_tcp_recv_t *rc);
+/* Receiver: moves replayed bytes staged or waiting on socket 0; false to stop. */
+bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p);
+/* Receiver: writes what frames it owes the sender. */
+void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
+
 /* ------------------------------------------------------------------ the data path */
 
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
@@ -286,6 +371,12 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
 /* test() of a send request (tcp_ops.c dispatches by the comm's direction). */
 strata_status_t stt_tcp_send_test(stt_tcp_send_t *sc, stt_req_t *req, int *done, size_t *sizes);
 
+/* tcp_recv.c: socket j's part of message m, and where its next bytes go (done of them
+ * moved) and how many fit there (the drain buffer for a discarded message). */
+void stt_tcp_recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
+                       uint64_t *off_p, uint64_t *len_p);
+char *stt_tcp_recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
+                        uint64_t plen, uint64_t done, size_t *len_p);
 /* tcp_recv.c: the same for a receive comm. */
 strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc);
 strata_status_t stt_tcp_recv_test(stt_tcp_recv_t *rc, stt_req_t *req, int *done, size_t *sizes);

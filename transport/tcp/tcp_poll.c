@@ -14,10 +14,14 @@
  *     and the comm is quiet until a receive is posted.
  *   send comm: every socket with POLLIN, to see EOF or a reset, and POLLOUT
  *     while it has bytes of a queued message left to write. A receiver never
- *     writes to a send comm's sockets, so readable means the peer closed (or
+ *     writes to a plain device's send comm, so readable means the peer closed (or
  *     broke protocol): checked here with a non-blocking peek, which fails the
  *     comm so that test() reports it, instead of leaving a descriptor that
- *     stays readable forever.
+ *     stays readable forever. On a virtual device the receiver writes failover
+ *     frames on socket 0, EOF or an error on another member's socket starts a
+ *     failover, and messages waiting only for the peer's acknowledgement (no
+ *     socket signals it) or a failover under way name no descriptor: test()
+ *     moves them. Lost sockets are left out.
  *
  *   Socket 0 is read through a staging buffer (tcp_recv.c): bytes already
  *     staged are no longer in the kernel and would wake nobody. Every progress
@@ -41,40 +45,64 @@
 #include "transport/tcp/tcp_internal.h"
 
 /* The peer of a send comm said something: EOF, a reset, or stray bytes. */
-static void poll_send_peek(stt_tcp_send_t *sc)
+static bool poll_send_peek(stt_tcp_send_t *sc)
 {
+    bool news = false;
+
     for (int j = 0; j < sc->conn.nsocks && sc->conn.head.failed == STRATA_OK; j++) {
         int err;
+        if (!(sc->conn.alive & (1u << j)))
+            continue;                    /* lost: no longer watched */
         switch (stt_sock_peek(sc->conn.socks[j].fd, &err)) {
         case STT_SOCK_QUIET:
             break;
         case STT_SOCK_EOF:
-            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
-                          " (receiver closed its comm or exited)", j, sc->conn.nsocks);
+            if (j > 0 && stt_tcp_fused(&sc->conn))
+                stt_tcp_send_sock_lost(sc, j, "recv", 0);
+            else
+                stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
+                              " (receiver closed its comm or exited)", j, sc->conn.nsocks);
             break;
         case STT_SOCK_BYTES:
-            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
-                          " which only carries data towards it", j, sc->conn.nsocks);
+            /* a virtual device's receiver writes failover frames on socket 0 */
+            if (j == 0 && stt_tcp_fused(&sc->conn))
+                news = true;
+            else
+                stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
+                              " which only carries data towards it", j, sc->conn.nsocks);
             break;
         case STT_SOCK_ERROR:
-            stt_tcp_conn_fail_sock(&sc->conn, j, "error", err);
+            stt_tcp_send_sock_lost(sc, j, "error", err);
             break;
         }
     }
+    return news;
 }
 
 static int poll_send_fill(stt_tcp_send_t *sc, struct pollfd *fds)
 {
-    poll_send_peek(sc);
-    if (sc->conn.head.failed != STRATA_OK)
+    int n = 0;
+    bool owes = false;
+
+    /* A frame to read, a failover under way or, on a virtual device, messages that
+     * wait only for the peer's acknowledgement (no socket signals that): test(). */
+    if (poll_send_peek(sc) || sc->conn.head.failed != STRATA_OK ||
+        sc->conn.fo.state != STT_TCP_FO_NONE)
         return 0;
     for (int j = 0; j < sc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &sc->conn.socks[j];
-        fds[j] = (struct pollfd){.fd = cur->fd, .events = POLLIN};
-        if (cur->msg != sc->tail)
-            fds[j].events |= POLLOUT;
+        if (!(sc->conn.alive & (1u << j)))
+            continue;
+        fds[n] = (struct pollfd){.fd = cur->fd, .events = POLLIN};
+        if (cur->msg != sc->tail) {
+            fds[n].events |= POLLOUT;
+            owes = true;
+        }
+        n++;
     }
-    return sc->conn.nsocks;
+    if (!owes && sc->head != sc->tail)
+        return 0;
+    return n;
 }
 
 static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
@@ -91,9 +119,13 @@ static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
                  (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0);
     int n = 0;
 
+    if (rc->conn.fo.out_len != 0)
+        return 0;                        /* a failover frame to write: test() */
     for (int j = 0; j < rc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &rc->conn.socks[j];
-        if (j == 0 ? idle0 : cur->msg == rc->msg_tail)
+        bool quiet = cur->msg == rc->msg_tail ||
+                     !((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j));   /* lost */
+        if (j == 0 ? idle0 : quiet)
             continue;
         if (n == max)
             return 0;

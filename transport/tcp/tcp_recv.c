@@ -58,6 +58,9 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
         return READ_MORE;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return READ_BLOCKED;
+    if (j > 0 && stt_tcp_fused(&rc->conn))
+        return stt_tcp_recv_sock_lost(rc, j, "recv", r == 0 ? 0 : errno) ? READ_BLOCKED
+                                                                          : READ_FAILED;
     if (r == 0)
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE,
                       "peer closed socket %d of %d (process exited or closed the comm)", j,
@@ -67,15 +70,14 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
     return READ_FAILED;
 }
 
-static void recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
-                      uint64_t *off_p, uint64_t *len_p)
+void stt_tcp_recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
+                       uint64_t *off_p, uint64_t *len_p)
 {
-    stt_tcp_stripe_locate(m->size, m->flags, m->rot, rc->conn.nsocks, j, off_p, len_p);
+    stt_tcp_part_locate(m->size, m->flags, m->rot, m->mask, j, off_p, len_p);
 }
 
-/* Where the next bytes of socket j's part of m go, and how many fit there. */
-static char *recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff, uint64_t plen,
-                       uint64_t done, size_t *len_p)
+char *stt_tcp_recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
+                        uint64_t plen, uint64_t done, size_t *len_p)
 {
     uint64_t len = plen - done;
 
@@ -110,10 +112,14 @@ bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
 {
     int buf;
 
-    return rc->conn.head.failed == STRATA_OK && rc->conn.socks[0].msg == rc->msg_tail &&
-           stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES &&
-           rc->msg_tail - rc->msg_head < STT_TCP_MSGQ &&
-           recv_find(rc, stt_tcp_hdr_tag(rc->stage + rc->stage_off), &buf) >= 0;
+    if (rc->conn.head.failed != STRATA_OK || rc->conn.socks[0].msg != rc->msg_tail)
+        return false;
+    if (rc->conn.fo.rsock >= 0)
+        return stt_tcp_recv_staged(rc) > 0;      /* replayed bytes to place */
+    return stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES &&
+           (stt_tcp_ctl_kind(rc->stage + rc->stage_off) != 0 ||
+            (rc->msg_tail - rc->msg_head < STT_TCP_MSGQ &&
+             recv_find(rc, stt_tcp_hdr_tag(rc->stage + rc->stage_off), &buf) >= 0));
 }
 
 /*
@@ -165,7 +171,7 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
         rc->post_head++;
     rc->msgs[rc->msg_tail % STT_TCP_MSGQ] = (stt_tcp_msg_t){
         .size = hdr.size, .slot = slot, .buf = (uint8_t)buf, .flags = (uint8_t)hdr.flags,
-        .rot = (uint8_t)(hdr.seq % (uint32_t)rc->conn.nsocks),
+        .rot = stt_tcp_rot(hdr.seq, rc->conn.alive), .mask = rc->conn.alive,
         .discard = discard};
     rc->msg_tail++;
     rc->conn.seq++;
@@ -235,7 +241,7 @@ static read_result_t recv_direct(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uin
     struct iovec iov[2];
     size_t want;
 
-    iov[0].iov_base = recv_dest(rc, m, poff, plen, cur->off, &want);
+    iov[0].iov_base = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
     iov[0].iov_len = want;
     iov[1].iov_base = rc->stage;
     iov[1].iov_len = STT_TCP_STAGE_BYTES;
@@ -265,8 +271,14 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
 
     while (rc->conn.head.failed == STRATA_OK) {
         if (cur->msg == rc->msg_tail) {
+            if (rc->conn.fo.rsock >= 0) {
+                if (!stt_tcp_recv_replay(rc, &dry))
+                    return;
+                continue;
+            }
             if (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES) {
-                if (!recv_header_match(rc))
+                if (stt_tcp_ctl_kind(rc->stage + rc->stage_off) != 0 ? !stt_tcp_recv_ctl(rc)
+                                                                     : !recv_header_match(rc))
                     return;
                 continue;
             }
@@ -276,7 +288,7 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
         }
         const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
         uint64_t poff, plen;
-        recv_part(rc, m, 0, &poff, &plen);
+        stt_tcp_recv_part(rc, m, 0, &poff, &plen);
         if (cur->off == plen) {
             cur->msg++;
             cur->off = 0;
@@ -304,14 +316,14 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
     while (cur->msg != rc->msg_tail && rc->conn.head.failed == STRATA_OK) {
         const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
         uint64_t poff, plen;
-        recv_part(rc, m, j, &poff, &plen);
+        stt_tcp_recv_part(rc, m, j, &poff, &plen);
         if (cur->off == plen) {
             cur->msg++;
             cur->off = 0;
             continue;
         }
         size_t want;
-        char *dst = recv_dest(rc, m, poff, plen, cur->off, &want);
+        char *dst = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
         ssize_t r = recv(cur->fd, dst, want, MSG_DONTWAIT);
         if (r <= 0) {
             if (recv_classify(rc, j, r) != READ_MORE)
@@ -319,6 +331,7 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
             continue;
         }
         cur->off += (uint64_t)r;
+        cur->bytes += (uint64_t)r;
         if ((size_t)r < want)
             return;          /* the kernel had no more: the next call would be EAGAIN */
     }
@@ -327,10 +340,12 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
 static void recv_retire(stt_tcp_recv_t *rc)
 {
     uint32_t done = rc->msg_tail - rc->msg_head;
+    /* a lost socket counts until its bytes were replayed */
+    uint32_t mask = rc->conn.alive | (rc->conn.fo.state != STT_TCP_FO_NONE ? rc->conn.fo.lost : 0);
 
     for (int j = 0; j < rc->conn.nsocks; j++) {
         uint32_t d = rc->conn.socks[j].msg - rc->msg_head;
-        if (d < done)
+        if ((mask & (1u << j)) && d < done)
             done = d;
     }
     for (; done > 0; done--) {
@@ -383,7 +398,8 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
     for (int pass = 0; pass < 2; pass++) {
         recv_sock0_pull(rc);
         for (int j = 1; j < rc->conn.nsocks; j++)
-            recv_sockj_pull(rc, j);
+            if ((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j))
+                recv_sockj_pull(rc, j);
         recv_retire(rc);
         if (!stt_tcp_recv_header_ready(rc))
             break;
@@ -394,6 +410,8 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
                       " at end of stream) with %u receive(s) still waiting",
                       rc->post_tail - rc->post_head);
     recv_stall_check(rc);
+    if (rc->conn.fo.out_len != 0)
+        stt_tcp_recv_fo_flush(rc);
     return rc->conn.head.failed;
 }
 

@@ -34,16 +34,20 @@ static stt_tcp_sreq_t *send_req_at(stt_tcp_send_t *sc, uint32_t pos)
 static void send_part(const stt_tcp_send_t *sc, const stt_tcp_sreq_t *req, int j,
                       uint64_t *off_p, uint64_t *len_p)
 {
-    stt_tcp_stripe_locate(req->size, req->flags, req->rot, sc->conn.nsocks, j, off_p, len_p);
+    (void)sc;
+    stt_tcp_part_locate(req->size, req->flags, req->rot, req->mask, j, off_p, len_p);
 }
 
-/* Classifies a failed send call: true to stop for now, false after failing the comm. */
-static bool send_error_is_transient(stt_tcp_send_t *sc, int j, ssize_t r)
+/* Classifies a failed send call on socket j: true to call again at once (EINTR), false
+ * to stop this socket for now (EAGAIN, a lost socket that failed over, a failed comm). */
+static bool send_error_retry(stt_tcp_send_t *sc, int j, ssize_t r)
 {
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    if (r < 0 && errno == EINTR)
         return true;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return false;
     if (r < 0)
-        stt_tcp_conn_fail_sock(&sc->conn, j, "send", errno);
+        stt_tcp_send_sock_lost(sc, j, "send", errno);
     else
         stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "send on socket %d of %d: no progress",
                       j, sc->conn.nsocks);
@@ -55,12 +59,14 @@ static void send_sock0_push(stt_tcp_send_t *sc)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[0];
 
-    while (cur->msg != sc->tail && sc->conn.head.failed == STRATA_OK) {
+    while (cur->msg != sc->tail && stt_tcp_send_lead_open(sc, cur->msg) &&
+           sc->conn.head.failed == STRATA_OK) {
         struct iovec iov[STT_TCP_SEND_IOV];
         int niov = 0;
         uint64_t skip = cur->off, asked = 0;
 
-        for (uint32_t pos = cur->msg; pos != sc->tail && niov + 2 <= STT_TCP_SEND_IOV; pos++) {
+        for (uint32_t pos = cur->msg; pos != sc->tail && stt_tcp_send_lead_open(sc, pos) &&
+                                      niov + 2 <= STT_TCP_SEND_IOV; pos++) {
             stt_tcp_sreq_t *req = send_req_at(sc, pos);
             uint64_t poff, plen;
             send_part(sc, req, 0, &poff, &plen);
@@ -84,12 +90,13 @@ static void send_sock0_push(stt_tcp_send_t *sc)
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t r = sendmsg(cur->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r <= 0) {
-            if (send_error_is_transient(sc, 0, r) && errno != EINTR)
+            if (!send_error_retry(sc, 0, r))
                 return;
             continue;
         }
         /* Walk the cursor over what the kernel took. */
         uint64_t left = (uint64_t)r;
+        cur->bytes += (uint64_t)r;
         while (left > 0) {
             stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
             uint64_t poff, plen;
@@ -100,6 +107,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
                 break;
             }
             left -= part;
+            req->end[0] = cur->bytes - left;
             cur->msg++;
             cur->off = 0;
         }
@@ -113,11 +121,13 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[j];
 
-    while (cur->msg != sc->tail && sc->conn.head.failed == STRATA_OK) {
+    while (cur->msg != sc->tail && (sc->conn.alive & (1u << j)) &&
+           sc->conn.head.failed == STRATA_OK) {
         stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
         uint64_t poff, plen;
         send_part(sc, req, j, &poff, &plen);
         if (cur->off == plen) {
+            req->end[j] = cur->bytes;
             cur->msg++;
             cur->off = 0;
             continue;
@@ -126,30 +136,43 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
         ssize_t r = send(cur->fd, req->data + poff + cur->off,
                          len > SEND_SEG_MAX ? SEND_SEG_MAX : len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r <= 0) {
-            if (send_error_is_transient(sc, j, r) && errno != EINTR)
+            if (!send_error_retry(sc, j, r))
                 return;
             continue;
         }
         cur->off += (uint64_t)r;
+        cur->bytes += (uint64_t)r;
         if ((uint64_t)r < (len > SEND_SEG_MAX ? SEND_SEG_MAX : len))
             return;          /* the socket buffer is full: the next call would be EAGAIN */
     }
 }
 
-/* Completes, in order, every message all cursors have passed. */
-static void send_retire(stt_tcp_send_t *sc)
+/*
+ * Completes, in order, every message all cursors have passed. On a virtual
+ * device a message also waits until the peer's kernel acknowledged every
+ * socket's part of it (a lost socket's unacknowledged bytes are replayed from
+ * the user's buffer, which must still be held), and while a failover runs,
+ * messages laid out on the lost sockets wait for their replay. Returns how
+ * many completed.
+ */
+static uint32_t send_retire(stt_tcp_send_t *sc)
 {
-    uint32_t done = sc->tail - sc->head;
+    uint32_t done = sc->tail - sc->head, n = 0;
 
     for (int j = 0; j < sc->conn.nsocks; j++) {
         uint32_t d = sc->conn.socks[j].msg - sc->head;
-        if (d < done)
+        if ((sc->conn.alive & (1u << j)) && d < done)
             done = d;
     }
-    for (; done > 0; done--) {
+    for (; done > 0; done--, n++) {
+        if (stt_tcp_fused(&sc->conn) &&
+            ((sc->conn.fo.state != STT_TCP_FO_NONE && sc->head != sc->conn.fo.end) ||
+             !stt_tcp_send_acked(sc, sc->head)))
+            break;
         send_req_at(sc, sc->head)->slot.state = STT_SLOT_DONE;
         sc->head++;
     }
+    return n;
 }
 
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
@@ -159,7 +182,16 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
     send_sock0_push(sc);
     for (int j = 1; j < sc->conn.nsocks; j++)
         send_sockj_push(sc, j);
-    send_retire(sc);
+    uint32_t retired = send_retire(sc);
+    /* A virtual device's peer may have news (a lost socket) when a pass is stuck. */
+    if (stt_tcp_fused(&sc->conn) && sc->conn.head.failed == STRATA_OK &&
+        (sc->conn.fo.state != STT_TCP_FO_NONE || (retired == 0 && sc->head != sc->tail))) {
+        if (retired == 0 && sc->head != sc->tail)
+            stt_tcp_send_watch(sc);
+        stt_tcp_send_fo_progress(sc);
+        send_sock0_push(sc);
+        send_retire(sc);
+    }
     return sc->conn.head.failed;
 }
 
@@ -181,12 +213,14 @@ strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag
         return STRATA_OK;
     }
     stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = sc->conn.seq++, .size = size};
-    if (sc->conn.nsocks > 1 && size >= sc->stripe_min)
+    bool several = (sc->conn.alive & (sc->conn.alive - 1u)) != 0;
+    if (several && size >= sc->stripe_min)
         hdr.flags |= STT_TCP_HDR_STRIPED;
-    else if (sc->conn.nmembers > 1 && size >= STT_TCP_ROTATE_MIN)
+    else if (several && stt_tcp_fused(&sc->conn) && size >= STT_TCP_ROTATE_MIN)
         hdr.flags |= STT_TCP_HDR_ROTATED;
     stt_tcp_hdr_encode(&hdr, req->hdr);
-    req->rot = (uint8_t)(hdr.seq % (uint32_t)sc->conn.nsocks);
+    req->mask = sc->conn.alive;
+    req->rot = stt_tcp_rot(hdr.seq, req->mask);
     req->flags = hdr.flags;
     req->size = size;
     req->data = data;

@@ -156,6 +156,105 @@ void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, uint32_t seq, int nsoc
     *len_p = len;
 }
 
+void stt_tcp_part_locate(uint64_t size, uint32_t flags, uint32_t rot, uint8_t mask, int index,
+                         uint64_t *off_p, uint64_t *len_p)
+{
+    if (!(mask & (1u << index))) {
+        *off_p = 0;
+        *len_p = 0;
+        return;
+    }
+    int n = __builtin_popcount(mask);
+    int k = __builtin_popcount(mask & ((1u << index) - 1u));
+    stt_tcp_stripe_locate(size, flags, rot, n, k, off_p, len_p);
+}
+
+uint8_t stt_tcp_rot(uint32_t seq, uint8_t mask)
+{
+    return (uint8_t)(seq % (uint32_t)__builtin_popcount(mask));
+}
+
+uint32_t stt_tcp_ctl_kind(const uint8_t *buf)
+{
+    uint32_t magic = stu_le_get32(buf);
+
+    return magic == STT_TCP_DOWN_MAGIC || magic == STT_TCP_REPLAY_MAGIC ? magic : 0;
+}
+
+void stt_tcp_ctl_encode(const stt_tcp_ctl_t *ctl, uint8_t *buf)
+{
+    memset(buf, 0, STT_TCP_HDR_BYTES);
+    stu_le_put32(buf + 0, ctl->kind);
+    buf[4] = ctl->arg;
+    stu_le_put32(buf + 8, ctl->seq);
+    stu_le_put64(buf + 16, ctl->size);
+}
+
+strata_status_t stt_tcp_ctl_decode(const uint8_t *buf, int nsocks, stt_tcp_ctl_t *ctl_p,
+                                   const char **why_p)
+{
+    stt_tcp_ctl_t c = {.kind = stu_le_get32(buf), .arg = buf[4], .seq = stu_le_get32(buf + 8),
+                       .size = stu_le_get64(buf + 16)};
+    uint32_t all = (1u << nsocks) - 1u;
+
+    if (c.kind != STT_TCP_DOWN_MAGIC && c.kind != STT_TCP_REPLAY_MAGIC) {
+        *why_p = "not a failover frame";
+        return STRATA_ERR_REMOTE;
+    }
+    if (buf[5] != 0 || buf[6] != 0 || buf[7] != 0 || stu_le_get32(buf + 12) != 0) {
+        *why_p = "failover frame with reserved bytes set";
+        return STRATA_ERR_REMOTE;
+    }
+    if (c.kind == STT_TCP_DOWN_MAGIC &&
+        (c.arg == 0 || (c.arg & 1u) || (c.arg & ~all) != 0 || c.size != 0)) {
+        *why_p = "DOWN frame with a bad socket mask (socket 0 or none or out of range)";
+        return STRATA_ERR_REMOTE;
+    }
+    if (c.kind == STT_TCP_REPLAY_MAGIC &&
+        (c.arg == 0 || c.arg >= nsocks || c.seq != 0 || c.size > STT_TCP_MAX_MSG_BYTES)) {
+        *why_p = "REPLAY frame with a bad socket or size";
+        return STRATA_ERR_REMOTE;
+    }
+    *ctl_p = c;
+    return STRATA_OK;
+}
+
+void stt_tcp_rframe_encode(const stt_tcp_rframe_t *f, uint8_t *buf)
+{
+    memset(buf, 0, STT_TCP_RFRAME_BYTES);
+    stu_le_put32(buf + 0, STT_TCP_RFRAME_MAGIC);
+    buf[4] = f->type;
+    buf[5] = f->arg;
+    stu_le_put64(buf + 8, f->pos);
+}
+
+strata_status_t stt_tcp_rframe_decode(const uint8_t *buf, int nsocks, stt_tcp_rframe_t *f_p,
+                                      const char **why_p)
+{
+    stt_tcp_rframe_t f = {.type = buf[4], .arg = buf[5], .pos = stu_le_get64(buf + 8)};
+    uint32_t all = (1u << nsocks) - 1u;
+
+    if (stu_le_get32(buf) != STT_TCP_RFRAME_MAGIC || buf[6] != 0 || buf[7] != 0) {
+        *why_p = "bytes from the receiver that are not a failover frame";
+        return STRATA_ERR_REMOTE;
+    }
+    if (f.type == STT_TCP_RFRAME_SUSPECT &&
+        (f.arg == 0 || (f.arg & 1u) || (f.arg & ~all) != 0 || f.pos != 0)) {
+        *why_p = "SUSPECT frame with a bad socket mask";
+        return STRATA_ERR_REMOTE;
+    }
+    if (f.type == STT_TCP_RFRAME_POS && (f.arg == 0 || f.arg >= nsocks)) {
+        *why_p = "POS frame with a bad socket";
+        return STRATA_ERR_REMOTE;
+    }
+    if (f.type != STT_TCP_RFRAME_SUSPECT && f.type != STT_TCP_RFRAME_POS) {
+        *why_p = "receiver frame of an unknown type";
+        return STRATA_ERR_REMOTE;
+    }
+    *f_p = f;
+    return STRATA_OK;
+}
+
 _Static_assert(STT_TCP_VNIC_OFFSET >= sizeof(stt_handle_t), "vNIC bytes overlap the head");
 _Static_assert(STT_TCP_VNIC_OFFSET + 2 + (STT_MAX_VDEV_MEMBERS - 1) * 6 <= STT_CONNSLOT_OFFSET,
                "IPv4 members overlap the connect slot");

@@ -47,7 +47,8 @@
 #include "transport/base/connect.h"
 #include "transport/base/netif.h"
 
-#define STT_TCP_PROTO_VERSION 2   /* 2: the hello carries the handle's secret */
+#define STT_TCP_PROTO_VERSION 3   /* 2: the hello carries the handle's secret; 3: failover
+                                     frames on virtual devices' connections */
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
 
 #define STT_TCP_HELLO_MAGIC 0x48525453u  /* "STRH" as bytes on the wire */
@@ -57,6 +58,15 @@
 #define STT_TCP_HELLO_BYTES 40
 #define STT_TCP_ACK_BYTES   16
 #define STT_TCP_HDR_BYTES   24
+/* Failover frames (docs/tcp-protocol.md, "Failover"): DOWN and REPLAY stand where a
+ * header would on socket 0 (STT_TCP_HDR_BYTES each); receiver -> sender frames travel
+ * the other way on socket 0 (STT_TCP_RFRAME_BYTES each). */
+#define STT_TCP_DOWN_MAGIC   0x44525453u /* "STRD": sockets going away */
+#define STT_TCP_REPLAY_MAGIC 0x50525453u /* "STRP": the rest of a lost socket's stream */
+#define STT_TCP_RFRAME_MAGIC 0x4f525453u /* "STRO": receiver -> sender */
+#define STT_TCP_RFRAME_BYTES 16
+#define STT_TCP_RFRAME_SUSPECT 1         /* the receiver saw these sockets fail */
+#define STT_TCP_RFRAME_POS 2             /* how much of a lost socket's stream it holds */
 
 #define STT_TCP_HDR_STRIPED 0x1u         /* payload split across every socket */
 #define STT_TCP_HDR_ROTATED 0x2u         /* payload whole on socket seq % nsocks */
@@ -145,6 +155,46 @@ strata_status_t stt_tcp_hdr_decode(const uint8_t *buf, uint32_t expected_seq,
  */
 void stt_tcp_stripe_locate(uint64_t size, uint32_t flags, uint32_t seq, int nsocks, int index,
                            uint64_t *off_p, uint64_t *len_p);
+
+/*
+ * The bytes of socket `index` under socket mask `mask` (the sockets a message was
+ * laid out on; bit j = socket j): stt_tcp_stripe_locate over the mask's sockets,
+ * socket j being the k-th of them; empty for a socket outside the mask. `rot` is
+ * seq % popcount(mask) (stt_tcp_rot).
+ */
+void stt_tcp_part_locate(uint64_t size, uint32_t flags, uint32_t rot, uint8_t mask, int index,
+                         uint64_t *off_p, uint64_t *len_p);
+/* seq % (sockets in mask): the rank, among the mask's sockets, of a rotated payload's. */
+uint8_t stt_tcp_rot(uint32_t seq, uint8_t mask);
+
+/*
+ * Failover frames. A control frame at a header position is told from a header by
+ * its magic (stt_tcp_ctl_kind: 0 for anything else). DOWN: mask of the sockets
+ * going away, seq the next message's sequence number. REPLAY: socket, size of the
+ * replayed bytes that follow it. Decoders check what the frame alone can tell.
+ */
+typedef struct stt_tcp_ctl {
+    uint32_t kind;           /* STT_TCP_DOWN_MAGIC or STT_TCP_REPLAY_MAGIC */
+    uint8_t arg;             /* DOWN: socket mask; REPLAY: socket index */
+    uint32_t seq;            /* DOWN: the next message's sequence number */
+    uint64_t size;           /* REPLAY: bytes that follow */
+} stt_tcp_ctl_t;
+
+uint32_t stt_tcp_ctl_kind(const uint8_t *buf);
+void stt_tcp_ctl_encode(const stt_tcp_ctl_t *ctl, uint8_t *buf);
+strata_status_t stt_tcp_ctl_decode(const uint8_t *buf, int nsocks, stt_tcp_ctl_t *ctl_p,
+                                   const char **why_p);
+
+/* Receiver -> sender: SUSPECT (arg: socket mask) or POS (arg: socket, pos: bytes). */
+typedef struct stt_tcp_rframe {
+    uint8_t type;
+    uint8_t arg;
+    uint64_t pos;
+} stt_tcp_rframe_t;
+
+void stt_tcp_rframe_encode(const stt_tcp_rframe_t *f, uint8_t *buf);
+strata_status_t stt_tcp_rframe_decode(const uint8_t *buf, int nsocks, stt_tcp_rframe_t *f_p,
+                                      const char **why_p);
 
 /*
  * Writes members 1..n-1 of v into the handle's vNIC bytes (member 0 is the
