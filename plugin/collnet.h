@@ -11,9 +11,11 @@
  * collnet_compat.c (_v10 and _v9, adapters on the net adapters' context),
  * collnet_props.c (the devices mirror the net's; v12 rail and plane), collnet_wire.c
  * (handle, hello and agreement record bytes), collnet_listen.c, collnet_connect.c (the group
- * and its agreement), collnet_mr.c (registrations), collnet_exec.c (the executor),
- * collnet_ops.c (iallreduce, iallgather, ireducescatter, iflush, test, reduceSupport),
- * collnet_select.c (the model's table).
+ * and its agreement), collnet_mr.c (registrations), the executor (its insides in
+ * collnet_exec.h: collnet_exec.c the progress loop, collnet_run.c runs, collnet_unit.c units,
+ * collnet_flight.c transport requests in flight, collnet_stage.c GPU staging, collnet_idle.c
+ * the wait), collnet_ops.c (iallreduce, iallgather, ireducescatter, iflush, test,
+ * reduceSupport), collnet_select.c (the model's table).
  *
  * Threads (as NCCL 2.28.9 calls): listen, connect, regMr, deregMr and closeColl on the proxy
  * service thread; iallreduce, iallgather, ireducescatter, iflush and test on the progress
@@ -314,7 +316,7 @@ void stp_cn_mr_put(stp_cn_comm_t *c, stp_cn_mr_t *mr);
 strata_status_t stp_cn_mr_check(const stp_cn_comm_t *c, void *mhandle, const void *data,
                                 size_t size, const char *what);
 
-/* collnet_exec.c */
+/* the executor (collnet_exec.c, collnet_run.c, collnet_idle.c) */
 /* Allocates the executor's per-collective state for c->nranks members (connect). */
 strata_status_t stp_cn_exec_init(stp_cn_comm_t *c);
 /* Queues a filled request; it runs when an executor slot frees. */

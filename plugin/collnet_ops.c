@@ -232,7 +232,7 @@ ncclResult_t stp_cn_iflush(void *coll_comm, void *data, int size, void *mhandle,
     const stp_cn_mr_t *mr = mhandle;
     if (mr->type == NCCL_PTR_HOST || size == 0)
         return ncclSuccess;
-    /* GPU memory the self link wrote (collnet_exec.c's OUT phase): the transport's flush
+    /* GPU memory the self link wrote (collnet_stage.c's OUT phase): the transport's flush
      * (ib: a loopback RDMA read) on that link. Untested here: no GPU. */
     stp_cn_req_t *q = stp_cn_req_alloc(c);
     if (q == NULL) {       /* a NULL flush request means "done": no back-pressure here */

@@ -6,7 +6,7 @@
  *
  *   strata-run -n 4 --nodes 4 --netns [--inter-rate 2gbit] -- \
  *       strata-collnet [-b 8] [-e 64M] [-f 4] [-n 10] [-w 2] [--rounds 5] [--call 2M]
- *                      [--depth 8] [--version 11] [--plugin SO] [-c] [-v]
+ *                      [--depth 8] [--version 11] [--plugin SO] [-m collnet,hier,ring] [-c] [-v]
  *
  * Per size n (bytes of fp32 summed):
  *   collnet   n cut into NCCL-sized calls (--call, default 2 MiB: CollNet Chain's 8 subs of
@@ -22,7 +22,8 @@
  * calls after -w untimed ones; a round's time is the slowest rank's; rows print the median
  * round. busbw = 2 (N-1)/N x n / t, as nccl-tests. cn.cpu, hier.cpu, ring.cpu: the CPU time
  * (user + system) a rank used per call, the median round's, averaged over the ranks: on a
- * shared machine the time follows the CPU a method needs. -c checks one call of each per size; -v
+ * shared machine the time follows the CPU a method needs. -m runs only the methods named (the
+ * others' columns print 0, their ratios inf or nan). -c checks one call of each per size; -v
  * shows the plugin's INFO lines (with STRATA_DEBUG=INFO: the CollNet's table at connect).
  */
 #include <getopt.h>
@@ -47,6 +48,7 @@
 typedef struct cn_opts {
     size_t min_bytes, max_bytes, call_bytes;
     int factor, iters, warmup, rounds, depth, version, check, verbose;
+    unsigned methods;        /* bit m: method m runs (-m) */
     const char *plugin;
 } cn_opts_t;
 
@@ -64,10 +66,31 @@ typedef struct cn_bench {
 enum { M_COLLNET = 0, M_HIER, M_RING, M_COUNT };
 static const char *const method_names[M_COUNT] = {"collnet", "hier", "ring"};
 
+/* -m: a comma-separated list of method names into a bit set. */
+static int cn_methods_parse(const char *list, unsigned *set)
+{
+    char buf[64];
+    *set = 0;
+    if (strlen(list) >= sizeof(buf))
+        return -1;
+    strcpy(buf, list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        int m = 0;
+        while (m < M_COUNT && strcmp(tok, method_names[m]) != 0)
+            m++;
+        if (m == M_COUNT)
+            return -1;
+        *set |= 1u << m;
+    }
+    return *set != 0 ? 0 : -1;
+}
+
 static void cn_usage(FILE *f)
 {
     fprintf(f, "usage: strata-collnet [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]"
-               " [--rounds R] [--call BYTES] [--depth D] [--version 11|12] [--plugin SO] [-c] [-v]\n"
+               " [--rounds R] [--call BYTES] [--depth D] [--version 11|12] [--plugin SO]"
+               " [-m collnet,hier,ring] [-c] [-v]\n"
                "       (one rank per node, under strata-run or any launcher strata_comm_init"
                " reads)\n");
 }
@@ -84,8 +107,8 @@ static int cn_parse(int argc, char **argv, cn_opts_t *o)
 
     *o = (cn_opts_t){.min_bytes = 8, .max_bytes = (size_t)64 << 20, .call_bytes = (size_t)2 << 20,
                      .factor = 4, .iters = 10, .warmup = 2, .rounds = 5, .depth = 8,
-                     .version = 11, .plugin = STRATA_PLUGIN_PATH};
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:cvh", longs, NULL)) != -1) {
+                     .version = 11, .plugin = STRATA_PLUGIN_PATH, .methods = (1u << M_COUNT) - 1};
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:m:cvh", longs, NULL)) != -1) {
         switch (c) {
         case 'b': bad |= stb_size_parse(optarg, &o->min_bytes) != STRATA_OK; break;
         case 'e': bad |= stb_size_parse(optarg, &o->max_bytes) != STRATA_OK; break;
@@ -97,6 +120,7 @@ static int cn_parse(int argc, char **argv, cn_opts_t *o)
         case 'D': bad |= stb_int_parse(optarg, 1, 64, &o->depth) != STRATA_OK; break;
         case 'V': bad |= stb_int_parse(optarg, 11, 12, &o->version) != STRATA_OK; break;
         case 'P': o->plugin = optarg; break;
+        case 'm': bad |= cn_methods_parse(optarg, &o->methods) != 0; break;
         case 'c': o->check = 1; break;
         case 'v': o->verbose = 1; break;
         case 'h': cn_usage(stdout); exit(0);
@@ -306,15 +330,18 @@ static int cn_sweep(cn_bench_t *b)
         size_t bytes = n / 4 * 4;
         double t[M_COUNT][CN_MAX_ROUNDS], cpu[M_COUNT][CN_MAX_ROUNDS], med[M_COUNT];
         double med_cpu[M_COUNT];
+        memset(t, 0, sizeof(t));
+        memset(cpu, 0, sizeof(cpu));
         for (int r = 0; r < b->o.rounds && !failed; r++)
             for (int m = 0; m < M_COUNT && !failed; m++)
-                failed = cn_time(b, m, bytes, &t[m][r], &cpu[m][r]) != STRATA_OK;
+                if (b->o.methods & (1u << m))
+                    failed = cn_time(b, m, bytes, &t[m][r], &cpu[m][r]) != STRATA_OK;
         for (int m = 0; m < M_COUNT && !failed; m++) {
             qsort(t[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
             qsort(cpu[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
             med[m] = t[m][b->o.rounds / 2];
             med_cpu[m] = cpu[m][b->o.rounds / 2];
-            if (b->o.check) {
+            if (b->o.check && (b->o.methods & (1u << m))) {
                 long long wrong = 0;
                 failed = cn_check(b, m, bytes, &wrong) != STRATA_OK;
                 if (!failed && wrong != 0) {

@@ -2,9 +2,10 @@
  * strata-run + strata-perf end to end: the nccl-tests output's shape (header,
  * one row per size, footer, #wrong 0) and exit status, every collective and a
  * few type/op pairs checked by strata-perf itself, STRATA_ALGO forced (the
- * algorithm that ran, and a fallback named), the namespace variant, and
- * that nothing is left behind (processes, namespaces, /dev/shm) after a rank
- * is killed or strata-run is told to stop. Namespace tests skip when not root
+ * algorithm that ran, and a fallback named), the namespace variant,
+ * strata-collnet's method choice (-m), and that nothing is left behind
+ * (processes, namespaces, /dev/shm) after a rank is killed or strata-run is
+ * told to stop. Namespace tests skip when not root
  * or where namespaces are unavailable. No timing assertions.
  */
 #define _GNU_SOURCE 1
@@ -31,6 +32,7 @@
 #define PERF_BIN STRATA_BUILD_DIR "/bin/strata-perf"
 #define PLAN_BIN STRATA_BUILD_DIR "/bin/strata-plan"
 #define DOCTOR_BIN STRATA_BUILD_DIR "/bin/strata-doctor"
+#define COLLNET_BIN STRATA_BUILD_DIR "/bin/strata-collnet"
 /* Generous bounds for a 2-core shared machine; a hang fails the test, never blocks it. */
 #define RUN_WALL_MS 240000
 #define EXIT_NO_NETNS 3       /* strata-run's STB_RUN_EXIT_NO_NETNS */
@@ -383,6 +385,40 @@ static void test_failing_rank_fails_the_run(void **state)
     proc_free(&p);
 }
 
+/*
+ * strata-collnet -m: only the methods named run (the others' time columns print 0), and the
+ * CollNet's results are checked (-c); a name that is not a method is a usage error (exit 2).
+ */
+static void test_collnet_methods(void **state)
+{
+    (void)state;
+    char *argv[] = {RUN_BIN, "-n", "2", "--nodes", "2", "--", COLLNET_BIN, "-b", "64K", "-e",
+                    "64K", "-n", "1", "-w", "0", "--rounds", "1", "-m", "collnet", "-c", NULL};
+    proc_t p;
+    proc_start(&p, argv);
+    assert_int_equal(proc_finish(&p), 0);
+    int rows = 0;
+    char *copy = strdup(p.buf[0]), *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        double size, cn, cn_bw, hier, hier_bw, ring;
+        if (line[0] == '#')
+            continue;
+        assert_int_equal(sscanf(line, "%lf %lf %lf %lf %lf %lf", &size, &cn, &cn_bw, &hier,
+                                &hier_bw, &ring), 6);
+        assert_true(size == 65536 && cn > 0);
+        assert_true(hier == 0 && ring == 0);        /* not run */
+        rows++;
+    }
+    free(copy);
+    assert_int_equal(rows, 1);
+    proc_free(&p);
+    char *bad[] = {RUN_BIN, "-n", "1", "--", COLLNET_BIN, "-m", "collnet,nccl", NULL};
+    proc_start(&p, bad);
+    assert_int_equal(proc_finish(&p), 2);
+    assert_non_null(strstr(p.buf[1], "usage: strata-collnet"));
+    proc_free(&p);
+}
+
 /* --------------------------------------------------------------- leftovers */
 
 static int have_root(void)
@@ -561,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_doctor),
         cmocka_unit_test(test_types_and_ops),
         cmocka_unit_test(test_failing_rank_fails_the_run),
+        cmocka_unit_test(test_collnet_methods),
         cmocka_unit_test(test_killed_rank_plain),
         cmocka_unit_test(test_sigterm_plain),
         cmocka_unit_test(test_netns_shape),
