@@ -37,6 +37,9 @@ for bin in "$@"; do
     if [ "$f" -gt 0 ]; then
         failed_bins+=("$name")
         printf 'FAIL  %-48s %4ss  rc=%s  (%s passed, %s failed)\n' "$name" "$secs" "$rc" "$p" "$f"
+        # the failed cases and their messages first, wherever they are in the output (a
+        # long log's tail may not reach them), then the tail
+        grep -n -B10 -A1 '^\[  ERROR   \] ' "$out" | head -n 60 | sed 's/^/    ! /'
         sed 's/^/    | /' "$out" | tail -n 60
     else
         printf 'ok    %-48s %4ss  (%s passed, %s skipped)\n' "$name" "$secs" "$p" "$s"
