@@ -183,25 +183,49 @@ static void fo_send_begin(stt_tcp_send_t *sc, uint8_t lost, const char *cause)
     sc->conn.alive &= (uint8_t)~lost;
 }
 
+/* What losing socket j (what failed, err; 0: the peer closed it) starts, for either end. */
+typedef enum fo_verdict {
+    FO_UNDER_WAY = 0,   /* its member is failing over already */
+    FO_REFUSED,         /* failover cannot take it: *why_p says why */
+    FO_BEGIN,           /* a new failover of *lost_p; cause holds the log's reason */
+} fo_verdict_t;
+
+static fo_verdict_t fo_judge(const stt_tcp_conn_t *conn, int j, const char *what, int err,
+                             uint8_t *lost_p, const char **why_p, char *cause, size_t len)
+{
+    uint8_t lost = stt_tcp_member_socks(conn, j);
+
+    *lost_p = lost;
+    if (conn->fo.state != STT_TCP_FO_NONE && (lost & ~conn->fo.lost) == 0)
+        return FO_UNDER_WAY;
+    *why_p = fo_refusal(conn, lost);
+    if (*why_p != NULL)
+        return FO_REFUSED;
+    snprintf(cause, len, "%s on socket %d: %s", what, j,
+             err == 0 ? "closed by the peer" : strerror(err));
+    return FO_BEGIN;
+}
+
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err)
 {
     stt_tcp_conn_t *conn = &sc->conn;
+    const char *why = NULL;
+    char cause[96];
+    uint8_t lost;
 
     if (!stt_tcp_fused(conn)) {
         stt_tcp_conn_fail_sock(conn, j, what, err);
         return false;
     }
-    uint8_t lost = stt_tcp_member_socks(conn, j);
-    if (conn->fo.state != STT_TCP_FO_NONE && (lost & ~conn->fo.lost) == 0)
-        return true;                     /* that member is failing over already */
-    const char *why = fo_refusal(conn, lost);
-    if (why != NULL) {
+    switch (fo_judge(conn, j, what, err, &lost, &why, cause, sizeof(cause))) {
+    case FO_UNDER_WAY:
+        return true;
+    case FO_REFUSED:
         fo_fail(conn, j, what, err, why);
         return false;
+    case FO_BEGIN:
+        break;
     }
-    char cause[96];
-    snprintf(cause, sizeof(cause), "%s on socket %d: %s", what, j,
-             err == 0 ? "closed by the peer" : strerror(err));
     fo_send_begin(sc, lost, cause);
     return true;
 }
@@ -471,22 +495,23 @@ void stt_tcp_send_fo_progress(stt_tcp_send_t *sc)
 bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err)
 {
     stt_tcp_conn_t *conn = &rc->conn;
-    uint8_t lost = stt_tcp_member_socks(conn, j);
+    const char *why = NULL;
+    char cause[96];
+    uint8_t lost;
 
-    if (conn->fo.state != STT_TCP_FO_NONE && (lost & ~conn->fo.lost) == 0)
+    switch (fo_judge(conn, j, what, err, &lost, &why, cause, sizeof(cause))) {
+    case FO_UNDER_WAY:
         return true;
-    const char *why = fo_refusal(conn, lost);
-    if (why != NULL) {
+    case FO_REFUSED:
         if (err == 0)
             stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
                           " (process exited or closed the comm)", j, conn->nsocks);
         else
             fo_fail(conn, j, what, err, why);
         return false;
+    case FO_BEGIN:
+        break;
     }
-    char cause[96];
-    snprintf(cause, sizeof(cause), "%s on socket %d: %s", what, j,
-             err == 0 ? "closed by the peer" : strerror(err));
     fo_begin_log(conn, lost, cause);
     conn->fo.state = STT_TCP_FO_SUSPECT;
     conn->fo.lost = lost;
@@ -510,21 +535,13 @@ static bool fo_recv_take(stt_tcp_recv_t *rc, int s, uint64_t limit)
     stt_tcp_cursor_t *cur = &rc->conn.socks[s];
 
     while (cur->bytes < limit) {
-        if (cur->msg == rc->msg_tail) {
+        size_t want;
+        char *dst = stt_tcp_cursor_dest(rc, cur, s, &want);
+        if (dst == NULL) {
             stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "lost socket %d holds %" PRIu64
                           " bytes beyond its messages", s, limit - cur->bytes);
             return false;
         }
-        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
-        uint64_t poff, plen;
-        stt_tcp_recv_part(rc, m, s, &poff, &plen);
-        if (cur->off == plen) {
-            cur->msg++;
-            cur->off = 0;
-            continue;
-        }
-        size_t want;
-        char *dst = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
         if (want > limit - cur->bytes)
             want = (size_t)(limit - cur->bytes);
         ssize_t r = recv(cur->fd, dst, want, MSG_DONTWAIT);
@@ -652,16 +669,13 @@ bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p)
     stt_tcp_cursor_t *cur = &rc->conn.socks[fo->rsock];
 
     while (fo->rleft > 0 && rc->conn.head.failed == STRATA_OK) {
-        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
-        uint64_t poff, plen;
-        stt_tcp_recv_part(rc, m, fo->rsock, &poff, &plen);
-        if (cur->off == plen) {
-            cur->msg++;
-            cur->off = 0;
-            continue;
-        }
         size_t want;
-        char *dst = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
+        char *dst = stt_tcp_cursor_dest(rc, cur, fo->rsock, &want);
+        if (dst == NULL) {
+            stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "replay of socket %d carries %"
+                          PRIu64 " bytes beyond its messages", fo->rsock, fo->rleft);
+            return false;
+        }
         if (want > fo->rleft)
             want = (size_t)fo->rleft;
         uint32_t staged = stt_tcp_recv_staged(rc);

@@ -377,6 +377,9 @@ void stt_tcp_recv_part(const stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, int j,
                        uint64_t *off_p, uint64_t *len_p);
 char *stt_tcp_recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
                         uint64_t plen, uint64_t done, size_t *len_p);
+/* tcp_recv.c: where socket j's cursor reads next (the cursor moved past parts it finished)
+ * and how much fits there; NULL when it has passed every matched message. */
+char *stt_tcp_cursor_dest(stt_tcp_recv_t *rc, stt_tcp_cursor_t *cur, int j, size_t *want_p);
 /* tcp_recv.c: the same for a receive comm. */
 strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc);
 strata_status_t stt_tcp_recv_test(stt_tcp_recv_t *rc, stt_req_t *req, int *done, size_t *sizes);

@@ -89,6 +89,20 @@ char *stt_tcp_recv_dest(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t pof
     return rc->reqs[m->slot].data[m->buf] + poff + done;
 }
 
+char *stt_tcp_cursor_dest(stt_tcp_recv_t *rc, stt_tcp_cursor_t *cur, int j, size_t *want_p)
+{
+    while (cur->msg != rc->msg_tail) {
+        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
+        uint64_t poff, plen;
+        stt_tcp_recv_part(rc, m, j, &poff, &plen);
+        if (cur->off < plen)
+            return stt_tcp_recv_dest(rc, m, poff, plen, cur->off, want_p);
+        cur->msg++;
+        cur->off = 0;
+    }
+    return NULL;
+}
+
 /*
  * The receive a message of tag goes to: the oldest posted receive with an
  * unmatched buffer of that tag, and in it the first such buffer (per tag,
@@ -313,17 +327,11 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
 {
     stt_tcp_cursor_t *cur = &rc->conn.socks[j];
 
-    while (cur->msg != rc->msg_tail && rc->conn.head.failed == STRATA_OK) {
-        const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
-        uint64_t poff, plen;
-        stt_tcp_recv_part(rc, m, j, &poff, &plen);
-        if (cur->off == plen) {
-            cur->msg++;
-            cur->off = 0;
-            continue;
-        }
-        size_t want;
-        char *dst = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
+    size_t want;
+    char *dst;
+
+    while (rc->conn.head.failed == STRATA_OK &&
+           (dst = stt_tcp_cursor_dest(rc, cur, j, &want)) != NULL) {
         ssize_t r = recv(cur->fd, dst, want, MSG_DONTWAIT);
         if (r <= 0) {
             if (recv_classify(rc, j, r) != READ_MORE)
