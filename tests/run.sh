@@ -6,8 +6,11 @@
 #   tests/run.sh build/tests/unit/test_x build/tests/transport/test_y ...
 #
 # STRATA_TEST_TIMEOUT (seconds, default 300) bounds each binary; the machines
-# are 2-core and noisy, so it is generous.
+# are 2-core and noisy, so it is generous. STS_SHOW (an extended regular expression)
+# also prints the matching lines of binaries that passed, e.g. STS_SHOW='^ *matrix' for the
+# fault matrix's times.
 set -u
+show=${STS_SHOW:-}
 timeout_s=${STRATA_TEST_TIMEOUT:-300}
 # UCX's known leak reports under LeakSanitizer (the file says which, and why).
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp:print_suppressions=0}
@@ -43,6 +46,9 @@ for bin in "$@"; do
         sed 's/^/    | /' "$out" | tail -n 60
     else
         printf 'ok    %-48s %4ss  (%s passed, %s skipped)\n' "$name" "$secs" "$p" "$s"
+        if [ -n "$show" ]; then
+            grep -E -- "$show" "$out" | sed 's/^/    = /'
+        fi
     fi
 done
 

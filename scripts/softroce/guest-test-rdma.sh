@@ -65,13 +65,14 @@ if [ -n "$conf" ]; then
 fi
 # The plugin tests (2 processes) and the collective fault tests, with every
 # iflush a real loopback RDMA read (STRATA_IB_FLUSH=1). STS_CYCLES=100: 500
-# connect/close cycles (the default) outlast the peer's deadline under emulation.
+# connect/close cycles (the default) outlast the peer's deadline under emulation. The fault
+# matrix's lines (seconds from a death to the survivor's error) are printed for docs.
 func=$(bins "$TESTS"/functional/test_plugin_* "$TESTS"/functional/test_coll_faults \
     "$TESTS"/functional/test_coll_matrix)
 if [ -n "$func" ]; then
     group "functional plugin tests, STRATA_TRANSPORT=ib STRATA_IB_FLUSH=1 on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STRATA_IB_FLUSH=1 STS_CYCLES=100 \
-        tests/run.sh $func
+        STS_SHOW='^ *matrix' tests/run.sh $func
 fi
 # The collective library over ib: the allreduce matrix (every type, op, algorithm,
 # in and out of place, 1 to 4 ranks on 1 to 4 emulated nodes) and the other
