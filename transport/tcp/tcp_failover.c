@@ -110,22 +110,32 @@ static void fo_done_log(stt_tcp_conn_t *conn, uint64_t replayed)
              __builtin_popcount(conn->alive), conn->nsocks);
 }
 
+/* One non-blocking send of len bytes on socket 0: the bytes sent, 0 when the kernel would
+ * block, -1 when the socket failed (the comm failed with it). EINTR retries. */
+static ssize_t fo_sock0_send(stt_tcp_conn_t *conn, const void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t r = send(conn->socks[0].fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r > 0)
+            return r;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        stt_tcp_conn_fail_sock(conn, 0, "send", r < 0 ? errno : EPIPE);
+        return -1;
+    }
+}
+
 /* Writes fo.out on socket 0; true once all of it is out. */
 static bool fo_out_flush(stt_tcp_conn_t *conn)
 {
     stt_tcp_fo_t *fo = &conn->fo;
 
     while (fo->out_off < fo->out_len && conn->head.failed == STRATA_OK) {
-        ssize_t r = send(conn->socks[0].fd, fo->out + fo->out_off, fo->out_len - fo->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t r = fo_sock0_send(conn, fo->out + fo->out_off, fo->out_len - fo->out_off);
+        if (r <= 0)
             return false;
-        if (r <= 0) {
-            stt_tcp_conn_fail_sock(conn, 0, "send", r < 0 ? errno : EPIPE);
-            return false;
-        }
         fo->out_off += (uint32_t)r;
         if (conn->head.send)
             conn->socks[0].bytes += (uint64_t)r;
@@ -417,16 +427,10 @@ static bool fo_replay_push(stt_tcp_send_t *sc)
         uint64_t len = plen - fo->roff;
         len = len < fo->rleft ? len : fo->rleft;
         len = len < FO_SEG_MAX ? len : FO_SEG_MAX;
-        ssize_t r = send(lead->fd, fo_sreq(sc, fo->rmsg)->data + poff + fo->roff, len,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t r = fo_sock0_send(&sc->conn, fo_sreq(sc, fo->rmsg)->data + poff + fo->roff,
+                                  (size_t)len);
+        if (r <= 0)
             return false;
-        if (r <= 0) {
-            stt_tcp_conn_fail_sock(&sc->conn, 0, "send", r < 0 ? errno : EPIPE);
-            return false;
-        }
         fo->roff += (uint64_t)r;
         fo->rleft -= (uint64_t)r;
         lead->bytes += (uint64_t)r;
