@@ -9,6 +9,9 @@
  *   - every size from 0 B to 24 MiB crosses the fused device intact, and the
  *     receiver's two interfaces each carried at least a quarter of the bytes
  *     (striped and rotated messages use both rails; read from /proc/net/dev);
+ *   - the per-member telemetry of each end's connection: the members' bytes add up to
+ *     the connection's, each member carried some, both show "up" (after a failover: the
+ *     lost member alone shows "lost");
  *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
  *   - STRATA_NET_FUSE=off leaves makeVDevice NULL in the table (NCCL then never asks)
  *     and a direct request is refused;
@@ -28,6 +31,7 @@
  * exit status and a RESULT message; nothing outlives a test.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -254,6 +258,38 @@ static long long vnic_stats_field(stb_plugin_t *pl, const char *name)
 }
 
 /*
+ * The per-member counters of this process's connection (the first in the document): the
+ * members' bytes add up to the comm's, every member carried some, and member `lost` (-1:
+ * none) alone shows as lost.
+ */
+static int vnic_members_check(int ctl, stb_plugin_t *pl, unsigned long long bytes, int lost)
+{
+    strata_net_stats_json_fn json =
+        (strata_net_stats_json_fn)stb_plugin_dlsym(pl, "strata_net_stats_json");
+    char doc[8192];
+    unsigned long long sum = 0;
+
+    CHILD_CHECK(json != NULL && json(doc, sizeof(doc)) < sizeof(doc), "telemetry document");
+    const char *at = strstr(doc, "\"connections\"");
+    at = at != NULL ? strstr(at, "\"members\":[") : NULL;
+    CHILD_CHECK(at != NULL, "no members in the connection's telemetry: %.300s", doc);
+    for (int m = 0; m < VNIC_RAILS; m++) {
+        char key[32];
+        snprintf(key, sizeof(key), "{\"member\":%d,", m);
+        const char *mem = strstr(at, key), *b = mem ? strstr(mem, "\"bytes\":") : NULL;
+        const char *st = mem ? strstr(mem, "\"state\":\"") : NULL;
+        CHILD_CHECK(b != NULL && st != NULL, "member %d missing: %.300s", m, at);
+        unsigned long long mb = strtoull(b + 8, NULL, 10);
+        bool is_lost = strncmp(st + 9, "lost", 4) == 0;
+        CHILD_CHECK(mb > 0, "member %d carried no bytes", m);
+        CHILD_CHECK(is_lost == (m == lost), "member %d shows %.4s", m, st + 9);
+        sum += mb;
+    }
+    CHILD_CHECK(sum == bytes, "the members carried %llu bytes, the comm %llu", sum, bytes);
+    return 0;
+}
+
+/*
  * The failover stream. The sender keeps going until VNIC_FO_AFTER batches after its
  * comm counted a reconnect (or the deadline), then marks the last batch; the receiver
  * follows the marks. READY after VNIC_FO_READY_AFTER batches. Both ends then check
@@ -328,6 +364,8 @@ static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int recei
     CHILD_CHECK(got_bytes == (long long)bytes && got_msgs == (long long)msgs,
                 "telemetry: %lld bytes in %lld messages, moved %llu in %llu", got_bytes,
                 got_msgs, bytes, msgs);
+    if (vnic_members_check(ctl, pl, bytes, 1) != 0)
+        return 1;
     sts_ctl_result(ctl, 0, "%d batches, %llu bytes, one failover; longest batch %.0f ms",
                    batch, bytes, (double)stall / 1e6);
     return 0;
@@ -382,10 +420,12 @@ static int vnic_child(void *arg, int ctl)
     }
     if (vnic_traffic(ctl, pl, comm, job->receiver) != 0)
         return 1;
-    CHILD_CHECK(vnic_if_bytes(job->receiver, after) == 0, "interface counters");
     unsigned long long total = 0;
     for (int i = 0; i < VNIC_NSIZES; i++)
         total += vnic_sizes[i];
+    if (vnic_members_check(ctl, pl, total, -1) != 0)
+        return 1;
+    CHILD_CHECK(vnic_if_bytes(job->receiver, after) == 0, "interface counters");
     for (int r = 0; r < VNIC_RAILS; r++)
         CHILD_CHECK(after[r] - before[r] >= total / 4, "rail %d carried %llu of %llu bytes", r,
                     after[r] - before[r], total);

@@ -90,11 +90,14 @@ static void fo_fail(stt_tcp_conn_t *conn, int j, const char *what, int err, cons
         STU_INFO(STU_LOG_NET, "tcp: no failover for socket %d: %s", j, why);
 }
 
-static void fo_begin_log(const stt_tcp_conn_t *conn, uint8_t lost, const char *cause)
+static void fo_begin_log(stt_tcp_conn_t *conn, uint8_t lost, const char *cause)
 {
     char socks[32];
 
     fo_mask_text(lost, socks, sizeof(socks));
+    stt_member_stats_t *member = stt_tcp_member_count(conn, __builtin_ctz(lost));
+    stt_member_add(&member->errors, 1);
+    __atomic_store_n(&member->lost, 1, __ATOMIC_RELAXED);
     STU_WARN("tcp: %s comm with %s: virtual NIC member %d of %d lost (socket(s) %s of %d: %s);"
              " moving its traffic to the other member(s)", stt_conn_kind(&conn->head),
              conn->head.peer, __builtin_ctz(lost) % conn->nmembers, conn->nmembers, socks,
@@ -434,6 +437,7 @@ static bool fo_replay_push(stt_tcp_send_t *sc)
         fo->roff += (uint64_t)r;
         fo->rleft -= (uint64_t)r;
         lead->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&sc->conn, 0, (uint64_t)r);
     }
     return fo->rleft == 0;
 }
@@ -451,6 +455,8 @@ static void fo_send_finish(stt_tcp_send_t *sc, uint64_t replayed)
     }
     for (int j = 0; j < sc->conn.nsocks; j++)
         if (fo->lost & (1u << j)) {
+            /* what the socket wrote and the receiver never got was counted on its member */
+            stt_tcp_member_bytes(&sc->conn, j, fo->pos[j] - sc->conn.socks[j].bytes);
             close(sc->conn.socks[j].fd);
             sc->conn.socks[j].fd = -1;
         }
@@ -559,6 +565,7 @@ static bool fo_recv_take(stt_tcp_recv_t *rc, int s, uint64_t limit)
         }
         cur->off += (uint64_t)r;
         cur->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&rc->conn, s, (uint64_t)r);
     }
     return true;
 }
@@ -711,6 +718,7 @@ bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p)
         }
         cur->off += n;
         cur->bytes += n;
+        stt_tcp_member_bytes(&rc->conn, 0, n);
         fo->rleft -= n;
     }
     if (rc->conn.head.failed != STRATA_OK)

@@ -312,6 +312,20 @@ bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc);
 strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
                                     int nmembers, const char *peer, stt_comm_t **comm_p);
 
+/* Socket j's member's counters (telemetry: stt_member_stats_t, transport.h). */
+static inline stt_member_stats_t *stt_tcp_member_count(stt_tcp_conn_t *conn, int j)
+{
+    return &conn->head.base.members[j % conn->nmembers];
+}
+static inline void stt_tcp_member_bytes(stt_tcp_conn_t *conn, int j, uint64_t n)
+{
+    stt_member_add(&stt_tcp_member_count(conn, j)->bytes, n);
+}
+/* Counts a completed message (its size and layout) on each member that carried a part
+ * of it, or on socket 0's member for a message without payload. */
+void stt_tcp_member_msg(stt_tcp_conn_t *conn, uint64_t size, uint32_t flags, uint8_t rot,
+                        uint8_t mask);
+
 /*
  * Fails the comm for an error err (errno) of socket j, in `what` ("send", "recv");
  * on a virtual device's connection the message names the member and the socket's

@@ -241,6 +241,7 @@ static void recv_stage_copy(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t
                (size_t)n);
     rc->stage_off += (uint32_t)n;
     cur->off += n;
+    stt_tcp_member_bytes(&rc->conn, 0, n);
 }
 
 /*
@@ -274,6 +275,7 @@ static read_result_t recv_direct(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uin
         r = (ssize_t)want;
     }
     cur->off += (uint64_t)r;
+    stt_tcp_member_bytes(&rc->conn, 0, (uint64_t)r);
     return READ_MORE;
 }
 
@@ -340,6 +342,7 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
         }
         cur->off += (uint64_t)r;
         cur->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&rc->conn, j, (uint64_t)r);
         if ((size_t)r < want)
             return;          /* the kernel had no more: the next call would be EAGAIN */
     }
@@ -357,7 +360,9 @@ static void recv_retire(stt_tcp_recv_t *rc)
             done = d;
     }
     for (; done > 0; done--) {
-        stt_tcp_rreq_t *req = &rc->reqs[rc->msgs[rc->msg_head % STT_TCP_MSGQ].slot];
+        const stt_tcp_msg_t *m = &rc->msgs[rc->msg_head % STT_TCP_MSGQ];
+        stt_tcp_rreq_t *req = &rc->reqs[m->slot];
+        stt_tcp_member_msg(&rc->conn, m->size, m->flags, m->rot, m->mask);
         req->pending--;
         if (req->pending == 0 && req->unmatched == 0)
             req->slot.state = STT_SLOT_DONE;

@@ -102,6 +102,10 @@ static void send_sock0_push(stt_tcp_send_t *sc)
             uint64_t poff, plen;
             send_part(sc, req, 0, &poff, &plen);
             uint64_t part = STT_TCP_HDR_BYTES + plen - cur->off;
+            uint64_t took = left < part ? left : part;
+            uint64_t from = cur->off > STT_TCP_HDR_BYTES ? cur->off : STT_TCP_HDR_BYTES;
+            if (cur->off + took > from)
+                stt_tcp_member_bytes(&sc->conn, 0, cur->off + took - from);   /* payload */
             if (left < part) {
                 cur->off += left;
                 break;
@@ -142,6 +146,7 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
         }
         cur->off += (uint64_t)r;
         cur->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&sc->conn, j, (uint64_t)r);
         if ((uint64_t)r < (len > SEND_SEG_MAX ? SEND_SEG_MAX : len))
             return;          /* the socket buffer is full: the next call would be EAGAIN */
     }
@@ -169,7 +174,9 @@ static uint32_t send_retire(stt_tcp_send_t *sc)
             ((sc->conn.fo.state != STT_TCP_FO_NONE && sc->head != sc->conn.fo.end) ||
              !stt_tcp_send_acked(sc, sc->head)))
             break;
-        send_req_at(sc, sc->head)->slot.state = STT_SLOT_DONE;
+        stt_tcp_sreq_t *req = send_req_at(sc, sc->head);
+        req->slot.state = STT_SLOT_DONE;
+        stt_tcp_member_msg(&sc->conn, req->size, req->flags, req->rot, req->mask);
         sc->head++;
     }
     return n;
