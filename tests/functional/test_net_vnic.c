@@ -91,38 +91,6 @@ static const size_t vnic_fo_sizes[] = {64, (4u << 20) + 7, 65536, 300000};
         }                                                                               \
     } while (0)
 
-/* Bytes received (rx) or sent on each rail's interface, from /proc/net/dev of this node. */
-static int vnic_if_bytes(int rx, unsigned long long *bytes)
-{
-    char line[512];
-    FILE *f = fopen("/proc/net/dev", "r");
-    int found = 0;
-
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char name[32];
-        unsigned long long v[16];
-        char *colon = strchr(line, ':');
-        if (colon == NULL)
-            continue;
-        *colon = ' ';
-        if (sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1],
-                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 10)
-            continue;
-        for (int r = 0; r < VNIC_RAILS; r++) {
-            char want[16];
-            stb_netns_rail_ifname(r, want, sizeof(want));
-            if (strcmp(name, want) == 0) {
-                bytes[r] = rx ? v[0] : v[8];
-                found++;
-            }
-        }
-    }
-    fclose(f);
-    return found == VNIC_RAILS ? 0 : -1;
-}
-
 /* The device this child uses: made by makeVDevice, or the one STRATA_NET_FUSE=all left. */
 static int vnic_device(int ctl, stb_plugin_t *pl, vnic_mode_t mode, int *dev)
 {
@@ -396,7 +364,7 @@ static int vnic_child(void *arg, int ctl)
         sts_ctl_result(ctl, 0, "refused");
         return 0;
     }
-    CHILD_CHECK(vnic_if_bytes(job->receiver, before) == 0, "no veth0/veth1 in /proc/net/dev");
+    CHILD_CHECK(sts_rail_if_bytes(job->receiver, VNIC_RAILS, before) == 0, "no veth0/veth1 in /proc/net/dev");
     if (job->receiver) {
         CHILD_CHECK(stb_plugin_listen(pl, dev, handle, &listen) == ncclSuccess, "listen");
         CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_HANDLE, handle, sizeof(handle)) == 0, "handle");
@@ -425,7 +393,7 @@ static int vnic_child(void *arg, int ctl)
         total += vnic_sizes[i];
     if (vnic_members_check(ctl, pl, total, -1) != 0)
         return 1;
-    CHILD_CHECK(vnic_if_bytes(job->receiver, after) == 0, "interface counters");
+    CHILD_CHECK(sts_rail_if_bytes(job->receiver, VNIC_RAILS, after) == 0, "interface counters");
     for (int r = 0; r < VNIC_RAILS; r++)
         CHILD_CHECK(after[r] - before[r] >= total / 4, "rail %d carried %llu of %llu bytes", r,
                     after[r] - before[r], total);
