@@ -71,6 +71,7 @@ typedef struct vnic_job {
     vnic_mode_t mode;
     int receiver;
     const char *user_timeout;  /* STRATA_SOCKET_USER_TIMEOUT of this end; NULL: inherited */
+    int lost_rail;             /* VNIC_FAILOVER: the rail that goes down */
 } vnic_job_t;
 
 /* The failover stream: batches of these sizes in flight together; message k of batch b
@@ -263,7 +264,8 @@ static int vnic_members_check(int ctl, stb_plugin_t *pl, unsigned long long byte
  * follows the marks. READY after VNIC_FO_READY_AFTER batches. Both ends then check
  * their telemetry against what moved.
  */
-static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int receiver,
+                                int lost_rail)
 {
     sts_net_buf_t b[VNIC_FO_BATCH];
     sts_net_req_t req[VNIC_FO_BATCH];
@@ -332,7 +334,7 @@ static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int recei
     CHILD_CHECK(got_bytes == (long long)bytes && got_msgs == (long long)msgs,
                 "telemetry: %lld bytes in %lld messages, moved %llu in %llu", got_bytes,
                 got_msgs, bytes, msgs);
-    if (vnic_members_check(ctl, pl, bytes, 1) != 0)
+    if (vnic_members_check(ctl, pl, bytes, lost_rail) != 0)
         return 1;
     sts_ctl_result(ctl, 0, "%d batches, %llu bytes, one failover; longest batch %.0f ms",
                    batch, bytes, (double)stall / 1e6);
@@ -376,9 +378,9 @@ static int vnic_child(void *arg, int ctl)
                     "connect");
     }
     if (job->mode == VNIC_MEMBER_DOWN || job->mode == VNIC_FAILOVER) {
-        int rc = job->mode == VNIC_FAILOVER ? vnic_failover_stream(ctl, pl, comm, job->receiver)
-                                            : vnic_stream_until_error(ctl, pl, comm,
-                                                                      job->receiver);
+        int rc = job->mode == VNIC_FAILOVER
+                     ? vnic_failover_stream(ctl, pl, comm, job->receiver, job->lost_rail)
+                     : vnic_stream_until_error(ctl, pl, comm, job->receiver);
         job->receiver ? stb_plugin_close_recv(pl, comm) : stb_plugin_close_send(pl, comm);
         if (listen != NULL)
             stb_plugin_close_listen(pl, listen);
@@ -469,6 +471,9 @@ typedef struct vnic_cut {
 static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode, const vnic_cut_t *cut)
 {
     vnic_job_t rjob = {.mode = mode, .receiver = 1}, sjob = {.mode = mode, .receiver = 0};
+
+    if (cut != NULL)
+        rjob.lost_rail = sjob.lost_rail = cut->rails[0];
 
     if (cut != NULL && cut->slow_end >= 0)
         (cut->slow_end ? &sjob : &rjob)->user_timeout = VNIC_SLOW_USER_TIMEOUT_MS;
@@ -565,10 +570,29 @@ static void vnic_both_rails_down_fails_bounded(void **state)
                                                     .slow_end = -1});
 }
 
-static void vnic_rail0_down_fails_bounded(void **state)
+/* Rail 0, whose member carries the first lead socket (headers and failover frames), down
+ * in the sender's node: its sockets fail at once there; the sender resets them, and the
+ * receiver, which never learns it through the dead link, finds it by its keepalive. The
+ * lead moves to rail 1's first socket on both ends. */
+static void vnic_failover_rail0_sender_link(void **state)
 {
-    vnic_cut_run(state, VNIC_MEMBER_DOWN, (vnic_cut_t){.node = 1, .rails = {0}, .nrails = 1,
-                                                    .slow_end = -1});
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 1, .rails = {0}, .nrails = 1, .slow_end = -1});
+}
+
+/* Rail 0 down in the receiver's node, the receiver's timeout the shorter: it finds the
+ * loss first (keepalive, or a read error) and tells the sender with LEAD on rail 1. */
+static void vnic_failover_rail0_receiver_finds(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {0}, .nrails = 1, .slow_end = 1});
+}
+
+/* The same link, the sender's timeout the shorter: it finds the loss by its watch first. */
+static void vnic_failover_rail0_sender_finds(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {0}, .nrails = 1, .slow_end = 0});
 }
 
 int main(void)
@@ -582,7 +606,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(vnic_failover_sender_link, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_both_rails_down_fails_bounded, vnic_setup,
                                         vnic_teardown),
-        cmocka_unit_test_setup_teardown(vnic_rail0_down_fails_bounded, vnic_setup,
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_sender_link, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_receiver_finds, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_sender_finds, vnic_setup,
                                         vnic_teardown),
     };
     if (getenv("STS_FILTER") != NULL)       /* one case: STS_FILTER=vnic_failover_sender_finds */

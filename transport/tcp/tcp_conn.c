@@ -73,6 +73,7 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
         conn->socks[j].fd = j < nsocks ? fds[j] : -1;
     conn->alive = (uint8_t)((1u << nsocks) - 1u);
     conn->fo.rsock = -1;
+    conn->fo.old_lead = -1;
     if (send) {
         stt_tcp_send_t *sc = (stt_tcp_send_t *)conn;
         int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);

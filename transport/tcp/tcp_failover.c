@@ -74,12 +74,12 @@ static const char *fo_refusal(const stt_tcp_conn_t *conn, uint8_t lost)
 {
     if (!stt_tcp_fused(conn))
         return NULL;     /* unreachable: callers check */
-    if (lost & 1u)
-        return "it is socket 0's member, which carries the message headers";
     if (conn->fo.state != STT_TCP_FO_NONE && (lost & ~conn->fo.lost) != 0)
         return "another member is failing over";
     if ((lost & ~conn->alive) != 0 && conn->fo.state == STT_TCP_FO_NONE)
         return "it failed over before";
+    if ((conn->alive & ~lost) == 0)
+        return "it is the last member";
     return NULL;
 }
 
@@ -113,19 +113,32 @@ static void fo_done_log(stt_tcp_conn_t *conn, uint64_t replayed)
              __builtin_popcount(conn->alive), conn->nsocks);
 }
 
-/* One non-blocking send of len bytes on socket 0: the bytes sent, 0 when the kernel would
- * block, -1 when the socket failed (the comm failed with it). EINTR retries. */
+/* The socket frames are written on: the sender's lead; the receiver's lowest socket
+ * that is neither lost nor being given up (its lead, except while the lead fails over). */
+static int fo_out_sock(const stt_tcp_conn_t *conn)
+{
+    uint8_t live = conn->alive & (uint8_t)~(conn->fo.state != STT_TCP_FO_NONE ? conn->fo.lost : 0);
+
+    if (conn->head.send || live == 0)
+        return conn->lead;
+    return __builtin_ctz(live);
+}
+
+/* One non-blocking send of len bytes on the frame socket: the bytes sent, 0 when the kernel
+ * would block, -1 when the socket failed (the comm failed with it). EINTR retries. */
 static ssize_t fo_sock0_send(stt_tcp_conn_t *conn, const void *buf, size_t len)
 {
+    int j = fo_out_sock(conn);
+
     for (;;) {
-        ssize_t r = send(conn->socks[0].fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t r = send(conn->socks[j].fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r > 0)
             return r;
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
-        stt_tcp_conn_fail_sock(conn, 0, "send", r < 0 ? errno : EPIPE);
+        stt_tcp_conn_fail_sock(conn, j, "send", r < 0 ? errno : EPIPE);
         return -1;
     }
 }
@@ -141,7 +154,7 @@ static bool fo_out_flush(stt_tcp_conn_t *conn)
             return false;
         fo->out_off += (uint32_t)r;
         if (conn->head.send)
-            conn->socks[0].bytes += (uint64_t)r;
+            conn->socks[conn->lead].bytes += (uint64_t)r;
     }
     if (fo->out_off == fo->out_len)
         fo->out_off = fo->out_len = 0;
@@ -191,9 +204,72 @@ static void fo_send_begin(stt_tcp_send_t *sc, uint8_t lost, const char *cause)
     fo->have = 0;
     fo->end = sc->tail;
     fo->rsock = -1;
-    fo->pos[0] = 0;
+    fo->replayed = 0;
     fo->started_ns = stu_time_ns();
     sc->conn.alive &= (uint8_t)~lost;
+}
+
+/* Bytes of socket j the peer's kernel acknowledged; false when the kernel will not say. */
+static bool fo_acked_read(stt_tcp_send_t *sc, int j)
+{
+    int outq = 0;
+
+    if (sc->conn.socks[j].fd < 0 || ioctl(sc->conn.socks[j].fd, SIOCOUTQ, &outq) != 0 ||
+        outq < 0)
+        return false;
+    sc->acked[j] = sc->conn.socks[j].bytes - (uint64_t)outq;
+    return true;
+}
+
+/* Closes socket j with a reset, so that the peer sees an error rather than an orderly close
+ * (which a receiver takes for the end of the comm). */
+static void fo_abort(stt_tcp_conn_t *conn, int j)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    if (conn->socks[j].fd < 0)
+        return;
+    (void)setsockopt(conn->socks[j].fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(conn->socks[j].fd);
+    conn->socks[j].fd = -1;
+}
+
+/*
+ * The lead socket's member is lost: no headers can be written until the receiver says
+ * how much of the lead's stream it holds (LEAD). Its sockets are reset, so a receiver
+ * whose path still works learns of it at once; otherwise its keepalive does.
+ */
+static void fo_send_lead_begin(stt_tcp_send_t *sc, uint8_t lost, const char *cause)
+{
+    stt_tcp_fo_t *fo = &sc->conn.fo;
+    const int L = sc->conn.lead;
+
+    fo_begin_log(&sc->conn, lost, cause);
+    fo_acked_read(sc, L);
+    fo->state = STT_TCP_FO_LEAD;
+    fo->lost = lost;
+    fo->have = 0;
+    fo->rsock = -1;
+    fo->old_lead = (int8_t)L;
+    fo->replayed = 0;
+    fo->started_ns = stu_time_ns();
+    sc->conn.alive &= (uint8_t)~lost;
+    sc->conn.lead = (uint8_t)__builtin_ctz(sc->conn.alive);
+    for (int j = 0; j < sc->conn.nsocks; j++)
+        if (lost & (1u << j))
+            fo_abort(&sc->conn, j);
+}
+
+bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req)
+{
+    if (req->hstart == STT_TCP_UNSENT)
+        return false;
+    uint64_t need = req->hstart + STT_TCP_HDR_BYTES;
+    if (sc->acked[req->lead] >= need)
+        return true;
+    if (!(sc->conn.alive & (1u << req->lead)) || !fo_acked_read(sc, req->lead))
+        return false;
+    return sc->acked[req->lead] >= need;
 }
 
 /* What losing socket j (what failed, err; 0: the peer closed it) starts, for either end. */
@@ -239,18 +315,10 @@ bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err
     case FO_BEGIN:
         break;
     }
-    fo_send_begin(sc, lost, cause);
-    return true;
-}
-
-/* Bytes of socket j the peer's kernel acknowledged; false when the kernel will not say. */
-static bool fo_acked_read(stt_tcp_send_t *sc, int j)
-{
-    int outq = 0;
-
-    if (ioctl(sc->conn.socks[j].fd, SIOCOUTQ, &outq) != 0 || outq < 0)
-        return false;
-    sc->acked[j] = sc->conn.socks[j].bytes - (uint64_t)outq;
+    if (lost & (1u << conn->lead))
+        fo_send_lead_begin(sc, lost, cause);
+    else
+        fo_send_begin(sc, lost, cause);
     return true;
 }
 
@@ -300,25 +368,103 @@ void stt_tcp_send_watch(stt_tcp_send_t *sc)
     }
 }
 
-/* The receiver's frame in fo.in. */
-static void fo_send_frame(stt_tcp_send_t *sc)
+/*
+ * LEAD: the receiver holds `held` bytes of the lost lead's stream. The messages whose
+ * headers it holds whole (before x) keep their layout: the new lead moves its parts of
+ * them as data, then DOWN, and the lost sockets' rest is replayed (POS, REPLAY). The
+ * messages from x on never left the lead (the other sockets wait for acknowledged
+ * headers), so they are laid out again on the surviving sockets, headers on the new lead.
+ */
+static void fo_lead_plan(stt_tcp_send_t *sc, uint64_t held)
+{
+    stt_tcp_fo_t *fo = &sc->conn.fo;
+    const int L = fo->old_lead;
+    const stt_tcp_cursor_t *lc = &sc->conn.socks[L];
+    uint32_t x = sc->head;
+
+    if (held > lc->bytes || held < sc->acked[L]) {
+        stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "lead failover: the receiver holds %"
+                      PRIu64 " bytes of socket %d's stream, but %" PRIu64 " were written and %"
+                      PRIu64 " acknowledged", held, L, lc->bytes, sc->acked[L]);
+        return;
+    }
+    for (; x != sc->tail; x++) {
+        const stt_tcp_sreq_t *req = fo_sreq(sc, x);
+        if (req->lead != L || req->hstart == STT_TCP_UNSENT ||
+            req->hstart + STT_TCP_HDR_BYTES > held)
+            break;
+    }
+    for (int j = 0; j < sc->conn.nsocks; j++)
+        if ((sc->conn.alive & (1u << j)) && sc->conn.socks[j].msg - sc->head > x - sc->head) {
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "lead failover: socket %d moved"
+                          " message %" PRIu32 ", whose header the receiver does not hold", j,
+                          sc->conn.seq - (sc->tail - sc->conn.socks[j].msg));
+            return;
+        }
+    /* The lead's payload the receiver never got comes off its member's count (what the
+     * replay carries counts on the new lead). */
+    for (uint32_t pos = sc->head; pos != sc->tail; pos++) {
+        const stt_tcp_sreq_t *req = fo_sreq(sc, pos);
+        if (req->lead != L || req->hstart == STT_TCP_UNSENT || pos - sc->head > lc->msg - sc->head)
+            break;
+        uint64_t start = req->hstart + STT_TCP_HDR_BYTES;
+        uint64_t stop = pos == lc->msg ? req->hstart + lc->off : start + fo_spart(sc, pos, L, NULL);
+        uint64_t from = start > held ? start : held;
+        if (stop > from)
+            stt_tcp_member_bytes(&sc->conn, L, from - stop);
+    }
+    sc->acked[L] = held;
+    for (uint32_t pos = x; pos != sc->tail; pos++) {
+        stt_tcp_sreq_t *req = fo_sreq(sc, pos);
+        stt_tcp_send_layout(sc, req, sc->conn.seq - (sc->tail - pos), stt_tcp_hdr_tag(req->hdr));
+    }
+    fo->end = x;
+    fo->pos[L] = held;
+    fo->have = (uint8_t)(1u << L);
+    fo->lead_data = sc->conn.socks[sc->conn.lead].msg != x;
+    fo->state = STT_TCP_FO_DOWN;
+}
+
+/* A receiver frame (in buf). */
+static void fo_send_frame(stt_tcp_send_t *sc, const uint8_t *buf)
 {
     stt_tcp_fo_t *fo = &sc->conn.fo;
     stt_tcp_rframe_t f;
     const char *why = NULL;
 
-    if (stt_tcp_rframe_decode(fo->in, sc->conn.nsocks, &f, &why) != STRATA_OK) {
-        stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "socket 0: %s", why);
+    if (stt_tcp_rframe_decode(buf, sc->conn.nsocks, &f, &why) != STRATA_OK) {
+        stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "failover frame: %s", why);
+        return;
+    }
+    if (f.type == STT_TCP_RFRAME_LEAD) {
+        if (fo->state == STT_TCP_FO_NONE && f.arg == sc->conn.lead) {
+            uint8_t lost = stt_tcp_member_socks(&sc->conn, f.arg);
+            if ((why = fo_refusal(&sc->conn, lost)) != NULL) {
+                stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "the receiver lost the lead"
+                              " socket %d and %s", f.arg, why);
+                return;
+            }
+            fo_send_lead_begin(sc, lost, "the receiver saw it fail");
+        }
+        if (fo->state != STT_TCP_FO_LEAD || f.arg != fo->old_lead) {
+            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "LEAD frame for socket %d out of"
+                          " place (failover state %d, lead %d)", f.arg, fo->state,
+                          sc->conn.lead);
+            return;
+        }
+        fo_lead_plan(sc, f.pos);
         return;
     }
     if (f.type == STT_TCP_RFRAME_SUSPECT) {
         uint8_t lost = 0;
-        for (int j = 1; j < sc->conn.nsocks; j++)
+        for (int j = 0; j < sc->conn.nsocks; j++)
             if (f.arg & (1u << j))
                 lost |= stt_tcp_member_socks(&sc->conn, j);
         if (fo->state != STT_TCP_FO_NONE && (lost & ~fo->lost) == 0)
             return;
         why = fo_refusal(&sc->conn, lost);
+        if (why == NULL && (lost & (1u << sc->conn.lead)))
+            why = "it is the lead's member (a receiver reports that with LEAD)";
         if (why != NULL) {
             stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "the receiver lost socket(s) of"
                           " mask 0x%x and %s", f.arg, why);
@@ -337,31 +483,28 @@ static void fo_send_frame(stt_tcp_send_t *sc)
     fo->have |= (uint8_t)(1u << f.arg);
 }
 
-/* Reads what the receiver wrote on socket 0 (it writes nothing else there). */
+/* Reads what the receiver wrote on any live socket (it writes nothing but frames). */
 static void fo_send_read(stt_tcp_send_t *sc)
 {
     stt_tcp_fo_t *fo = &sc->conn.fo;
 
-    while (sc->conn.head.failed == STRATA_OK) {
-        ssize_t r = recv(sc->conn.socks[0].fd, fo->in + fo->in_have,
-                         STT_TCP_RFRAME_BYTES - fo->in_have, MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (r == 0) {
-            stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed socket 0 of %d"
-                          " (receiver closed its comm or exited)", sc->conn.nsocks);
-            return;
-        }
-        if (r < 0) {
-            stt_tcp_conn_fail_sock(&sc->conn, 0, "recv", errno);
-            return;
-        }
-        fo->in_have += (uint32_t)r;
-        if (fo->in_have == STT_TCP_RFRAME_BYTES) {
-            fo->in_have = 0;
-            fo_send_frame(sc);
+    for (int j = 0; j < sc->conn.nsocks && sc->conn.head.failed == STRATA_OK; j++) {
+        while ((sc->conn.alive & (1u << j)) && sc->conn.head.failed == STRATA_OK) {
+            ssize_t r = recv(sc->conn.socks[j].fd, fo->in[j] + fo->in_have[j],
+                             STT_TCP_RFRAME_BYTES - fo->in_have[j], MSG_DONTWAIT);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (r <= 0) {
+                stt_tcp_send_sock_lost(sc, j, "recv", r == 0 ? 0 : errno);
+                break;
+            }
+            fo->in_have[j] += (uint32_t)r;
+            if (fo->in_have[j] == STT_TCP_RFRAME_BYTES) {
+                fo->in_have[j] = 0;
+                fo_send_frame(sc, fo->in[j]);
+            }
         }
     }
 }
@@ -370,12 +513,49 @@ static void fo_send_read(stt_tcp_send_t *sc)
  * Sets up the replay of lost socket s from the receiver's position: the bytes
  * of s's parts of the messages before B that the receiver does not hold.
  */
+static void fo_replay_frame(stt_tcp_send_t *sc, int s)
+{
+    stt_tcp_fo_t *fo = &sc->conn.fo;
+    uint8_t frame[STT_TCP_HDR_BYTES];
+    stt_tcp_ctl_t ctl = {.kind = STT_TCP_REPLAY_MAGIC, .arg = (uint8_t)s, .size = fo->rleft};
+
+    fo->rsock = (int8_t)s;
+    stt_tcp_ctl_encode(&ctl, frame);
+    fo_out_add(&sc->conn, frame, sizeof(frame));
+}
+
+/* The lost lead's replay: the rest of its part of the last message whose header the
+ * receiver holds (fo_lead_plan), from the receiver's position. */
+static void fo_replay_plan_lead(stt_tcp_send_t *sc, int s)
+{
+    stt_tcp_fo_t *fo = &sc->conn.fo;
+
+    fo->rmsg = fo->end;
+    fo->roff = 0;
+    fo->rleft = 0;
+    if (fo->end != sc->head) {
+        uint32_t m = fo->end - 1;
+        uint64_t plen = fo_spart(sc, m, s, NULL);
+        uint64_t start = fo_sreq(sc, m)->hstart + STT_TCP_HDR_BYTES;
+        uint64_t have = fo->pos[s] > start ? fo->pos[s] - start : 0;
+        fo->rmsg = m;
+        fo->roff = have < plen ? have : plen;
+        fo->rleft = plen - fo->roff;
+    }
+    fo_replay_frame(sc, s);
+}
+
 static bool fo_replay_plan(stt_tcp_send_t *sc, int s)
 {
     stt_tcp_fo_t *fo = &sc->conn.fo;
     const stt_tcp_cursor_t *cur = &sc->conn.socks[s];
     uint64_t want = fo->pos[s], at;
     uint32_t pos = sc->head;
+
+    if (s == fo->old_lead) {
+        fo_replay_plan_lead(sc, s);
+        return true;
+    }
 
     /* stream offset where s's part of the oldest message held starts */
     if (cur->msg == sc->head)
@@ -406,11 +586,7 @@ static bool fo_replay_plan(stt_tcp_send_t *sc, int s)
     for (uint32_t p = pos; p != fo->end; p++)
         fo->rleft += fo_spart(sc, p, s, NULL);
     fo->rleft -= fo->roff;
-    fo->rsock = (int8_t)s;
-    uint8_t frame[STT_TCP_HDR_BYTES];
-    stt_tcp_ctl_t ctl = {.kind = STT_TCP_REPLAY_MAGIC, .arg = (uint8_t)s, .size = fo->rleft};
-    stt_tcp_ctl_encode(&ctl, frame);
-    fo_out_add(&sc->conn, frame, sizeof(frame));
+    fo_replay_frame(sc, s);
     return true;
 }
 
@@ -418,7 +594,7 @@ static bool fo_replay_plan(stt_tcp_send_t *sc, int s)
 static bool fo_replay_push(stt_tcp_send_t *sc)
 {
     stt_tcp_fo_t *fo = &sc->conn.fo;
-    stt_tcp_cursor_t *lead = &sc->conn.socks[0];
+    stt_tcp_cursor_t *lead = &sc->conn.socks[sc->conn.lead];
 
     while (fo->rleft > 0 && sc->conn.head.failed == STRATA_OK) {
         uint64_t poff, plen = fo_spart(sc, fo->rmsg, fo->rsock, &poff);
@@ -437,7 +613,7 @@ static bool fo_replay_push(stt_tcp_send_t *sc)
         fo->roff += (uint64_t)r;
         fo->rleft -= (uint64_t)r;
         lead->bytes += (uint64_t)r;
-        stt_tcp_member_bytes(&sc->conn, 0, (uint64_t)r);
+        stt_tcp_member_bytes(&sc->conn, sc->conn.lead, (uint64_t)r);
     }
     return fo->rleft == 0;
 }
@@ -446,23 +622,29 @@ static bool fo_replay_push(stt_tcp_send_t *sc)
 static void fo_send_finish(stt_tcp_send_t *sc, uint64_t replayed)
 {
     stt_tcp_fo_t *fo = &sc->conn.fo;
-    uint64_t e = sc->conn.socks[0].bytes;
+    const int L = sc->conn.lead;
+    uint64_t e = sc->conn.socks[L].bytes;
 
     for (uint32_t pos = sc->head; pos != fo->end; pos++) {
         stt_tcp_sreq_t *req = fo_sreq(sc, pos);
-        if (req->end[0] < e)
-            req->end[0] = e;
+        if (req->end[L] < e)
+            req->end[L] = e;
     }
     for (int j = 0; j < sc->conn.nsocks; j++)
         if (fo->lost & (1u << j)) {
-            /* what the socket wrote and the receiver never got was counted on its member */
-            stt_tcp_member_bytes(&sc->conn, j, fo->pos[j] - sc->conn.socks[j].bytes);
-            close(sc->conn.socks[j].fd);
+            /* what the socket wrote and the receiver never got was counted on its member
+             * (the lost lead's: fo_lead_plan) */
+            if (j != fo->old_lead)
+                stt_tcp_member_bytes(&sc->conn, j, fo->pos[j] - sc->conn.socks[j].bytes);
+            if (sc->conn.socks[j].fd >= 0)
+                close(sc->conn.socks[j].fd);
             sc->conn.socks[j].fd = -1;
         }
     fo->state = STT_TCP_FO_NONE;
     fo->lost = 0;
     fo->rsock = -1;
+    fo->old_lead = -1;
+    fo->lead_data = false;
     fo_done_log(&sc->conn, replayed);
 }
 
@@ -471,8 +653,9 @@ void stt_tcp_send_fo_progress(stt_tcp_send_t *sc)
     stt_tcp_fo_t *fo = &sc->conn.fo;
 
     fo_send_read(sc);
-    if (fo->state == STT_TCP_FO_DOWN && sc->conn.socks[0].msg == fo->end &&
-        sc->conn.socks[0].off == 0 && sc->conn.head.failed == STRATA_OK) {
+    if (fo->state == STT_TCP_FO_DOWN && !fo->lead_data &&
+        sc->conn.socks[sc->conn.lead].msg == fo->end &&
+        sc->conn.socks[sc->conn.lead].off == 0 && sc->conn.head.failed == STRATA_OK) {
         uint8_t frame[STT_TCP_HDR_BYTES];
         stt_tcp_ctl_t ctl = {.kind = STT_TCP_DOWN_MAGIC, .arg = fo->lost, .seq = sc->conn.seq -
                              (sc->tail - fo->end)};
@@ -490,17 +673,61 @@ void stt_tcp_send_fo_progress(stt_tcp_send_t *sc)
             fo->have &= (uint8_t)~(1u << s);
             if (!fo_replay_plan(sc, s))
                 return;
-            fo->pos[0] += fo->rleft;     /* pos[0] (socket 0 is never lost): bytes replayed */
+            fo->replayed += fo->rleft;
         }
         if (!fo_out_flush(&sc->conn) || !fo_replay_push(sc))
             return;
         fo->rsock = -1;
         if (fo->have == 0)
-            fo_send_finish(sc, fo->pos[0]);
+            fo_send_finish(sc, fo->replayed);
     }
 }
 
 /* ------------------------------------------------------------------ the receiver */
+
+/*
+ * The lead's member is lost. Its sockets are shut down, so their kernels take no more
+ * bytes (a peer's segment after that is answered with a reset, never acknowledged):
+ * what they hold now is final, and the sender completes nothing the receiver lacks.
+ * LEAD tells the sender how much of the lead's stream is held; the lead is read up to
+ * there, and DOWN comes on the new lead (stt_tcp_recv_lead_down).
+ */
+static void fo_recv_lead_begin(stt_tcp_recv_t *rc, uint8_t lost, const char *cause)
+{
+    stt_tcp_conn_t *conn = &rc->conn;
+    stt_tcp_fo_t *fo = &conn->fo;
+    const int L = conn->lead;
+    int inq = 0;
+
+    fo_begin_log(conn, lost, cause);
+    for (int j = 0; j < conn->nsocks; j++)
+        if ((lost & (1u << j)) && conn->socks[j].fd >= 0)
+            (void)shutdown(conn->socks[j].fd, SHUT_RDWR);
+    if (ioctl(conn->socks[L].fd, SIOCINQ, &inq) != 0 || inq < 0)
+        inq = 0;
+    fo->state = STT_TCP_FO_LEAD;
+    fo->lost = lost;
+    fo->have = 0;
+    fo->rsock = -1;
+    fo->old_lead = (int8_t)L;
+    fo->pos[L] = conn->socks[L].bytes + (uint64_t)inq;
+    fo->started_ns = stu_time_ns();
+    memset(fo->in_have, 0, sizeof(fo->in_have));
+    uint8_t frame[STT_TCP_RFRAME_BYTES];
+    stt_tcp_rframe_t f = {.type = STT_TCP_RFRAME_LEAD, .arg = (uint8_t)L, .pos = fo->pos[L]};
+    stt_tcp_rframe_encode(&f, frame);
+    fo_out_add(conn, frame, sizeof(frame));
+    fo_out_flush(conn);
+}
+
+uint64_t stt_tcp_recv_lead_cap(const stt_tcp_recv_t *rc)
+{
+    const stt_tcp_fo_t *fo = &rc->conn.fo;
+
+    if (fo->state != STT_TCP_FO_LEAD || rc->conn.lead != fo->old_lead)
+        return UINT64_MAX;
+    return fo->pos[fo->old_lead] - rc->conn.socks[fo->old_lead].bytes;
+}
 
 bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err)
 {
@@ -521,6 +748,15 @@ bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err
         return false;
     case FO_BEGIN:
         break;
+    }
+    if (lost & (1u << conn->lead)) {
+        if (err == 0) {          /* a sender that loses the lead resets it; EOF is a close */
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
+                          " (process exited or closed the comm)", j, conn->nsocks);
+            return false;
+        }
+        fo_recv_lead_begin(rc, lost, cause);
+        return conn->head.failed == STRATA_OK;
     }
     fo_begin_log(conn, lost, cause);
     conn->fo.state = STT_TCP_FO_SUSPECT;
@@ -570,27 +806,24 @@ static bool fo_recv_take(stt_tcp_recv_t *rc, int s, uint64_t limit)
     return true;
 }
 
-/* DOWN: the sender gives up the sockets of ctl->arg from the next message on. */
-static bool fo_recv_down(stt_tcp_recv_t *rc, const stt_tcp_ctl_t *ctl)
+/*
+ * DOWN (checked by the callers): the sender gives up the sockets of lost from the next
+ * message on. Every message before it is matched: each lost socket's kernel bytes go
+ * where they belong and POS reports the position (the lost lead's was reported by LEAD),
+ * and the lead moves to the lowest surviving socket.
+ */
+static bool fo_recv_down_apply(stt_tcp_recv_t *rc, uint8_t lost)
 {
     stt_tcp_fo_t *fo = &rc->conn.fo;
-    uint8_t lost = ctl->arg;
 
-    if (ctl->seq != rc->conn.seq || (lost & ~rc->conn.alive) != 0 ||
-        (fo->state == STT_TCP_FO_SUSPECT && (fo->lost & ~lost) != 0) ||
-        (fo->state != STT_TCP_FO_NONE && fo->state != STT_TCP_FO_SUSPECT)) {
-        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "DOWN frame out of place (sockets"
-                      " 0x%x, sequence %" PRIu32 ", expected %" PRIu32 ", failover state %d)",
-                      lost, ctl->seq, rc->conn.seq, fo->state);
-        return false;
-    }
-    if (fo->state == STT_TCP_FO_NONE) {
-        fo_begin_log(&rc->conn, lost, "the sender saw it fail");
-        fo->started_ns = stu_time_ns();
-    }
-    for (int s = 1; s < rc->conn.nsocks; s++) {
+    for (int s = 0; s < rc->conn.nsocks; s++) {
         if (!(lost & (1u << s)))
             continue;
+        if (s == fo->old_lead) {
+            close(rc->conn.socks[s].fd);
+            rc->conn.socks[s].fd = -1;
+            continue;
+        }
         int inq = 0;
         if (ioctl(rc->conn.socks[s].fd, SIOCINQ, &inq) != 0 || inq < 0)
             inq = 0;
@@ -605,14 +838,86 @@ static bool fo_recv_down(stt_tcp_recv_t *rc, const stt_tcp_ctl_t *ctl)
         fo_out_add(&rc->conn, frame, sizeof(frame));
     }
     rc->conn.alive &= (uint8_t)~lost;
+    rc->conn.lead = (uint8_t)__builtin_ctz(rc->conn.alive);
     fo->state = STT_TCP_FO_REPLAY;
     fo->lost = lost;
     fo->have = 0;
     fo->rsock = -1;
     fo->end = rc->msg_tail;
-    fo->pos[0] = 0;
+    fo->replayed = 0;
     fo_out_flush(&rc->conn);
     return rc->conn.head.failed == STRATA_OK;
+}
+
+/* DOWN at a header position of the lead: a member other than the lead's. */
+static bool fo_recv_down(stt_tcp_recv_t *rc, const stt_tcp_ctl_t *ctl)
+{
+    stt_tcp_fo_t *fo = &rc->conn.fo;
+    uint8_t lost = ctl->arg;
+
+    if (ctl->seq != rc->conn.seq || (lost & ~rc->conn.alive) != 0 ||
+        (lost & (1u << rc->conn.lead)) ||
+        (fo->state == STT_TCP_FO_SUSPECT && (fo->lost & ~lost) != 0) ||
+        (fo->state != STT_TCP_FO_NONE && fo->state != STT_TCP_FO_SUSPECT)) {
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "DOWN frame out of place (sockets"
+                      " 0x%x, sequence %" PRIu32 ", expected %" PRIu32 ", failover state %d)",
+                      lost, ctl->seq, rc->conn.seq, fo->state);
+        return false;
+    }
+    if (fo->state == STT_TCP_FO_NONE) {
+        fo_begin_log(&rc->conn, lost, "the sender saw it fail");
+        fo->started_ns = stu_time_ns();
+    }
+    return fo_recv_down_apply(rc, lost);
+}
+
+bool stt_tcp_recv_lead_down(stt_tcp_recv_t *rc)
+{
+    stt_tcp_fo_t *fo = &rc->conn.fo;
+    const int L = fo->old_lead;
+    const uint8_t live = rc->conn.alive & (uint8_t)~fo->lost;
+    const int N = __builtin_ctz(live);
+    const stt_tcp_cursor_t *lc = &rc->conn.socks[L];
+    stt_tcp_cursor_t *nc = &rc->conn.socks[N];
+    const char *why = NULL;
+    stt_tcp_ctl_t ctl;
+
+    /* DOWN follows the new lead's parts of every message whose header the old lead's
+     * stream holds whole: wait until that stream is read to the reported position, no
+     * whole header in it is left unmatched, and the new lead's cursor passed them all. */
+    if (lc->bytes != fo->pos[L] || nc->msg != rc->msg_tail || nc->off != 0)
+        return true;
+    bool at_hdr = lc->msg == rc->msg_tail;
+    if (at_hdr ? stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES : stt_tcp_recv_staged(rc) != 0)
+        return true;
+    while (fo->in_have[N] < STT_TCP_HDR_BYTES) {
+        ssize_t r = recv(nc->fd, fo->in[N] + fo->in_have[N], STT_TCP_HDR_BYTES - fo->in_have[N],
+                         MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        if (r <= 0) {
+            stt_tcp_recv_sock_lost(rc, N, "recv", r == 0 ? 0 : errno);
+            return false;
+        }
+        fo->in_have[N] += (uint32_t)r;
+        nc->bytes += (uint64_t)r;
+    }
+    fo->in_have[N] = 0;
+    if (stt_tcp_ctl_decode(fo->in[N], rc->conn.nsocks, &ctl, &why) != STRATA_OK ||
+        ctl.kind != STT_TCP_DOWN_MAGIC || ctl.arg != fo->lost || ctl.seq != rc->conn.seq) {
+        stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "lead failover: expected DOWN for"
+                      " sockets 0x%x at sequence %" PRIu32 " on socket %d, got %s", fo->lost,
+                      rc->conn.seq, N, why != NULL ? why : "another frame or other values");
+        return false;
+    }
+    if (at_hdr) {
+        /* a header the old lead carried only in part: the new lead sends it again */
+        rc->stage_off = 0;
+        rc->stage_len = 0;
+    }
+    return fo_recv_down_apply(rc, fo->lost);
 }
 
 /* REPLAY: the rest of lost socket ctl->arg's stream up to B follows on socket 0. */
@@ -640,7 +945,7 @@ static bool fo_recv_replay_start(stt_tcp_recv_t *rc, const stt_tcp_ctl_t *ctl)
     }
     fo->rsock = (int8_t)s;
     fo->rleft = ctl->size;
-    fo->pos[0] += ctl->size;
+    fo->replayed += ctl->size;
     return true;
 }
 
@@ -671,7 +976,8 @@ static void fo_recv_replayed(stt_tcp_recv_t *rc)
         return;
     fo->state = STT_TCP_FO_NONE;
     fo->lost = 0;
-    fo_done_log(&rc->conn, fo->pos[0]);
+    fo->old_lead = -1;
+    fo_done_log(&rc->conn, fo->replayed);
 }
 
 bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p)
@@ -698,7 +1004,7 @@ bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p)
         } else {
             if (*dry_p)
                 return false;
-            ssize_t r = recv(rc->conn.socks[0].fd, dst, want, MSG_DONTWAIT);
+            ssize_t r = recv(rc->conn.socks[rc->conn.lead].fd, dst, want, MSG_DONTWAIT);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -710,15 +1016,16 @@ bool stt_tcp_recv_replay(stt_tcp_recv_t *rc, bool *dry_p)
                     stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "peer closed socket 0"
                                   " in the middle of a replay");
                 else
-                    stt_tcp_conn_fail_sock(&rc->conn, 0, "recv", errno);
+                    stt_tcp_conn_fail_sock(&rc->conn, rc->conn.lead, "recv", errno);
                 return false;
             }
             n = (size_t)r;
+            rc->conn.socks[rc->conn.lead].bytes += n;
             *dry_p = n < want;
         }
         cur->off += n;
         cur->bytes += n;
-        stt_tcp_member_bytes(&rc->conn, 0, n);
+        stt_tcp_member_bytes(&rc->conn, rc->conn.lead, n);
         fo->rleft -= n;
     }
     if (rc->conn.head.failed != STRATA_OK)

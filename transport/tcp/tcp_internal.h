@@ -175,9 +175,11 @@ typedef struct stt_tcp_sreq {
     uint8_t hdr[STT_TCP_HDR_BYTES];
     uint8_t rot;             /* stt_tcp_rot: which of mask's sockets a rotated payload takes */
     uint8_t mask;            /* the sockets it was laid out on (all but lost ones) */
+    uint8_t lead;            /* the socket its header travels on */
     uint32_t flags;
     uint64_t size;
     char *data;
+    uint64_t hstart;         /* the lead's stream offset of its header; STT_TCP_UNSENT before */
     /* virtual devices: socket j's stream offset at the end of its part, set when
      * socket j's cursor passes it; the message completes once each is acknowledged */
     uint64_t end[STT_TCP_MAX_SOCKS];
@@ -214,9 +216,15 @@ typedef struct stt_tcp_cursor {
     uint64_t bytes;          /* bytes this socket's stream moved in all (failover positions) */
 } stt_tcp_cursor_t;
 
+/* stt_tcp_sreq_t.hstart of a header not written yet. */
+#define STT_TCP_UNSENT UINT64_MAX
+
 /* Failover state of a connection (tcp_failover.c). */
 enum {
     STT_TCP_FO_NONE = 0,
+    STT_TCP_FO_LEAD,         /* the lead's member is lost; sender: waits for the receiver's
+                                LEAD position; receiver: sent it, waits for DOWN on the new
+                                lead */
     STT_TCP_FO_SUSPECT,      /* receiver: told the sender which sockets it saw fail */
     STT_TCP_FO_DOWN,         /* sender: socket 0 writes up to `end`, then DOWN */
     STT_TCP_FO_POS,          /* sender: waits for the receiver's POS of every lost socket */
@@ -228,16 +236,20 @@ typedef struct stt_tcp_fo {
     uint8_t lost;            /* sockets being given up */
     uint8_t have;            /* sender: sockets whose POS arrived; receiver: replayed */
     int8_t rsock;            /* the socket whose bytes are being replayed, -1: none */
+    int8_t old_lead;         /* a lead failover: the lost lead socket; -1: none */
+    bool lead_data;          /* sender: the new lead still moves its data parts before end */
     uint32_t end;            /* queue position of the first message laid out without them */
     uint64_t rleft;          /* replay bytes still to move */
     uint32_t rmsg;           /* sender: queue position and offset the replay reads from */
     uint64_t roff;
     uint64_t pos[STT_TCP_MAX_SOCKS];  /* sender: the receiver's position on each lost socket */
     uint64_t started_ns;     /* when this failover began (for the log) */
+    uint64_t replayed;       /* bytes replayed so far (for the log) */
     uint32_t out_len, out_off;        /* a frame being written on socket 0 */
     uint8_t out[4 * STT_TCP_RFRAME_BYTES + STT_TCP_HDR_BYTES];
-    uint32_t in_have;                 /* sender: bytes of a receiver frame read so far */
-    uint8_t in[STT_TCP_RFRAME_BYTES];
+    /* sender: receiver frames being read, per socket; receiver: DOWN read on the new lead */
+    uint32_t in_have[STT_TCP_MAX_SOCKS];
+    uint8_t in[STT_TCP_MAX_SOCKS][STT_TCP_HDR_BYTES];
 } stt_tcp_fo_t;
 
 /* What both comm kinds share. */
@@ -247,6 +259,8 @@ typedef struct stt_tcp_conn {
     int nmembers;            /* members of the device (socket j uses member j % nmembers) */
     uint32_t seq;            /* next message sequence number */
     uint8_t alive;           /* the sockets new messages are laid out on */
+    uint8_t lead;            /* the socket headers and frames travel on: the lowest alive
+                                (0 until its member is lost) */
     stt_tcp_fo_t fo;
     stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
 } stt_tcp_conn_t;
@@ -371,6 +385,12 @@ void stt_tcp_send_watch(stt_tcp_send_t *sc);
 /* Sender: true when every socket's bytes of the message at queue position pos were
  * acknowledged by the peer's kernel (virtual devices only; asks the kernel lazily). */
 bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos);
+/* Receiver: how many more bytes the lead socket may be read (a lost lead: up to the
+ * position it reported; else no limit). */
+uint64_t stt_tcp_recv_lead_cap(const stt_tcp_recv_t *rc);
+/* Receiver, lead failover: reads the sender's DOWN on the new lead once everything
+ * before it is in, and moves the lead there; false when the comm failed. */
+bool stt_tcp_recv_lead_down(stt_tcp_recv_t *rc);
 /* Receiver: handles the failover frame staged at a header position; false to stop. */
 bool stt_tcp_recv_ctl(stt_tcp_recv_t *rc);
 /* Receiver: moves replayed bytes staged or waiting on socket 0; false to stop. */
@@ -380,6 +400,12 @@ void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
 
 /* ------------------------------------------------------------------ the data path */
 
+/* tcp_send.c: lays req (size and data set) out as message seq on the sockets alive now,
+ * with its header for the lead socket. */
+void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag);
+/* tcp_failover.c, virtual devices: true once the peer's kernel acknowledged req's header
+ * (asks the kernel when not known yet), so other sockets may carry its payload. */
+bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req);
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
 /* test() of a send request (tcp_ops.c dispatches by the comm's direction). */
