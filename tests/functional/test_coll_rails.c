@@ -7,10 +7,11 @@
  *   - a stream of allreduces (float sums of 1 MiB, 300000, 65536 and 4099 elements, the
  *     data shifted each round) runs with every result checked; both rails carry traffic
  *     before the cut (the interfaces' counters), so the library really uses both members;
- *   - the parent takes rail 1 down (ip link set veth1 down, in node 0) while the stream
- *     runs; every allreduce still completes with the right result (the transport fails
- *     the member over within STRATA_SOCKET_USER_TIMEOUT), the ranks run a fixed number
- *     of rounds after both saw the cut, and the job ends well (comm destroyed, exit 0).
+ *   - the parent takes rail 1 down (ip link set veth1 down, in node 0), or rail 0 (veth0,
+ *     in node 1: the member of every connection's lead socket), while the stream runs;
+ *     every allreduce still completes with the right result (the transport fails the
+ *     member over within STRATA_SOCKET_USER_TIMEOUT), the ranks run a fixed number of
+ *     rounds after both saw the cut, and the job ends well (comm destroyed, exit 0).
  *
  * The ranks agree on when to stop with an allreduce of a flag (MIN of "saw the cut"),
  * so both run the same collectives. Needs root (namespaces); skips otherwise. Nothing
@@ -209,10 +210,18 @@ static void test_allreduce_survives_rail1_down(void **state)
     rails_run(0, 1);
 }
 
+/* Rail 0, whose member carries the lead socket of every connection, and the rendezvous. */
+static void test_allreduce_survives_rail0_down(void **state)
+{
+    (void)state;
+    rails_run(1, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_survives_rail1_down),
+        cmocka_unit_test(test_allreduce_survives_rail0_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
