@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "transport/base/conn.h"
 #include "transport/base/netif.h"
@@ -364,6 +365,31 @@ uint8_t stt_tcp_member_socks(const stt_tcp_conn_t *conn, int j);
  * when the comm survives.
  */
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err);
+
+/* tcp_failover.c: what both ends' failover code (tcp_fo_send.c, tcp_fo_recv.c) shares. */
+typedef enum stt_tcp_fo_verdict {
+    STT_TCP_FO_UNDER_WAY = 0,   /* its member is failing over already */
+    STT_TCP_FO_REFUSED,         /* failover cannot take it: *why_p says why */
+    STT_TCP_FO_BEGIN,           /* a new failover of *lost_p; cause holds the log's reason */
+} stt_tcp_fo_verdict_t;
+/* What losing socket j (what failed, err; 0: the peer closed it) starts, for either end. */
+stt_tcp_fo_verdict_t stt_tcp_fo_judge(const stt_tcp_conn_t *conn, int j, const char *what,
+                                      int err, uint8_t *lost_p, const char **why_p,
+                                      char *cause, size_t len);
+/* Why losing the sockets of `lost` cannot be survived, or NULL. */
+const char *stt_tcp_fo_refusal(const stt_tcp_conn_t *conn, uint8_t lost);
+/* Fails the comm for socket j's error, saying at INFO why it did not fail over. */
+void stt_tcp_fo_fail(stt_tcp_conn_t *conn, int j, const char *what, int err, const char *why);
+/* The WARN of a failover's start (counts the member's error and marks it lost) and the
+ * INFO of its end (counts the failover). */
+void stt_tcp_fo_begin_log(stt_tcp_conn_t *conn, uint8_t lost, const char *cause);
+void stt_tcp_fo_done_log(stt_tcp_conn_t *conn, uint64_t replayed);
+/* One non-blocking send on the frame socket (the sender's lead, the receiver's lowest
+ * live socket): bytes sent, 0 when it would block, -1 when the comm failed. */
+ssize_t stt_tcp_fo_out_send(stt_tcp_conn_t *conn, const void *buf, size_t len);
+/* Queues a frame (fo.out) and writes what it can; true once all of it is out. */
+void stt_tcp_fo_out_add(stt_tcp_conn_t *conn, const uint8_t *frame, uint32_t len);
+bool stt_tcp_fo_out_flush(stt_tcp_conn_t *conn);
 bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err);
 /* Sender: reads the receiver's frames and moves a failover along; call from progress. */
 void stt_tcp_send_fo_progress(stt_tcp_send_t *sc);
