@@ -349,8 +349,9 @@ void stt_tcp_member_msg(stt_tcp_conn_t *conn, uint64_t size, uint32_t flags, uin
 void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err);
 
 /*
- * Failover (tcp_failover.c; docs/tcp-protocol.md, "Failover"). Only on a virtual
- * device's connection (nmembers > 1), for sockets other than socket 0's member.
+ * Failover (tcp_failover.c, tcp_fo_send.c, tcp_fo_recv.c; docs/tcp-protocol.md,
+ * "Failover"). Only on a virtual device's connection (nmembers > 1), for any member
+ * while another is left.
  */
 static inline bool stt_tcp_fused(const stt_tcp_conn_t *conn)
 {
@@ -360,8 +361,9 @@ static inline bool stt_tcp_fused(const stt_tcp_conn_t *conn)
 uint8_t stt_tcp_member_socks(const stt_tcp_conn_t *conn, int j);
 /*
  * Socket j failed with err (0: EOF), seen while doing `what`: starts a failover
- * of its member, or fails the comm when that cannot be survived (socket 0's member,
- * the last member, a second failover at once, not a virtual device). Returns true
+ * of its member (the lead's member: the LEAD exchange), or fails the comm when that
+ * cannot be survived (the last member, a second failover at once, not a virtual
+ * device; on the receiver, EOF on the lead's member: an orderly close). Returns true
  * when the comm survives.
  */
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err);
@@ -429,7 +431,7 @@ void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
 /* tcp_send.c: lays req (size and data set) out as message seq on the sockets alive now,
  * with its header for the lead socket. */
 void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag);
-/* tcp_failover.c, virtual devices: true once the peer's kernel acknowledged req's header
+/* tcp_fo_send.c, virtual devices: true once the peer's kernel acknowledged req's header
  * (asks the kernel when not known yet), so other sockets may carry its payload. */
 bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req);
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
