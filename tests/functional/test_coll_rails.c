@@ -14,7 +14,7 @@
  *     rounds after both saw the cut, and the job ends well (comm destroyed, exit 0).
  *
  * The ranks agree on when to stop with an allreduce of a flag (MIN of "saw the cut"),
- * so both run the same collectives. Needs root (namespaces); skips otherwise. Nothing
+ * so both run the same collectives. STRATA_ALGO=ring: see rails_rank_main. Needs root (namespaces); skips otherwise. Nothing
  * outlives a test.
  */
 #include <stdarg.h>
@@ -102,6 +102,10 @@ static int rails_rank_main(void *varg, int ctl)
     setenv("STRATA_SOCKET_USER_TIMEOUT", RAILS_USER_TIMEOUT_MS, 1);
     unsetenv("STRATA_SOCKET_IFNAME");
     setenv("STRATA_TIMEOUT", "120000", 1);
+    /* One ring at a time: the pipelined two-tier allreduce posts a chunk's receives only
+     * once the previous chunk's ring has posted all its steps, which a failover can stall
+     * (docs/multirail.md, "The collective library on a virtual NIC"). */
+    setenv("STRATA_ALGO", "ring", 1);
     strata_comm_config_init(&cfg);
     cfg.rank = a->rank;
     cfg.nranks = RAILS_NODES;
