@@ -77,24 +77,16 @@ static int rails_round(strata_comm_t *comm, int rank, int round, float *buf)
 static int rails_rank_main(void *varg, int ctl)
 {
     const rails_arg_t *a = varg;
-    char addr[64], root[STU_ADDR_TEXT_LEN] = "", node[32];
+    char root[STU_ADDR_TEXT_LEN] = "", node[32];
     const uint64_t deadline = stu_deadline_ms(RAILS_WAIT_MS);
     strata_comm_config_t cfg;
     strata_comm_t *comm = NULL;
-    stu_addr_t mine, bound;
     int lfd = -1;
 
-    stb_netns_addr(a->rank, addr, sizeof(addr));
-    if (a->rank == 0) {
-        if (stu_addr_make(addr, 0, &mine) != STRATA_OK ||
-            stu_sock_listen(&mine, RAILS_BACKLOG, &lfd, &bound) != STRATA_OK)
-            return 10;
-        stu_addr_format(&bound, root, sizeof(root));
-        if (stu_sock_send_all(ctl, root, sizeof(root), deadline) != STRATA_OK)
-            return 11;
-    } else if (stu_sock_recv_all(ctl, root, sizeof(root), deadline) != STRATA_OK) {
-        return 12;
-    }
+    int bad = sts_root_child(ctl, a->rank, a->rank, RAILS_BACKLOG, deadline, root,
+                             sizeof(root), &lfd);
+    if (bad != 0)
+        return bad;
     snprintf(node, sizeof(node), "node%d", a->rank);
     setenv("STRATA_TRANSPORT", "tcp", 1);
     setenv("STRATA_NET_FUSE", "all", 1);
@@ -182,10 +174,7 @@ static void rails_run(int cut_node, int cut_rail)
         args[r] = (rails_arg_t){r, cut_rail};
         assert_int_equal(sts_peer_fork(&peers[r], &net, r, rails_rank_main, &args[r]), 0);
     }
-    char root[STU_ADDR_TEXT_LEN];
-    assert_ok(stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline));
-    for (int r = 1; r < RAILS_NODES; r++)
-        assert_ok(stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline));
+    assert_int_equal(sts_root_relay(peers, RAILS_NODES, deadline), 0);
     int ready = 0;
     for (int r = 0; r < RAILS_NODES; r++)
         ready += sts_ctl_expect(peers[r].fd, STS_CTL_READY, NULL, 0, deadline) == 0;
@@ -194,14 +183,7 @@ static void rails_run(int cut_node, int cut_rail)
         for (int r = 0; r < RAILS_NODES; r++)
             assert_int_equal(sts_ctl_send(peers[r].fd, STS_CTL_GO, NULL, 0), 0);
     }
-    int failed = 0;
-    for (int r = 0; r < RAILS_NODES; r++) {
-        int code = sts_peer_wait(&peers[r], deadline);
-        if (code != 0) {
-            fprintf(stderr, "rank %d: exit status %d\n", r, code);
-            failed++;
-        }
-    }
+    int failed = sts_root_wait_all(peers, RAILS_NODES, deadline);
     stb_netns_destroy(&net);
     unsetenv("STRATA_JOB_SECRET");
     assert_int_equal(ready, RAILS_NODES);
