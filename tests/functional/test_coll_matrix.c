@@ -15,7 +15,7 @@
  * (tcp here; make test runs it again over ucx, make test-rdma over ib).
  *
  *   phase                 ranks x nodes  algorithm      victim
- *   bootstrap             4 x 2          -              rank 1, 1 s into its init (joined,
+ *   bootstrap             4 x 2          -              rank 1, 2 s into its init (joined,
  *                                                       waiting), while rank 3 is held back
  *                                                       until the others' inits failed: they
  *                                                       must fail without it (naming rank 1)
@@ -53,7 +53,7 @@
 #define MX_KILL_MS 300            /* the victim's death, into its collectives */
 #define MX_BYTES (8u << 20)       /* per allreduce: long enough to be mid-transfer */
 #define MX_ERR_LEN 200
-#define MX_BOOT_KILL_MS 1000      /* into init: the victim has joined and waits for rank 3 */
+#define MX_BOOT_KILL_MS 2000      /* into init: every rank but 3 has joined (a TCG guest too) */
 #define MX_LATE_MAX_MS 60000      /* rank 3's hold-back when the others never fail */
 #define MX_LATE_TIMEOUT_MS 3000   /* rank 3's own STRATA_TIMEOUT: rank 0 is gone by then */
 #define MX_LOG_MAX (1 << 20)      /* the ranks' stderr, captured */
