@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 
 #include <dirent.h>
-#include <malloc.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <stdlib.h>
@@ -154,8 +153,7 @@ long long sts_heap_in_use(void)
 #if STS_SANITIZED
     return -1;
 #else
-    struct mallinfo2 mi = mallinfo2();
-    return (long long)mi.uordblks + (long long)mi.hblkhd;
+    return stb_res_heap_bytes();
 #endif
 }
 

@@ -2,6 +2,7 @@
 #include "tools/lib/tool_res.h"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,12 @@ long long stb_res_rss_bytes(void)
         resident = -1;
     fclose(f);
     return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+}
+
+long long stb_res_heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)mi.uordblks + (long long)mi.hblkhd;
 }
 
 static int res_shm_maps(void)

@@ -25,6 +25,9 @@ int stb_res_fd_count(void);
 /* Resident bytes of this process (/proc/self/statm), -1 on error. */
 long long stb_res_rss_bytes(void);
 
+/* Bytes malloc has handed out and not had back (glibc's mallinfo2: arenas and mmaps). */
+long long stb_res_heap_bytes(void);
+
 /* All four at once. */
 void stb_res_sample(stb_res_t *res);
 

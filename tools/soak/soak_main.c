@@ -122,8 +122,9 @@ static strata_status_t soak_loop(stb_soak_t *s, const stb_soak_opts_t *o, stb_re
             stb_res_sample(warm);
         if (s->rank == 0 && o->progress_s > 0 && el >= (double)next_progress) {
             printf("progress: %" PRIu64 " calls in %.0f s, %" PRId64 " wrong; rank 0: fds %d, "
-                   "rss %.1f MiB\n", index - o->first, el, sync[SYNC_WRONG], stb_res_fd_count(),
-                   (double)stb_res_rss_bytes() / SOAK_MIB);
+                   "rss %.1f MiB, heap in use %.2f MiB\n", index - o->first, el,
+                   sync[SYNC_WRONG], stb_res_fd_count(), (double)stb_res_rss_bytes() / SOAK_MIB,
+                   (double)stb_res_heap_bytes() / SOAK_MIB);
             fflush(stdout);
             next_progress += (uint64_t)o->progress_s;
         }
