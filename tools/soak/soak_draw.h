@@ -61,9 +61,9 @@ const char *stb_soak_usage(void);
  * Call `index` of the sequence `seed` on a comm of these dims: collective (allreduce 3,
  * reduce_scatter, allgather, broadcast, reduce 2 each, barrier 1 in 12), type and op
  * uniform, size log-uniform from 1 B to max_bytes (the whole buffer for reduce_scatter
- * and allgather) with 1 in 16 counts 0 and half of the others made odd or nudged, root
- * uniform, in place 1 in 3, an algorithm forced 1 in 2 (uniform among those
- * sta_algo_selectable), non-blocking 1 in 4, offsets 0 half the time.
+ * and allgather) with 1 in 16 counts 0 and of the others a quarter each kept, made odd,
+ * raised by 1..7, lowered by 1; root uniform, in place 1 in 3, an algorithm forced 1 in 2
+ * (uniform among those sta_algo_selectable), non-blocking 1 in 4, offsets 0 half the time.
  */
 void stb_soak_draw(uint64_t seed, uint64_t index, const sta_dims_t *dims, size_t max_bytes,
                    stb_soak_draw_t *d);
