@@ -5,7 +5,7 @@
  *
  *   helper_ib_peer send DEV HANDLE-HEX [OPT]   connect to the test's listener, then
  *                                              send 1 MiB messages until killed
- *   helper_ib_peer recv DEV [-] [OPT]          listen, print the handle in hex on
+ *   helper_ib_peer recv DEV [OPT]              listen, print the handle in hex on
  *                                              stdout, accept, receive until killed
  *
  * Prints "ready" once its first message completed. Exit status 1 on error.
