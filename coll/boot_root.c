@@ -7,6 +7,13 @@
  * rank; a rank of this job with another rank count, a rank out of range or a
  * rank that joined already is told so (a signed WELCOME) and closed, and the
  * join goes on for the others.
+ *
+ * Joined ranks are watched while the join waits for the rest: a rank whose
+ * connection closes (it died, or its init failed) ends the join at once with
+ * STRATA_ERR_REMOTE naming it, and every other joined rank is told in its
+ * first barrier's answer (bootstrap.c: STC_BOOT_BARRIER_DIED at the dead
+ * rank's place), instead of all of them waiting for the late ranks and then
+ * for a contribution that cannot come.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,6 +58,8 @@ typedef struct root_pending {
 typedef struct root {
     stc_boot_t *boot;
     int lfd;
+    struct pollfd *pfd;    /* pending, the listener, joined ranks */
+    int *pfd_rank;         /* the joined rank of each of pfd's last entries */
     int npend;
     int arrived;
     int warned;
@@ -97,22 +106,63 @@ static void root_summary(const root_t *r)
              r->drops[ROOT_DROP_REFUSED]);
 }
 
-/* Lists the ranks that have not arrived, for the timeout message. */
-static void root_warn_missing(const stc_boot_t *boot)
+/* The ranks that have not arrived, "3,5,..." into list; returns how many. */
+static int root_missing(const stc_boot_t *boot, char *list, size_t len)
 {
-    char list[256];
     size_t used = 0;
     int missing = 0;
+
+    list[0] = '\0';
     for (int i = 1; i < boot->nranks; i++) {
         if (boot->fds[i] >= 0)
             continue;
         missing++;
-        if (used + 16 < sizeof(list))
-            used +=
-                (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", used ? "," : "", i);
+        if (used + 16 < len)
+            used += (size_t)snprintf(list + used, len - used, "%s%d", used ? "," : "", i);
+        else if (used + 4 < len && list[used - 1] != '.')
+            used += (size_t)snprintf(list + used, len - used, ",...");
     }
-    STU_WARN("bootstrap: %d of %d ranks never arrived: %s%s", missing, boot->nranks, list,
-             used + 16 >= sizeof(list) ? ",..." : "");
+    return missing;
+}
+
+/* Lists the ranks that have not arrived, for the timeout message. */
+static void root_warn_missing(const stc_boot_t *boot)
+{
+    char list[256];
+    int missing = root_missing(boot, list, sizeof(list));
+    STU_WARN("bootstrap: %d of %d ranks never arrived: %s", missing, boot->nranks, list);
+}
+
+/*
+ * Joined rank `dead` closed its connection: tells every other joined rank (the answer to
+ * its first barrier, STC_BOOT_BARRIER_DIED at dead's place, STC_BOOT_BARRIER_ABSENT at each
+ * rank that had not arrived) and fails the join. What a rank sent for its barrier is read
+ * first, so closing its socket sends a FIN, not a reset that could overtake the answer.
+ */
+static strata_status_t root_joined_died(root_t *r, int dead)
+{
+    stc_boot_t *boot = r->boot;
+    uint8_t *answer = malloc((size_t)boot->nranks);
+    char list[256], junk[64];
+
+    int missing = root_missing(boot, list, sizeof(list));
+    STU_WARN("bootstrap: rank %d joined and then closed its connection (it died, or its init "
+             "failed) while %d rank(s) had not arrived (%s); ending the join",
+             dead, missing, list);
+    close(boot->fds[dead]);
+    boot->fds[dead] = -1;
+    for (int i = 0; answer != NULL && i < boot->nranks; i++)
+        answer[i] = i == dead ? STC_BOOT_BARRIER_DIED
+                    : i == 0 || boot->fds[i] >= 0 ? 1 : STC_BOOT_BARRIER_ABSENT;
+    for (int i = 1; answer != NULL && i < boot->nranks; i++) {
+        if (boot->fds[i] < 0)
+            continue;
+        while (recv(boot->fds[i], junk, sizeof(junk), MSG_DONTWAIT) > 0)
+            ;
+        (void)send(boot->fds[i], answer, (size_t)boot->nranks, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    free(answer);
+    return STRATA_ERR_REMOTE;
 }
 
 /* Accepts what the backlog holds while slots are free, and challenges each. */
@@ -223,7 +273,7 @@ static int root_ms_until(uint64_t now, uint64_t t)
 
 static strata_status_t root_loop(root_t *r, uint64_t deadline)
 {
-    struct pollfd pfd[STC_BOOT_PENDING_MAX + 1];
+    struct pollfd *pfd = r->pfd;
 
     while (r->arrived < r->boot->nranks) {
         uint64_t now = stu_time_ns();
@@ -250,6 +300,13 @@ static strata_status_t root_loop(root_t *r, uint64_t deadline)
         int listening = r->npend < STC_BOOT_PENDING_MAX;
         if (listening)
             pfd[n++] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
+        /* joined ranks: only their hang-up (their barrier's byte may already be there) */
+        int joined_at = n;
+        for (int i = 1; i < r->boot->nranks; i++)
+            if (r->boot->fds[i] >= 0) {
+                r->pfd_rank[n - joined_at] = i;
+                pfd[n++] = (struct pollfd){.fd = r->boot->fds[i], .events = POLLRDHUP};
+            }
         int rc = poll(pfd, (nfds_t)n, root_ms_until(now, wake));
         if (rc < 0 && errno != EINTR) {
             STU_WARN("bootstrap: poll: %s", strerror(errno));
@@ -257,12 +314,15 @@ static strata_status_t root_loop(root_t *r, uint64_t deadline)
         }
         if (rc <= 0)
             continue;
+        for (int i = joined_at; i < n; i++)
+            if (pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR))
+                return root_joined_died(r, r->pfd_rank[i - joined_at]);
         /* pending first, last to first: a judged or dropped slot takes the last one's place */
-        int npoll = listening ? n - 1 : n;
+        int npoll = listening ? joined_at - 1 : joined_at;
         for (int i = npoll - 1; i >= 0; i--)
             if (pfd[i].revents != 0)
                 root_read(r, i);
-        if (listening && pfd[n - 1].revents != 0) {
+        if (listening && pfd[joined_at - 1].revents != 0) {
             strata_status_t status = root_accept_some(r);
             if (status != STRATA_OK)
                 return status;
@@ -285,7 +345,11 @@ strata_status_t stc_boot_root_accept(stc_boot_t *boot, int lfd)
     r->boot = boot;
     r->lfd = lfd;
     r->arrived = 1;
-    if (fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK) != 0) {
+    r->pfd = calloc(STC_BOOT_PENDING_MAX + 1 + (size_t)boot->nranks, sizeof(*r->pfd));
+    r->pfd_rank = calloc((size_t)boot->nranks, sizeof(*r->pfd_rank));
+    if (r->pfd == NULL || r->pfd_rank == NULL) {
+        status = STRATA_ERR_NO_MEMORY;
+    } else if (fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK) != 0) {
         STU_WARN("bootstrap: the listening socket: %s", strerror(errno));
         status = STRATA_ERR_IO;
     } else if (getrandom(boot->session, sizeof(boot->session), 0) !=
@@ -299,6 +363,8 @@ strata_status_t stc_boot_root_accept(stc_boot_t *boot, int lfd)
         close(r->pend[i].fd); /* still pending when the join ended: never a rank */
     root_summary(r);
     close(lfd);
+    free(r->pfd);
+    free(r->pfd_rank);
     free(r);
     return status;
 }

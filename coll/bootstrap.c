@@ -15,6 +15,11 @@
 #define BOOT_BACKLOG 4096
 /* Between a rank's attempts to join after rank 0 closed its connection unanswered. */
 #define BOOT_RETRY_NS 20000000ull
+/* How long a rank whose connection rank 0 closed unanswered tries to connect again: rank 0
+ * listens until its join ends, so a port that refuses for this long (a refusal is
+ * immediate; 2 s rides out a loaded host's scheduling) means its join is over: it died or
+ * failed, and the rank fails then, not at the deadline. */
+#define BOOT_REJOIN_NS 2000000000ull
 
 static uint64_t boot_deadline(const stc_boot_t *boot)
 {
@@ -63,7 +68,8 @@ static strata_status_t boot_refused(const stc_boot_t *boot, const char *root_add
  * connection before it answered (it was busy, or this rank too slow): try again.
  */
 static strata_status_t boot_join_once(stc_boot_t *boot, const stu_addr_t *addr,
-                                      const char *root_addr, uint64_t deadline)
+                                      const char *root_addr, uint64_t deadline,
+                                      uint64_t connect_by)
 {
     uint8_t challenge[STC_BOOT_CHALLENGE_BYTES], hello[STC_BOOT_HELLO_BYTES];
     uint8_t welcome[STC_BOOT_WELCOME_BYTES], root_nonce[STC_BOOT_NONCE_BYTES];
@@ -72,7 +78,7 @@ static strata_status_t boot_join_once(stc_boot_t *boot, const stu_addr_t *addr,
     const char *why = NULL;
     int fd, authentic = 0;
 
-    strata_status_t status = stu_sock_connect(addr, deadline, &fd);
+    strata_status_t status = stu_sock_connect(addr, connect_by, &fd);
     if (status != STRATA_OK)
         return status;
     status = stu_sock_recv_all(fd, challenge, sizeof(challenge), deadline);
@@ -117,8 +123,19 @@ static strata_status_t boot_join(stc_boot_t *boot, const stu_addr_t *addr,
     int attempts = 0;
 
     for (;;) {
-        strata_status_t status = boot_join_once(boot, addr, root_addr, deadline);
+        /* after the first attempt, rank 0 was there: its port must take us again soon */
+        uint64_t now = stu_time_ns();
+        uint64_t connect_by = attempts > 0 && now + BOOT_REJOIN_NS < deadline
+                                  ? now + BOOT_REJOIN_NS : deadline;
+        strata_status_t status = boot_join_once(boot, addr, root_addr, deadline, connect_by);
         attempts++;
+        if (status == STRATA_ERR_TIMEOUT && connect_by < deadline &&
+            stu_time_ns() < deadline) {
+            STU_WARN("bootstrap: rank 0 at %s closed rank %d's connection unanswered and no "
+                     "longer takes connections: its join ended (rank 0 died, or its init "
+                     "failed)", root_addr, boot->rank);
+            return STRATA_ERR_REMOTE;
+        }
         if (status != STRATA_INPROGRESS) {
             if (status != STRATA_OK)
                 STU_WARN("bootstrap: rank %d could not join the root at %s after %d attempt(s) "
@@ -224,8 +241,11 @@ strata_status_t stc_boot_allgather(stc_boot_t *boot, const void *mine, void *all
         if ((status = stu_sock_send_all(boot->fds[0], mine, size, deadline)) != STRATA_OK)
             return status;
         status = stu_sock_recv_all(boot->fds[0], all, size * (size_t)boot->nranks, deadline);
-        if (status != STRATA_OK)
-            STU_WARN("bootstrap: rank %d lost the root (%s)", boot->rank,
+        if (status == STRATA_ERR_REMOTE)
+            STU_WARN("bootstrap: rank %d lost the root: rank 0 closed its connection (it "
+                     "died, or its init failed)", boot->rank);
+        else if (status != STRATA_OK)
+            STU_WARN("bootstrap: rank %d lost the root, rank 0 (%s)", boot->rank,
                      strata_status_str(status));
         return status;
     }
@@ -250,5 +270,27 @@ strata_status_t stc_boot_barrier(stc_boot_t *boot)
 {
     uint8_t mine = 1;
     uint8_t all[boot->nranks];
-    return stc_boot_allgather(boot, &mine, all, 1);
+    strata_status_t status = stc_boot_allgather(boot, &mine, all, 1);
+    if (status != STRATA_OK)
+        return status;
+    for (int i = 0; i < boot->nranks; i++) {
+        if (all[i] == 1)
+            continue;
+        char list[256] = "";
+        size_t used = 0;
+        for (int j = 0; j < boot->nranks && used + 16 < sizeof(list); j++)
+            if (all[j] == STC_BOOT_BARRIER_ABSENT)
+                used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d",
+                                         used ? "," : "", j);
+        if (all[i] == STC_BOOT_BARRIER_DIED)
+            STU_WARN("bootstrap: rank %d: rank 0 ended the join because rank %d joined and "
+                     "then closed its connection (it died, or its init failed)%s%s%s",
+                     boot->rank, i, used ? "; ranks " : "", list,
+                     used ? " had not arrived" : "");
+        else
+            STU_WARN("bootstrap: rank %d: rank 0's barrier answer is not one (%u at rank %d)",
+                     boot->rank, all[i], i);
+        return STRATA_ERR_REMOTE;
+    }
+    return STRATA_OK;
 }

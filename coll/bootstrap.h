@@ -15,7 +15,11 @@
  *
  * Every call is collective over all ranks and bounded by the deadline given
  * at init; a rank that never arrives fails init with STRATA_ERR_TIMEOUT and a
- * message listing the missing ranks. A rank refused by rank 0 fails at once:
+ * message listing the missing ranks. A rank that joined and then dies while
+ * rank 0 waits for others fails every rank's init at once (STRATA_ERR_REMOTE,
+ * naming it); a rank whose root dies fails as soon as its socket says so, or,
+ * when the root closed it before answering, once the root's port refuses it
+ * (within BOOT_REJOIN_NS, bootstrap.c) rather than at the deadline. A rank refused by rank 0 fails at once:
  * STRATA_ERR_AUTH (another job secret), STRATA_ERR_MISMATCH (another rank
  * count, or its rank joined already), STRATA_ERR_INVALID (rank out of range).
  */
@@ -27,6 +31,14 @@
 
 #include "coll/boot_wire.h"
 #include "strata/status.h"
+
+/*
+ * A barrier's answer holds one byte per rank, 1 for each; rank 0 ends a join in which a
+ * joined rank died by answering the others' first barrier with these at the ranks' places
+ * (coll/boot_root.c), so each survivor fails naming the dead rank.
+ */
+#define STC_BOOT_BARRIER_DIED 0xdd     /* joined, then its connection closed */
+#define STC_BOOT_BARRIER_ABSENT 0xaa   /* had not joined yet */
 
 /* Unauthenticated connections rank 0 serves at once; more wait in the listen backlog. */
 #define STC_BOOT_PENDING_MAX 64

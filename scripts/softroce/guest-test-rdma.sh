@@ -48,8 +48,9 @@ bins() {       # bins GLOB... : the test executables among the matches (not the 
     for f in "$@"; do [ -f "$f" ] && [ -x "$f" ] && echo "$f"; done
 }
 ib_tests=$(bins "$TESTS"/transport/test_ib_*)
+# test_ib_handshake's lines: the peer's messages and the fault matrix's times, for docs.
 group "ib transport tests, rxe0 <-> rxe1" \
-    env STRATA_TRANSPORT=ib tests/run.sh $ib_tests
+    env STRATA_TRANSPORT=ib STS_SHOW="^ *(matrix|connector's|listener's)" tests/run.sh $ib_tests
 group "ib transport tests, one device (rxe0 <-> rxe0)" \
     env STRATA_TRANSPORT=ib STRATA_TEST_IB_PEER_DEV=0 tests/run.sh $ib_tests
 # The ucx transport runs here over UCX's tcp transport, as on the host: left to

@@ -401,8 +401,11 @@ static void test_other_secret_is_refused(void **state)
     assert_int_equal(WEXITSTATUS(st), -STRATA_ERR_AUTH);
 }
 
-/* A stranger listening where a rank looks for rank 0, answering "joined" without the key. */
-static void test_fake_root_is_refused(void **state)
+/*
+ * This test plays rank 0 of a 2-rank job on a loopback port: rank 1 (a child, 60 s timeout)
+ * connects, gets a challenge and sends its HELLO into hello. Returns the connection.
+ */
+static int fake_root_hello(int *lfd_p, pid_t *pid_p, uint8_t hello[STC_BOOT_HELLO_BYTES])
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t sl = sizeof(sa);
@@ -414,15 +417,24 @@ static void test_fake_root_is_refused(void **state)
     assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
 
-    pid_t pid = rank1_start(addr, NULL);
+    *pid_p = rank1_start(addr, NULL);
     int fd = accept(lfd, NULL, NULL);
     assert_true(fd >= 0);
     uint8_t nonce[STC_BOOT_NONCE_BYTES] = {1, 2, 3}, challenge[STC_BOOT_CHALLENGE_BYTES];
-    uint8_t hello[STC_BOOT_HELLO_BYTES], welcome[STC_BOOT_WELCOME_BYTES];
-    uint8_t key[STC_BOOT_KEY_BYTES];
     stc_boot_challenge_encode(nonce, challenge);
     assert_int_equal(write(fd, challenge, sizeof(challenge)), (ssize_t)sizeof(challenge));
-    assert_int_equal(st_read(fd, hello, sizeof(hello)), 0);
+    assert_int_equal(st_read(fd, hello, STC_BOOT_HELLO_BYTES), 0);
+    *lfd_p = lfd;
+    return fd;
+}
+
+/* A stranger listening where a rank looks for rank 0, answering "joined" without the key. */
+static void test_fake_root_is_refused(void **state)
+{
+    uint8_t hello[STC_BOOT_HELLO_BYTES], welcome[STC_BOOT_WELCOME_BYTES];
+    uint8_t key[STC_BOOT_KEY_BYTES];
+    pid_t pid;
+    int lfd, fd = fake_root_hello(&lfd, &pid, hello);
     assert_int_equal(getrandom(key, sizeof(key), 0), (ssize_t)sizeof(key));
     stc_boot_welcome_t w = {.verdict = STC_BOOT_OK, .nranks = 2};
     stc_boot_welcome_encode(key, hello, &w, welcome);
@@ -433,6 +445,27 @@ static void test_fake_root_is_refused(void **state)
     close(lfd);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), -STRATA_ERR_AUTH);
+}
+
+/*
+ * Rank 0 dies while a rank waits for its WELCOME: the connection and the listener close. The
+ * rank connects again, is refused, and fails with STRATA_ERR_REMOTE within BOOT_REJOIN_NS
+ * (coll/bootstrap.c), not at its 60 s timeout with STRATA_ERR_TIMEOUT.
+ */
+static void test_root_dies_before_welcome(void **state)
+{
+    uint8_t hello[STC_BOOT_HELLO_BYTES];
+    pid_t pid;
+    int lfd, fd = fake_root_hello(&lfd, &pid, hello);
+    uint64_t died = stu_time_ns();
+    close(fd);
+    close(lfd);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    printf("matrix  %-22s rank 1  init failed %.3f s after the death\n",
+           "bootstrap, root mid-join", (double)(stu_time_ns() - died) / 1e9);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), -STRATA_ERR_REMOTE);
 }
 
 /* Init of rank 1 of 2 at root_addr in a child, with env set; its status. */
@@ -492,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_wrong_rank_count_fails_only_itself),
         cmocka_unit_test(test_other_secret_is_refused),
         cmocka_unit_test(test_fake_root_is_refused),
+        cmocka_unit_test(test_root_dies_before_welcome),
         cmocka_unit_test(test_secret_required_and_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,8 +15,11 @@
  * (tcp here; make test runs it again over ucx, make test-rdma over ib).
  *
  *   phase                 ranks x nodes  algorithm      victim
- *   bootstrap             4 x 2          -              rank 1, 0.3 s into its init, while
- *                                                       rank 3 joins 2 s late
+ *   bootstrap             4 x 2          -              rank 1, 2 s into its init (joined,
+ *                                                       waiting), while rank 3 is held back
+ *                                                       until the others' inits failed: they
+ *                                                       must fail without it (naming rank 1)
+ *   bootstrap, root       4 x 2          -              rank 0, the same way
  *   ring, mid-step        4 x 4          ring           rank 2, 0.3 s into 8 MiB allreduces
  *   shm (one node)        3 x 1          auto (shm)     rank 2, same
  *   hierarchical          4 x 2          hierarchical   rank 2, same (any phase)
@@ -25,6 +28,7 @@
  *                                                       left in the shm phase, ranks 0, 1
  *                                                       in the net phase
  */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -48,12 +53,19 @@
 #define MX_KILL_MS 300            /* the victim's death, into its collectives */
 #define MX_BYTES (8u << 20)       /* per allreduce: long enough to be mid-transfer */
 #define MX_ERR_LEN 200
+#define MX_BOOT_KILL_MS 2000      /* into init: every rank but 3 has joined (a TCG guest too) */
+#define MX_LATE_MAX_MS 60000      /* rank 3's hold-back when the others never fail */
+#define MX_LATE_TIMEOUT_MS 3000   /* rank 3's own STRATA_TIMEOUT: rank 0 is gone by then */
+#define MX_LOG_MAX (1 << 20)      /* the ranks' stderr, captured */
 
 /* Shared with the ranks (MAP_SHARED before they fork). */
 typedef struct mx_shared {
     uint64_t died_at;                 /* the victim's death (stu_time_ns) */
     uint64_t failed_at[MX_RANKS];     /* each survivor's error */
     char why[MX_RANKS][MX_ERR_LEN];
+    uint64_t init_failed_at[MX_RANKS];
+    int32_t init_status[MX_RANKS];
+    uint64_t late_started_at;
 } mx_shared_t;
 
 static mx_shared_t *mx;
@@ -125,25 +137,74 @@ static void mx_run(const mx_case_t *c, int nranks, int nodes, const char *algo_e
     }
 }
 
-/* Rank 1 dies 0.3 s into its init while rank 3 is still 2 s from joining. */
-static void test_bootstrap(void **state)
+/*
+ * The victim dies MX_BOOT_KILL_MS into its init, joined and waiting for rank 3, which is
+ * held back until both other ranks' inits failed: they must fail without it, with
+ * STRATA_ERR_REMOTE, and say which rank died. Rank 3 then starts and fails too (rank 0 is
+ * gone: its timeout). The ranks' stderr is captured to look for the messages.
+ */
+static void mx_boot_case(const char *phase, int victim, const char *needle0,
+                         const char *needle_other)
 {
-    int codes[MX_RANKS];
+    int codes[MX_RANKS], saved = dup(2), log = memfd_create("mx-log", 0);
     sts_ranks_opts_t o = {.nranks = 4, .nodes = 2, .timeout_ms = MX_TIMEOUT_MS,
                           .wall_s = MX_WALL_S, .check_fds = 1, .expect_init_fail = 1,
-                          .late_rank = 3 + 1, .late_ms = 2000,
-                          .init_kill_rank = 1 + 1, .init_kill_ms = MX_KILL_MS,
+                          .late_rank = 3 + 1, .late_ms = MX_LATE_MAX_MS,
+                          .late_timeout_ms = MX_LATE_TIMEOUT_MS, .late_until_failed = 2,
+                          .init_failed_at = mx->init_failed_at, .init_status = mx->init_status,
+                          .late_started_at = &mx->late_started_at,
+                          .init_kill_rank = victim + 1, .init_kill_ms = MX_BOOT_KILL_MS,
                           .init_kill_at = &mx->died_at,
                           .env = {"STRATA_SOCKET_IFNAME==lo"}};
+    static char text[MX_LOG_MAX];
 
+    assert_true(saved >= 0 && log >= 0);
     memset(mx, 0, sizeof(*mx));
+    fflush(stderr);
+    dup2(log, 2);
     sts_ranks_run(&o, mx_rank, &(mx_case_t){.victim = -1}, codes);
-    printf("matrix  %-22s every survivor's init failed; the last %.3f s after the death\n",
-           "bootstrap", (double)(stu_time_ns() - mx->died_at) / 1e9);
-    assert_int_equal(codes[1], 128 + SIGALRM);
-    assert_int_equal(codes[0], STS_RANKS_INIT_FAILED);
-    assert_int_equal(codes[2], STS_RANKS_INIT_FAILED);
-    assert_int_equal(codes[3], STS_RANKS_INIT_FAILED);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(log, text, sizeof(text) - 1, 0);
+    close(log);
+    text[n > 0 ? n : 0] = '\0';
+    fputs(text, stderr);
+    for (int r = 0; r < 3; r++) {
+        if (r == victim)
+            continue;
+        double s = (double)(mx->init_failed_at[r] - mx->died_at) / 1e9;
+        printf("matrix  %-22s rank %d  init failed %.3f s after the death: %s, rank 3 still "
+               "held back\n", phase, r, mx->init_failed_at[r] > mx->died_at ? s : 0.0,
+               strata_status_str(mx->init_status[r]));
+    }
+    fflush(stdout);
+    assert_int_equal(codes[victim], 128 + SIGALRM);
+    for (int r = 0; r < 4; r++)
+        if (r != victim)
+            assert_int_equal(codes[r], STS_RANKS_INIT_FAILED);
+    for (int r = 0; r < 3; r++) {
+        if (r == victim)
+            continue;
+        /* failed for the death, before rank 3 even started its init */
+        assert_int_equal(mx->init_status[r], STRATA_ERR_REMOTE);
+        assert_true(mx->init_failed_at[r] != 0 && mx->late_started_at != 0);
+        assert_true(mx->init_failed_at[r] <= mx->late_started_at);
+    }
+    assert_non_null(strstr(text, needle0));
+    assert_non_null(strstr(text, needle_other));
+}
+
+static void test_bootstrap(void **state)
+{
+    mx_boot_case("bootstrap", 1, "rank 1 joined and then closed its connection",
+                 "rank 2: rank 0 ended the join because rank 1 joined and then closed");
+}
+
+/* The root dies while joined ranks wait for its barrier's answer: each fails at once. */
+static void test_bootstrap_root(void **state)
+{
+    mx_boot_case("bootstrap, root", 0, "rank 1 lost the root", "rank 2 lost the root");
 }
 
 static void test_ring(void **state)
@@ -175,6 +236,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bootstrap),
+        cmocka_unit_test(test_bootstrap_root),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_shm),
         cmocka_unit_test(test_hierarchical),

@@ -3,7 +3,9 @@
  * one row per size, footer, #wrong 0) and exit status, every collective and a
  * few type/op pairs checked by strata-perf itself, STRATA_ALGO forced (the
  * algorithm that ran, and a fallback named), the namespace variant,
- * strata-collnet's method choice (-m), and that nothing is left behind
+ * strata-collnet's method choice (-m), strata-soak's random checked calls (a short run; a
+ * corrupted result caught, named, and its replay drawing the same call), and that nothing
+ * is left behind
  * (processes, namespaces, /dev/shm) after a rank is killed or strata-run is
  * told to stop. Namespace tests skip when not root
  * or where namespaces are unavailable. No timing assertions.
@@ -385,6 +387,86 @@ static void test_failing_rank_fails_the_run(void **state)
     proc_free(&p);
 }
 
+#define SOAK_BIN STRATA_BUILD_DIR "/bin/strata-soak"
+#define SOAK_CALLS "300"   /* a few seconds on a loaded 2-core machine */
+
+/* strata-soak's report of a run that passed: calls, nothing wrong, every rank's descriptors. */
+static void check_soak_passed(const proc_t *p, int nranks)
+{
+    assert_non_null(strstr(p->buf[0], "# result (rank 0): " SOAK_CALLS " calls from 0 in "));
+    assert_non_null(strstr(p->buf[0], ", 0 wrong, no call failed: PASS\n"));
+    assert_non_null(strstr(p->buf[0], "  allreduce "));
+    assert_non_null(strstr(p->buf[0], "# resources per rank"));
+    assert_null(strstr(p->buf[0], "LEFT BEHIND"));
+    for (int r = 0; r < nranks; r++) {
+        char line[64];
+        snprintf(line, sizeof(line), "# rank %d after destroy: fds ", r);
+        assert_non_null(strstr(p->buf[0], line));
+    }
+    assert_null(strstr(p->buf[1], "WRONG"));
+}
+
+/* A short soak on one node and on two emulated nodes: every call checked, all right. */
+static void test_soak_random_calls(void **state)
+{
+    (void)state;
+    static const char *const shapes[][2] = {{"3", "1"}, {"4", "2"}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        char *argv[] = {RUN_BIN, "-n", (char *)shapes[i][0], "--nodes", (char *)shapes[i][1],
+                        "--", SOAK_BIN, "--seed", "12345", "--calls", SOAK_CALLS,
+                        "--max-bytes", "1M", NULL};
+        proc_t p;
+        proc_start(&p, argv);
+        assert_int_equal(proc_finish(&p), 0);
+        check_soak_passed(&p, atoi(shapes[i][0]));
+        proc_free(&p);
+    }
+}
+
+/*
+ * --inject-wrong spoils one element of one result on the last rank: the run fails, the
+ * last rank names the call, the element and the replay command; the replay (-v) draws the same
+ * call and, unspoiled, passes.
+ */
+static void test_soak_catches_wrong(void **state)
+{
+    (void)state;
+    char *argv[] = {RUN_BIN, "-n", "2", "--", SOAK_BIN, "--seed", "99", "--calls", "100",
+                    "--inject-wrong", "20", NULL};
+    proc_t p;
+    unsigned long long index = 0;
+    char desc[160] = "", replay[256];
+
+    proc_start(&p, argv);
+    assert_int_not_equal(proc_finish(&p), 0);
+    const char *w = strstr(p.buf[1], "strata-soak: rank 1: WRONG call ");
+    assert_non_null(w);
+    assert_int_equal(sscanf(w, "strata-soak: rank 1: WRONG call %llu:", &index), 1);
+    assert_true(index >= 20);
+    /* rank 0's summary may not come: strata-run stops the ranks when rank 1 exits 1 */
+    snprintf(replay, sizeof(replay), "replay: strata-soak --seed 99 --first %llu --calls 1 ",
+             index);
+    const char *h = strstr(p.buf[1], replay);
+    assert_non_null(h);
+    /* the hint's "(DESC, ran ALGO)" */
+    const char *open = strstr(w, " ("), *close = strstr(w, ", ran ");
+    assert_true(open != NULL && close != NULL && close > open && close < h);
+    snprintf(desc, sizeof(desc), "%.*s", (int)(close - open - 2), open + 2);
+    proc_free(&p);
+
+    char first[32];
+    snprintf(first, sizeof(first), "%llu", index);
+    char *again[] = {RUN_BIN, "-n", "2", "--", SOAK_BIN, "--seed", "99", "--first", first,
+                     "--calls", "1", "-v", NULL};
+    proc_start(&p, again);
+    assert_int_equal(proc_finish(&p), 0);
+    char expect[256];
+    snprintf(expect, sizeof(expect), "call %llu: %s: ", index, desc);
+    assert_non_null(strstr(p.buf[0], expect));
+    assert_non_null(strstr(p.buf[0], "# result (rank 0): 1 calls from "));
+    proc_free(&p);
+}
+
 /*
  * strata-collnet -m: only the methods named run (the others' time columns print 0), and the
  * CollNet's results are checked (-c); a name that is not a method is a usage error (exit 2).
@@ -627,6 +709,8 @@ int main(void)
         cmocka_unit_test(test_types_and_ops),
         cmocka_unit_test(test_failing_rank_fails_the_run),
         cmocka_unit_test(test_collnet_methods),
+        cmocka_unit_test(test_soak_random_calls),
+        cmocka_unit_test(test_soak_catches_wrong),
         cmocka_unit_test(test_killed_rank_plain),
         cmocka_unit_test(test_sigterm_plain),
         cmocka_unit_test(test_netns_shape),

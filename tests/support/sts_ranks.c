@@ -28,6 +28,25 @@ typedef struct ranks_child {
     void *arg;
 } ranks_child_t;
 
+/* The late rank's wait before its init: late_ms, or until enough other inits failed. */
+static void ranks_hold_back(const sts_ranks_opts_t *o)
+{
+    uint64_t until = stu_deadline_ms(o->late_ms);
+
+    while (o->init_failed_at != NULL && o->late_until_failed > 0 && !stu_deadline_passed(until)) {
+        int failed = 0;
+        for (int r = 0; r < o->nranks; r++)
+            failed += __atomic_load_n(&o->init_failed_at[r], __ATOMIC_ACQUIRE) != 0;
+        if (failed >= o->late_until_failed)
+            break;
+        poll(NULL, 0, RANKS_NAP_MS);
+    }
+    if (o->init_failed_at == NULL || o->late_until_failed == 0)
+        poll(NULL, 0, o->late_ms);
+    if (o->late_started_at != NULL)
+        *o->late_started_at = stu_time_ns();
+}
+
 /* One rank, in its forked child (tools/lib/tool_proc.h: it never outlives the test). */
 static int ranks_child(void *arg)
 {
@@ -49,7 +68,10 @@ static int ranks_child(void *arg)
             : o->interleave    ? rank % nodes
                                : rank * nodes / o->nranks;
     snprintf(node, sizeof(node), "node%d", n);
-    snprintf(timeout, sizeof(timeout), "%d", o->timeout_ms > 0 ? o->timeout_ms : 60000);
+    int timeout_ms = o->late_rank == rank + 1 && o->late_timeout_ms > 0 ? o->late_timeout_ms
+                     : o->timeout_ms > 0                                  ? o->timeout_ms
+                                                                          : 60000;
+    snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
     setenv("STRATA_TIMEOUT", timeout, 1);
     strata_comm_config_init(&cfg);
     cfg.rank = rank;
@@ -61,7 +83,7 @@ static int ranks_child(void *arg)
     else
         close(c->lfd);
     if (o->late_rank == rank + 1)
-        poll(NULL, 0, o->late_ms);
+        ranks_hold_back(o);
     if (o->init_kill_rank == rank + 1) {
         uint64_t at = sts_ranks_die_in(o->init_kill_ms);
         if (o->init_kill_at != NULL)
@@ -70,6 +92,10 @@ static int ranks_child(void *arg)
     int fds = o->check_fds ? sts_fd_count() : 0;
     strata_status_t status = strata_comm_init_config(&cfg, &comm);
     int rc = STS_RANKS_INIT_FAILED;
+    if (status != STRATA_OK && o->init_failed_at != NULL) {
+        o->init_status[rank] = status;
+        __atomic_store_n(&o->init_failed_at[rank], stu_time_ns(), __ATOMIC_RELEASE);
+    }
     if (status != STRATA_OK) {
         if (!o->expect_init_fail)
             fprintf(stderr, "rank %d: strata_comm_init: %s\n", rank, strata_status_str(status));

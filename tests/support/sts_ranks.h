@@ -35,6 +35,15 @@ typedef struct sts_ranks_opts {
     int late_rank, late_ms;
     int init_kill_rank, init_kill_ms;
     uint64_t *init_kill_at;  /* shared memory (MAP_SHARED) the test reads */
+    /* if not NULL (shared memory, nranks entries each): when a rank's init fails, its
+     * stu_time_ns() and status; and the late rank, instead of sleeping late_ms, waits
+     * until late_until_failed ranks' inits have failed (late_ms at most), then writes
+     * the time its own init starts to *late_started_at */
+    uint64_t *init_failed_at;
+    int32_t *init_status;
+    int late_until_failed;
+    uint64_t *late_started_at;
+    int late_timeout_ms;     /* the late rank's STRATA_TIMEOUT (0: timeout_ms) */
     /* 1: each rank counts its descriptors before init and after destroy (or a failed
      * init); more after than before makes its exit code STS_RANKS_FD_LEAK */
     int check_fds;

@@ -2,12 +2,12 @@
 #define _GNU_SOURCE
 #include "sts_util.h"
 #include "tools/lib/tool_netns.h"
+#include "tools/lib/tool_res.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <dirent.h>
-#include <malloc.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <stdlib.h>
@@ -115,17 +115,7 @@ int sts_guard_ok(const void *buf, size_t size)
 
 int sts_fd_count(void)
 {
-    DIR *dir = opendir("/proc/self/fd");
-    struct dirent *de;
-    int n = 0;
-
-    if (dir == NULL)
-        return -1;
-    while ((de = readdir(dir)) != NULL)
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(dir);
-    return n - 1; /* the directory stream's own descriptor */
+    return stb_res_fd_count();
 }
 
 int sts_fd_count_settle(int most, uint64_t deadline)
@@ -164,8 +154,7 @@ long long sts_heap_in_use(void)
 #if STS_SANITIZED
     return -1;
 #else
-    struct mallinfo2 mi = mallinfo2();
-    return (long long)mi.uordblks + (long long)mi.hblkhd;
+    return stb_res_heap_bytes();
 #endif
 }
 
@@ -174,14 +163,7 @@ long long sts_rss_bytes(void)
 #if STS_SANITIZED
     return -1;
 #else
-    long long size = 0, resident = -1;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f == NULL)
-        return -1;
-    if (fscanf(f, "%lld %lld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+    return stb_res_rss_bytes();
 #endif
 }
 

@@ -183,3 +183,12 @@ void stb_text_printable(const void *bytes, size_t len, char *out, size_t outlen)
     }
     out[o] = '\0';
 }
+
+void *stb_alloc_touched(size_t align, size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes > 0 ? bytes : align) != 0)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}

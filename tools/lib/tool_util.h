@@ -62,6 +62,13 @@ static inline void stb_pattern_poison(void *buf, size_t len)
     stb_pattern_fill(buf, len, ~0ull);
 }
 
+/*
+ * A buffer of `bytes` (at least one byte's worth) aligned to align (a power of two, a
+ * multiple of sizeof(void *)), zeroed so every page is faulted in now, not in a timed or
+ * checked call; free() it. NULL when out of memory.
+ */
+void *stb_alloc_touched(size_t align, size_t bytes);
+
 /* Median of v[0..n-1] (sorts v in place); 0 when n is 0. */
 double stb_median(double *v, size_t n);
 
