@@ -377,6 +377,7 @@ sfx=""
 [ "$nodes" = 1 ] || sfx=-${nodes}nodes
 membw_cmd=("$build/bin/strata-reduce" --membw 2 --sizes 256M --reps 3)
 membw_skip=""
+[ "$maxb" -ge "$membound_at" ] || membound_at=0   # no size of the sweep reaches it
 if [ "$membound_at" -gt 0 ] && [ ! -x "${membw_cmd[0]}" ]; then
     membw_skip="${membw_cmd[0]} not built: no memory bound"
     membound_at=0
