@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
@@ -18,6 +19,17 @@
 #define NODE_LINE 64                         /* x86-64 cache line */
 #define NODE_LIVENESS_NS 50000000ull         /* look for dead local ranks every 50 ms of waiting */
 #define NODE_FUTEX_NS 1000000ull             /* a blocked wait re-checks time and liveness each 1 ms */
+#define NODE_TINY_BYTES (NODE_LINE - sizeof(uint64_t))   /* a tiny round's payload: its line less the seq */
+
+/*
+ * A tiny round's line: the payload and the round that wrote it (round + 1) in one cache line,
+ * so a reader's poll brings the data with it (one cross-core transfer, not two). Two per rank,
+ * by round parity, like the slot halves.
+ */
+typedef struct node_tiny {
+    uint64_t seq;
+    char data[NODE_TINY_BYTES];
+} node_tiny_t;
 
 typedef struct node_ctl {
     uint64_t written;
@@ -25,9 +37,10 @@ typedef struct node_ctl {
     uint64_t done;
     char pad1[NODE_LINE - sizeof(uint64_t)];
     int32_t pid;
-    uint32_t event;       /* futex word: bumped after every publish of written or done */
+    uint32_t event;       /* futex word: bumped after every publish of written, done or a tiny seq */
     uint32_t sleepers;    /* ranks blocked (or about to block) on event */
     char pad2[NODE_LINE - 3 * sizeof(uint32_t)];
+    node_tiny_t tiny[2];
 } node_ctl_t;
 
 typedef struct node_hdr {
@@ -44,10 +57,11 @@ struct sta_node {
     int me;
     int nlocal;
     uint64_t round;
-    uint64_t all_written;   /* every local rank's written counter is known to be at least this */
+    uint64_t all_written;   /* every local rank is known to have published round all_written - 1 */
 };
 
-_Static_assert(sizeof(node_ctl_t) == 3 * NODE_LINE, "node_ctl_t layout");
+_Static_assert(sizeof(node_ctl_t) == 5 * NODE_LINE, "node_ctl_t layout");
+_Static_assert(sizeof(node_tiny_t) == NODE_LINE, "node_tiny_t layout");
 _Static_assert(sizeof(node_hdr_t) == NODE_LINE, "node_hdr_t layout");
 
 static size_t chunk_round(size_t chunk_bytes)
@@ -149,23 +163,28 @@ static void node_signal(sta_node_t *node)
         syscall(SYS_futex, &ctl->event, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
-/* Waits until counter (written or done) of every rank in [lo, hi) reaches target. */
-static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, int use_done, int lo, int hi,
+/* Rank k's counter at byte offset `field` of its node_ctl_t (written, done, a tiny seq). */
+static const uint64_t *node_counter(const sta_node_t *node, size_t field, int k)
+{
+    return (const uint64_t *)(const void *)((const char *)&node->ctl[k] + field);
+}
+
+/* Waits until the counter at offset `field` of every rank in [lo, hi) reaches target. */
+static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, size_t field, int lo, int hi,
                                  uint64_t target)
 {
     sta_backoff_t b;
     int k = lo;
 
     /* Most waits are already satisfied: no clock read for them. */
-    while (k < hi && __atomic_load_n(use_done ? &node->ctl[k].done : &node->ctl[k].written,
-                                     __ATOMIC_ACQUIRE) >= target)
+    while (k < hi && __atomic_load_n(node_counter(node, field, k), __ATOMIC_ACQUIRE) >= target)
         k++;
     if (k == hi)
         return STRATA_OK;
     sta_backoff_start(&b, ctx);
     uint64_t next_check = b.start_ns + NODE_LIVENESS_NS;   /* no syscall on a short wait */
     while (k < hi) {
-        const uint64_t *c = use_done ? &node->ctl[k].done : &node->ctl[k].written;
+        const uint64_t *c = node_counter(node, field, k);
         if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) {
             k++;
             continue;
@@ -205,7 +224,7 @@ static strata_status_t round_begin(sta_ctx_t *ctx, sta_node_t *node)
 {
     if (node->round < 2 || node->all_written >= node->round)
         return STRATA_OK;
-    return node_wait(ctx, node, 1, 0, node->nlocal, node->round - 1);
+    return node_wait(ctx, node, offsetof(node_ctl_t, done), 0, node->nlocal, node->round - 1);
 }
 
 static void round_publish(sta_node_t *node)
@@ -216,7 +235,8 @@ static void round_publish(sta_node_t *node)
 
 static strata_status_t round_wait_writers(sta_ctx_t *ctx, sta_node_t *node, int lo, int hi)
 {
-    strata_status_t status = node_wait(ctx, node, 0, lo, hi, node->round + 1);
+    strata_status_t status = node_wait(ctx, node, offsetof(node_ctl_t, written), lo, hi,
+                                       node->round + 1);
     if (status == STRATA_OK && lo == 0 && hi == node->nlocal)
         node->all_written = node->round + 1;
     return status;
@@ -345,6 +365,36 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
     return STRATA_OK;
 }
 
+/*
+ * The small allreduce's round for a payload that fits a tiny line: the data and the seq go
+ * out in one line and come in with the poll. The round counts like any other (written is
+ * not bumped: the next rounds' waits look at their own counters, and all_written records
+ * that every rank published this one).
+ */
+static strata_status_t node_allreduce_tiny(sta_ctx_t *ctx, sta_node_t *node, const void *src,
+                                           void *dst, size_t count, strata_dtype_t dtype,
+                                           strata_op_t op)
+{
+    const int L = node->nlocal;
+    const size_t parity = (size_t)(node->round & 1);
+    const size_t seq_field = offsetof(node_ctl_t, tiny) + parity * sizeof(node_tiny_t);
+    node_tiny_t *mine = &node->ctl[node->me].tiny[parity];
+    const void *srcs[L];
+    strata_status_t status;
+
+    memcpy(mine->data, src, count * strata_dtype_size(dtype));
+    __atomic_store_n(&mine->seq, node->round + 1, __ATOMIC_SEQ_CST);
+    node_signal(node);
+    if ((status = node_wait(ctx, node, seq_field, 0, L, node->round + 1)) != STRATA_OK)
+        return status;
+    node->all_written = node->round + 1;
+    for (int k = 0; k < L; k++)
+        srcs[k] = node->ctl[k].tiny[parity].data;
+    sta_reduce_n(dst, srcs, L, count, dtype, op);
+    round_end(node);
+    return STRATA_OK;
+}
+
 strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,
                                          size_t count, strata_dtype_t dtype, strata_op_t op)
 {
@@ -365,6 +415,8 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
     }
     if ((status = round_begin(ctx, node)) != STRATA_OK)
         return status;
+    if (bytes <= NODE_TINY_BYTES)
+        return node_allreduce_tiny(ctx, node, src, dst, count, dtype, op);
     memcpy(node_half(node, node->me, node->round), src, bytes);
     round_publish(node);
     if ((status = round_wait_writers(ctx, node, 0, L)) != STRATA_OK)

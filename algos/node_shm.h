@@ -52,7 +52,8 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
  * publishes all of src, then each reduces every slot, in local-rank order
  * (so every rank computes the same bits), into dst. For count * size up to
  * STA_NODE_SMALL_BYTES; one barrier instead of the two of reduce-scatter +
- * allgather.  t = α_s + n/β_s + (L+1)/3·n/γ
+ * allgather. Up to 56 bytes the payload travels in one cache line with its
+ * round number, so polling for it brings it.  t = α_s + n/β_s + (L+1)/3·n/γ
  */
 #define STA_NODE_SMALL_BYTES 4096   /* 2-rank calls at <= 2 KiB lost to OpenMPI's 0.2-0.5 µs */
 strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *dst,

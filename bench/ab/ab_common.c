@@ -65,10 +65,12 @@ static void print_usage(const char *prog, unsigned accepted, const char *extra)
 {
     fprintf(stderr,
             "usage: %s [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-            "       [-d float|double|int32|int64] [-o sum|prod|min|max] [-T SECONDS]%s%s\n"
+            "       [-d float|double|int32|int64] [-o sum|prod|min|max] [-T SECONDS]%s%s%s\n"
             "  sizes take K, M, G suffixes; the output follows nccl-tests' layout\n%s",
             prog, (accepted & AB_OPT_NP) ? " [--np N]" : "",
-            (accepted & AB_OPT_ALGO) ? " [-A ALGO]" : "", extra ? extra : "");
+            (accepted & AB_OPT_ALGO) ? " [-A ALGO]" : "",
+            (accepted & AB_OPT_LAUNCHED) ? " [--store DIR] [--iface NAME]" : "",
+            extra ? extra : "");
 }
 
 int ab_opts_parse(int argc, char **argv, unsigned accepted, const char *extra_usage,
@@ -76,6 +78,8 @@ int ab_opts_parse(int argc, char **argv, unsigned accepted, const char *extra_us
 {
     static const struct option longs[] = {
         {"np", required_argument, NULL, 'N'},
+        {"store", required_argument, NULL, 'S'},
+        {"iface", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -130,6 +134,14 @@ int ab_opts_parse(int argc, char **argv, unsigned accepted, const char *extra_us
             if (!(accepted & AB_OPT_ALGO)) bad = -1;
             else o->algo = optarg;
             break;
+        case 'S':
+            if (!(accepted & AB_OPT_LAUNCHED) || *optarg == '\0') bad = -1;
+            else o->store = optarg;
+            break;
+        case 'I':
+            if (!(accepted & AB_OPT_LAUNCHED) || *optarg == '\0') bad = -1;
+            else o->iface = optarg;
+            break;
         case 'h':
             print_usage(argv[0], accepted, extra_usage);
             return 1;
@@ -138,7 +150,8 @@ int ab_opts_parse(int argc, char **argv, unsigned accepted, const char *extra_us
             break;
         }
         if (bad) {
-            fprintf(stderr, "%s: bad value for -%c\n", argv[0], c);
+            fprintf(stderr, "%s: bad or unexpected option near '%s'\n", argv[0],
+                    argv[optind - 1 < argc ? optind - 1 : argc - 1]);
             break;
         }
     }

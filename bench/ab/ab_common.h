@@ -39,11 +39,14 @@ typedef struct ab_opts {
     int timeout_s;         /* -T, whole-run bound; the process exits when it passes */
     int nranks;            /* --np, self-launching programs only (0: not given) */
     const char *algo;      /* -A, programs with several algorithms (NULL: not given) */
+    const char *store;     /* --store DIR: one rank started by a launcher (NULL: not given) */
+    const char *iface;     /* --iface NAME: the interface ranks talk over (NULL: loopback) */
 } ab_opts_t;
 
-/* Which optional flags a program takes (--np, -A). */
-#define AB_OPT_NP   0x1
-#define AB_OPT_ALGO 0x2
+/* Which optional flags a program takes (--np, -A, --store and --iface). */
+#define AB_OPT_NP       0x1
+#define AB_OPT_ALGO     0x2
+#define AB_OPT_LAUNCHED 0x4
 
 /*
  * Parses argv into *o (defaults first). Prints usage with `extra_usage` and

@@ -10,6 +10,8 @@
 #   goals    "glob:minbytes:ratio" items separated by ";" (ref >= ratio x system at
 #            every size >= minbytes, for each system whose label matches glob)
 #   datfile  where to write the gnuplot data
+#   mb_l, mb_bw, mb_from   the memory bound (compare.sh --membound): ranks L, GB/s, and the
+#            first size; mb_l 0: none
 # Portable awk (mawk, gawk, busybox): no asort, no gensub.
 
 function human(s) {
@@ -48,6 +50,16 @@ function median(str,    a, n, i, j, x) {
     }
     if (n % 2) return a[(n + 1) / 2] + 0
     return (a[n / 2] + a[n / 2 + 1]) / 2
+}
+
+# The head of a table with one column per label after the size (and `extra`, "" or
+# " name |"); its rule right-aligns every column.
+function table_head(extra,    line, rule, k) {
+    line = "| size |" extra
+    rule = "|---:|" (extra == "" ? "" : "---:|")
+    for (k = 1; k <= nl; k++) { line = line " " L[k] " |"; rule = rule "---:|" }
+    print line
+    print rule
 }
 
 function glob_re(g) {
@@ -134,11 +146,7 @@ END {
     print ""
     print "time per call (µs):"
     print ""
-    line = "| size |"
-    rule = "|---:|"
-    for (k = 1; k <= nl; k++) { line = line " " L[k] " |"; rule = rule "---:|" }
-    print line
-    print rule
+    table_head("")
     for (i = 1; i <= nsizes; i++) {
         s = sizes[i]
         line = "| " human(s) " |"
@@ -147,6 +155,29 @@ END {
             line = line " " ((key in mt) ? fmt3(mt[key]) : "–") " |"
         }
         print line
+    }
+
+    mb_rows = 0
+    for (i = 1; i <= nsizes; i++)
+        if (sizes[i] >= mb_from + 0) mb_rows++
+    if (mb_l + 0 > 0 && mb_bw + 0 > 0 && mb_rows > 0) {
+        # time_bound (µs) = (3L - 1) n / (GB/s · 10^3); a cell is time_bound / median time.
+        print ""
+        printf "Memory bound, one node: time_bound / time, time_bound = (3L-1)·n / membw, L = %d, " \
+               "membw %s GB/s (2 threads, read + write):\n", mb_l, mb_bw
+        print ""
+        table_head(" time_bound (µs) |")
+        for (i = 1; i <= nsizes; i++) {
+            s = sizes[i]
+            if (s < mb_from + 0) continue
+            tb = (3 * mb_l - 1) * s / (mb_bw * 1e3)
+            line = "| " human(s) " | " fmt3(tb) " |"
+            for (k = 1; k <= nl; k++) {
+                key = L[k] SUBSEP s
+                line = line " " ((key in mt) && mt[key] > 0 ? fmtr(tb / mt[key]) : "–") " |"
+            }
+            print line
+        }
     }
 
     print ""

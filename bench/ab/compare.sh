@@ -18,6 +18,11 @@
 #   --large SIZE     where the summary's large-size line starts (default 1M)
 #   --goal G:S:R     target: ref >= R x each system matching glob G at every size >= S
 #                    (repeatable; e.g. --goal 'mpi-*:1M:1.5')
+#   --membound L:GBPS:SIZE
+#                    from SIZE up, each system's time against the memory bound of an
+#                    L-rank allreduce on one node: time_bound = (3L-1)·n bytes / GBPS (the
+#                    least traffic: each rank reads its n bytes of input and the (L-1)/L·n
+#                    of the other blocks' results and writes n; bench/membound.sh)
 #   --note TEXT      a line for the notes under the heading (repeatable)
 # Exit: 0 when the table was written, 1 when no input had rows, 2 on bad usage.
 set -euo pipefail
@@ -30,6 +35,7 @@ place=oop
 ref=""
 large=1M
 goals=()
+membound=""
 notes=()
 specs=()
 
@@ -60,6 +66,7 @@ while [ $# -gt 0 ]; do
     --ref) ref=$2; shift 2 ;;
     --large) large=$2; shift 2 ;;
     --goal) goals+=("$2"); shift 2 ;;
+    --membound) membound=$2; shift 2 ;;
     --note) notes+=("$2"); shift 2 ;;
     -h|--help) usage ;;
     -*) echo "compare.sh: unknown option $1" >&2; usage ;;
@@ -79,6 +86,16 @@ for g in "${goals[@]+"${goals[@]}"}"; do
     fi
     goal_list+="${goal_list:+;}$gg:$(to_bytes "$gs"):$gr"
 done
+
+mb_l=0 mb_bw=0 mb_from=0
+if [ -n "$membound" ]; then
+    IFS=: read -r mb_l mb_bw mb_from <<<"$membound"
+    if ! [[ $mb_l =~ ^[0-9]+$ && $mb_bw =~ ^[0-9.]+$ && -n $mb_from ]]; then
+        echo "compare.sh: bad --membound '$membound' (L:GBPS:SIZE)" >&2
+        exit 2
+    fi
+    mb_from=$(to_bytes "$mb_from")
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -127,6 +144,7 @@ fi
     done
     echo
     awk -v labels="$labels" -v ref="$ref" -v large="$large" -v goals="$goal_list" \
+        -v mb_l="$mb_l" -v mb_bw="$mb_bw" -v mb_from="$mb_from" \
         -v datfile="$tmp/plot.dat" -f "$here/compare.awk" "$tmp/long"
 } >"$tmp/table.md"
 

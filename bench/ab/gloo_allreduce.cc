@@ -11,6 +11,12 @@
  * and removes the directory. Ranks connect over Gloo's TCP transport on the loopback device;
  * every port is chosen by the kernel.
  *
+ * Started by a launcher instead (--store DIR), the program is one rank: its rank and the
+ * rank count come from STRATA_RANK and STRATA_NRANKS (what strata-run sets), the FileStore
+ * is DIR (the launcher makes it, empty, where every rank sees it), and --iface NAME picks
+ * the interface to talk over. That is how bench/ab/run.sh runs Gloo on emulated nodes:
+ *   strata-run -n 4 --nodes 2 --netns -- gloo_allreduce --store DIR --iface veth0 -A ring
+ *
  * Gloo's AllreduceRing and AllreduceHalvingDoubling reduce in place, so the
  * out-of-place column times a memcpy(recv, send) followed by the in-place
  * call: what a caller who needs its input kept pays. The in-place column is
@@ -139,7 +145,8 @@ void print_header(const rank_state &s, gloo::rendezvous::Store &store)
         return;
     std::string system = std::string("Gloo ") + std::to_string(GLOO_VERSION_MAJOR) + "." +
                          std::to_string(GLOO_VERSION_MINOR) + " (libgloo), " +
-                         (s.ring ? "ring" : "halving-doubling") + ", tcp loopback";
+                         (s.ring ? "ring" : "halving-doubling") + ", tcp " +
+                         (s.o->iface != NULL ? std::string("over ") + s.o->iface : "loopback");
     ab_print_header(s.o, PROGRAM, system.c_str(), s.nranks);
     for (int r = 0; r < s.nranks; r++) {
         std::vector<char> v = store.get("pid" + std::to_string(r));
@@ -168,7 +175,10 @@ int rank_main(const ab_opts_t &o, int rank, const char *store_dir)
     memset(s.recv, 0, o.max_bytes);
 
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    if (o.iface != NULL)
+        attr.iface = o.iface;
+    else
+        attr.hostname = "127.0.0.1";
     auto dev = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::FileStore store(store_dir);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, o.nranks);
@@ -284,13 +294,56 @@ int reap_all(std::vector<pid_t> &pids, int timeout_s)
     return status;
 }
 
+/* A positive integer from the environment, or -1. */
+int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n;
+
+    if (v == NULL || *v == '\0')
+        return -1;
+    n = strtol(v, &end, 10);
+    return *end == '\0' && n >= 0 && n <= 1 << 20 ? (int)n : -1;
+}
+
+/* One rank started by a launcher (see the file comment). */
+int launched_main(ab_opts_t &o)
+{
+    int rank = env_int("STRATA_RANK"), nranks = env_int("STRATA_NRANKS"), status;
+
+    if (rank < 0 || nranks < 1 || rank >= nranks) {
+        fprintf(stderr, PROGRAM ": --store needs STRATA_RANK and STRATA_NRANKS from a launcher "
+                        "(strata-run), 0 <= rank < ranks\n");
+        return 2;
+    }
+    if (o.nranks != 0 && o.nranks != nranks) {
+        fprintf(stderr, PROGRAM ": --np %d but the launcher started %d ranks\n", o.nranks,
+                nranks);
+        return 2;
+    }
+    o.nranks = nranks;
+    ab_arm_timeout(&o, PROGRAM);
+    try {
+        status = rank_main(o, rank, o.store);
+    } catch (const std::exception &e) {
+        fprintf(stderr, PROGRAM ": rank %d: %s\n", rank, e.what());
+        status = 1;
+    }
+    fflush(stdout);
+    return status;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
 {
     static const char usage[] =
         "  --np N      ranks to start (processes on this host), default 2\n"
-        "  -A ALGO     ring (default) or hd (halving-doubling)\n";
+        "  -A ALGO     ring (default) or hd (halving-doubling)\n"
+        "  --store DIR one rank started by a launcher (rank, ranks: STRATA_RANK, STRATA_NRANKS);\n"
+        "              DIR is the FileStore, empty, seen by every rank\n"
+        "  --iface IF  talk over interface IF (default: 127.0.0.1)\n";
     ab_opts_t o;
     const char *tmpdir = getenv("TMPDIR");
     std::string store_tmpl = std::string(tmpdir != NULL && *tmpdir ? tmpdir : "/tmp") +
@@ -299,12 +352,10 @@ int main(int argc, char **argv)
     char *store_dir;
     std::vector<pid_t> pids;
     pid_t parent = getpid();
-    int rc = ab_opts_parse(argc, argv, AB_OPT_NP | AB_OPT_ALGO, usage, &o);
+    int rc = ab_opts_parse(argc, argv, AB_OPT_NP | AB_OPT_ALGO | AB_OPT_LAUNCHED, usage, &o);
 
     if (rc != 0)
         return rc < 0 ? 2 : 0;
-    if (o.nranks == 0)
-        o.nranks = 2;
     if (o.algo == NULL)
         o.algo = "ring";
     if (strcmp(o.algo, "ring") != 0 && strcmp(o.algo, "hd") != 0) {
@@ -316,6 +367,10 @@ int main(int argc, char **argv)
                 o.max_bytes);
         return 2;
     }
+    if (o.store != NULL)
+        return launched_main(o);
+    if (o.nranks == 0)
+        o.nranks = 2;
     store_buf.push_back('\0');
     store_dir = mkdtemp(store_buf.data());
     if (store_dir == NULL) {

@@ -1,7 +1,8 @@
 /*
  * The A/B harness (bench/ab/): run.sh on a tiny sweep with 2 ranks must give a
  * table with a full column for every system that can run here, a note for every
- * system that cannot, and a PNG; nccl_ab.sh, fed canned nccl-tests outputs through
+ * system that cannot, a PNG, and each system's time against the memory bound; on
+ * 2 emulated nodes of 2 ranks (root) the same columns or notes; nccl_ab.sh, fed canned nccl-tests outputs through
  * stand-in binaries and a stand-in mpirun (bench/ab/testdata/), must build its tables
  * and refuse a "Strata" run in which NCCL did not load the plugin; compare.sh must
  * read labelled (srun --label) and repeated outputs and judge targets.
@@ -24,6 +25,7 @@
 #include <cmocka.h>
 
 #include "sts_util.h"
+#include "tools/lib/tool_netns.h"
 #include "tools/lib/tool_proc.h"
 
 #ifndef STRATA_SOURCE_DIR
@@ -38,6 +40,10 @@
 #define AB_SYSTEMS 5
 /* -b 8 -e 64K -f 4: 8, 32, 128, 512, 2K, 8K, 32K, and the -e size 64K. */
 #define AB_TINY_ROWS 8
+/* --membound 32K on that sweep: 32K and 64K. */
+#define AB_TINY_MEMBOUND_ROWS 2
+/* The emulated nodes' sweep, -b 8 -e 64 -f 8: 8 and 64. */
+#define AB_NODES_ROWS 2
 /* The canned outputs: -b 8 -e 128M -f 8 (all_gather, reduce_scatter lose a size-0 row). */
 #define AB_CANNED_ROWS 9
 
@@ -258,27 +264,25 @@ static int ab_md_check_column(const char *md, const char *name, int rows)
     return 0;
 }
 
-/* run.sh on 2 ranks, 8 B to 64 KiB: every system has a full column or a skip note. */
-static void test_harness_tiny_sweep(void **state)
+/*
+ * Every system of md has a full column of `rows` rows (and, when membound_rows > 0, a
+ * column in the memory-bound table) or a skip note; returns how many ran.
+ */
+static int ab_md_check_systems(const char *md, const char *md_path, int rows, int membound_rows)
 {
-    ab_fixture_t *f = *state;
-    char *out = ab_path(f, "out"), *log = ab_path(f, "run.log"), *md_path, *png, *md;
-    const char *argv[] = {"bench/ab/run.sh", "--ranks", "2", "-b", "8", "-e", "64K",
-                          "--runs", "1", "--out", out, "--build-dir", STRATA_BUILD_DIR,
-                          "--timeout", "300", NULL};
-    int rc = ab_run(argv, NULL, log, AB_HARNESS_TIMEOUT_S), ran = 0;
+    const char *bound = membound_rows > 0 ? strstr(md, "\nMemory bound, one node") : NULL;
+    int ran = 0;
 
-    md_path = ab_path(f, "out/ab-n2.md");
-    png = ab_path(f, "out/ab-n2.png");
-    md = ab_slurp(md_path);
-    if (rc != 0 || md == NULL)
-        ab_dump(log);
-    assert_int_equal(rc, 0);
-    assert_non_null(md);
+    if (membound_rows > 0 && bound == NULL) {
+        ab_dump(md_path);
+        fail_msg("no memory-bound table");
+    }
     for (int i = 0; i < AB_SYSTEMS; i++) {
         char note[64];
         snprintf(note, sizeof(note), "- %s skipped: ", ab_systems[i]);
-        if (ab_md_check_column(md, ab_systems[i], AB_TINY_ROWS) == 0) {
+        if (ab_md_check_column(md, ab_systems[i], rows) == 0) {
+            if (bound != NULL && ab_md_check_column(bound, ab_systems[i], membound_rows) != 0)
+                fail_msg("%s: no column in the memory-bound table", ab_systems[i]);
             ran++;
             continue;
         }
@@ -289,6 +293,27 @@ static void test_harness_tiny_sweep(void **state)
         print_message("[ INFO     ] %s skipped by the harness (not installed or not built)\n",
                       ab_systems[i]);
     }
+    return ran;
+}
+
+/* run.sh on 2 ranks, 8 B to 64 KiB: every system has a full column or a skip note. */
+static void test_harness_tiny_sweep(void **state)
+{
+    ab_fixture_t *f = *state;
+    char *out = ab_path(f, "out"), *log = ab_path(f, "run.log"), *md_path, *png, *md;
+    const char *argv[] = {"bench/ab/run.sh", "--ranks", "2", "-b", "8", "-e", "64K",
+                          "--runs", "1", "--membound", "32K", "--out", out,
+                          "--build-dir", STRATA_BUILD_DIR, "--timeout", "300", NULL};
+    int rc = ab_run(argv, NULL, log, AB_HARNESS_TIMEOUT_S), ran;
+
+    md_path = ab_path(f, "out/ab-n2.md");
+    png = ab_path(f, "out/ab-n2.png");
+    md = ab_slurp(md_path);
+    if (rc != 0 || md == NULL)
+        ab_dump(log);
+    assert_int_equal(rc, 0);
+    assert_non_null(md);
+    ran = ab_md_check_systems(md, md_path, AB_TINY_ROWS, AB_TINY_MEMBOUND_ROWS);
     if (ran == 0) {
         free(md);
         free(md_path);
@@ -303,6 +328,50 @@ static void test_harness_tiny_sweep(void **state)
     free(png);
     free(out);
     free(log);
+}
+
+/*
+ * run.sh on 2 emulated nodes of 2 ranks: every system has a full column or a skip note,
+ * OpenMPI's ranks ran on both nodes (their own hostnames), and nothing is left behind.
+ */
+static void test_harness_emulated_nodes(void **state)
+{
+    ab_fixture_t *f = *state;
+    char *out = ab_path(f, "out"), *log = ab_path(f, "run.log");
+    char *md_path = ab_path(f, "out/ab-n4-2nodes.md"), *md = NULL, *raw = NULL;
+    char *raw_path = ab_path(f, "out/raw/n4-2nodes/mpi-vader.r1.txt");
+    const char *argv[] = {"bench/ab/run.sh", "--ranks", "4", "--nodes", "2", "-b", "8", "-e",
+                          "64", "-f", "8", "--runs", "1", "--out", out, "--build-dir",
+                          STRATA_BUILD_DIR, "--timeout", "300", NULL};
+    stb_netns_t probe;
+    int ran = 0;
+
+    stb_netns_init(&probe);
+    if (stb_netns_create(&probe, 2, 0) == STRATA_OK) {   /* else: not root, or no kernel support */
+        stb_netns_destroy(&probe);
+        int rc = ab_run(argv, NULL, log, AB_HARNESS_TIMEOUT_S);
+        md = ab_slurp(md_path);
+        if (rc != 0 || md == NULL)
+            ab_dump(log);
+        assert_int_equal(rc, 0);
+        assert_non_null(md);
+        assert_non_null(strstr(md, "4 ranks on 2 emulated nodes"));
+        ran = ab_md_check_systems(md, md_path, AB_NODES_ROWS, 0);
+        raw = ab_slurp(raw_path);   /* NULL when OpenMPI is skipped here */
+        if (raw != NULL) {
+            assert_non_null(strstr(raw, " on strata-ab-n0 "));
+            assert_non_null(strstr(raw, " on strata-ab-n1 "));
+        }
+    }
+    stb_netns_destroy(&probe);
+    free(raw);
+    free(raw_path);
+    free(md);
+    free(md_path);
+    free(out);
+    free(log);
+    if (ran == 0)
+        skip();
 }
 
 /* A peer whose launcher is missing is skipped with its reason, and the rest still runs. */
@@ -519,6 +588,7 @@ int main(void)
                                         ab_teardown),
         cmocka_unit_test_setup_teardown(test_harness_skips_missing_peer, ab_setup, ab_teardown),
         cmocka_unit_test_setup_teardown(test_harness_tiny_sweep, ab_setup, ab_teardown),
+        cmocka_unit_test_setup_teardown(test_harness_emulated_nodes, ab_setup, ab_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
