@@ -491,6 +491,15 @@ size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dim
     return c >= 1.0 ? (size_t)c : 1;
 }
 
+size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block)
+{
+    if (sta_model_check(model) != STRATA_OK || block == 0)
+        return block;
+    double c = sqrt((double)block * model->net.alpha_us *
+                    model->gamma_gbps * STA_BYTES_PER_US_PER_GBPS);
+    return (size_t)STU_MIN((double)block, STU_MAX(c, 1.0));
+}
+
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
 {
     double P = t->P, L = t->L, n = t->n;

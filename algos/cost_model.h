@@ -229,6 +229,15 @@ size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dim
                                  sta_algo_t algo, size_t bytes);
 
 /*
+ * The piece, in bytes (1..block), a pipelined ring step of `block` bytes is cut into when
+ * each piece crosses the net (α_n + c/β_n) and is then reduced (c/γ) while the next one
+ * crosses: the step costs (block/c)·α_n + block/β_n + c/γ, least at c* = sqrt(block·α_n·γ)
+ * (pipe_chunk's sqrt(n·a_b/r_o) with a_b = α_n, r_o = 1/γ). The CollNet's pieces
+ * (plugin/collnet_run.c). `block` for an invalid model or block = 0.
+ */
+size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block);
+
+/*
  * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of
  * a node's L ranks (0..L) have their partner on another node, and on a PCIe tree `root_flows`
  * (>= 1) of the node's same-node flows share the root link in each direction (1 for rings and

@@ -48,6 +48,9 @@
 /* Collectives the executor runs at once: the next one starts sending while the previous one
  * drains (2 is enough to hide the drain; 4 leaves room for small calls). */
 #define STP_CN_ACTIVE 4
+/* The smallest piece STRATA_COLLNET_CHUNK sets (0 aside: the model's): below 4 KiB a piece
+ * costs more in per-message overhead than it hides (util/param_table.c). */
+#define STP_CN_MIN_PIECE 4096
 /* Pieces a ring step is cut into at most (a piece is at least STRATA_COLLNET_CHUNK). */
 #define STP_CN_MAX_PIECES 16
 /* (step, piece) units per collective at most: bounds the executor's state per collective

@@ -95,10 +95,12 @@ static void window_blocks(stp_cn_comm_t *c, stp_cn_run_t *r, const stp_cn_req_t 
     }
 }
 
-/* Pieces per step: whole chunks of the largest region, within the executor's bounds. */
+/* Pieces per step: whole pieces of the largest region, within the executor's bounds; a
+ * piece is STRATA_COLLNET_CHUNK, or with 0 the model's optimum for that region
+ * (sta_cost_piece_bytes: sqrt(block·α_n·γ)). */
 static int run_pieces(const stp_cn_comm_t *c, const sta_sched_t *s)
 {
-    size_t most = 0;
+    size_t most = 0, piece;
     int n, cap;
 
     if (!s->chunkable || s->nsteps == 0)
@@ -108,7 +110,10 @@ static int run_pieces(const stp_cn_comm_t *c, const sta_sched_t *s)
         sta_sched_step(s, i, &st);
         most = STU_MAX(most, STU_MAX(st.send.len, st.recv.len));
     }
-    n = (int)STU_MIN((most + c->chunk - 1) / c->chunk, (size_t)STP_CN_MAX_PIECES);
+    piece = c->chunk > 0 ? c->chunk : sta_cost_piece_bytes(&c->table.model, most);
+    if (piece == 0)
+        return 1;
+    n = (int)STU_MIN((most + piece - 1) / piece, (size_t)STP_CN_MAX_PIECES);
     cap = STP_CN_MAX_UNITS / s->nsteps;
     return STU_MAX(1, STU_MIN(n, cap));
 }

@@ -41,7 +41,10 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
         sta_model_apply_env(&model);
     }
     forced = stp_cn_forced_algo();
-    /* chunk is within the table's 4K..64M: an out-of-range value reads as the default */
+    /* chunk is within the table's 0..64M (an out-of-range value reads as the default);
+     * 1..4K-1 is a piece smaller than its per-message cost: 4K (the table's comment) */
+    if (chunk > 0 && chunk < STP_CN_MIN_PIECE)
+        chunk = STP_CN_MIN_PIECE;
     memset(r, 0, sizeof(*r));
     r->model[STA_FIELD_SHM_ALPHA] = model.shm.alpha_us;
     r->model[STA_FIELD_SHM_BETA] = model.shm.beta_gbps;
@@ -97,7 +100,8 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
     if (stu_log_level >= STU_LOG_INFO) {
         STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: comm 0x%" PRIx64 " dev %d:"
                  " member %d of %d (NCCL rank %d), %d link(s), net alpha %g us beta %g GB/s,"
-                 " gamma %g GB/s, STRATA_COLLNET_ALGO=%s, pieces of %zu B (member 0's)",
+                 " gamma %g GB/s, STRATA_COLLNET_ALGO=%s, pieces of %zu B (member 0's;"
+                 " 0: the model's per step)",
                  c->comm_id, c->dev, c->pos, c->nranks, c->rank, c->nlinks,
                  model.net.alpha_us, model.net.beta_gbps, model.gamma_gbps,
                  sta_algo_name((sta_algo_t)r0->forced), c->chunk);

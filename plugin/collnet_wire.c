@@ -181,7 +181,8 @@ static const char *cn_lead_why(const stp_cn_record_t *r)
     if (r->forced != STA_ALGO_AUTO && r->forced != STA_ALGO_RING &&
         r->forced != STA_ALGO_RECURSIVE)
         return "member 0's STRATA_COLLNET_ALGO is not auto, ring or recursive";
-    if ((int64_t)r->chunk < chunk->min || (int64_t)r->chunk > chunk->max)
+    if ((r->chunk != 0 && r->chunk < STP_CN_MIN_PIECE) || (int64_t)r->chunk < chunk->min ||
+        (int64_t)r->chunk > chunk->max)
         return "member 0's STRATA_COLLNET_CHUNK is out of range";
     return NULL;
 }

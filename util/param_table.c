@@ -250,9 +250,10 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
      * transport's alpha is ~9 us, 4 KiB take ~1 us at 3.6 GB/s); above 64 MiB it no longer
      * pipelines anything NCCL sends (calls are at most 4 MiB, docs/collnet-protocol.md). */
     [STU_PARAM_COLLNET_CHUNK] = {"STRATA_COLLNET_CHUNK", STU_PARAM_TYPE_INT, "128K",
-        "bytes per pipelined piece of a CollNet ring step, 4K..64M (see"
-        " docs/collnet-protocol.md); member 0's value is used by all",
-        .min = 4 << 10, .max = 64 << 20},
+        "bytes per pipelined piece of a CollNet ring step, 4K..64M, or 0: the cost model's"
+        " optimum per step, sqrt(block x net alpha x gamma) (see docs/collnet-protocol.md);"
+        " member 0's value is used by all",
+        .min = 0, .max = 64 << 20},
     [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"
         " (slower; for tests of that path on machines without GPUs)",

@@ -217,6 +217,15 @@ static void test_types_4_ring(void **state)
                        .env = {"STRATA_COLLNET_ALGO=ring", "STRATA_COLLNET_CHUNK=16K"}});
 }
 
+/* Pieces from the model (STRATA_COLLNET_CHUNK=0): a net α of 10 ns makes sqrt(block·α·γ) a
+ * few KiB, so the ring's steps are cut into several pieces of that size. */
+static void test_types_4_model_pieces(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "types", .nranks = 4, .version = 12, .victim = -1,
+                       .env = {"STRATA_COLLNET_ALGO=ring", "STRATA_COLLNET_CHUNK=0",
+                               "STRATA_NET_ALPHA_US=0.01"}});
+}
+
 /* The GPU path without a GPU: host buffers staged through the self link (IN, RUN, OUT). */
 static void test_types_3_staged(void **state)
 {
@@ -514,6 +523,7 @@ int main(void)
         cmocka_unit_test_teardown(test_types_3_v12_pieces, cn_teardown),
         cmocka_unit_test_teardown(test_types_5_recursive, cn_teardown),
         cmocka_unit_test_teardown(test_types_4_ring, cn_teardown),
+        cmocka_unit_test_teardown(test_types_4_model_pieces, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_staged, cn_teardown),
         cmocka_unit_test_teardown(test_windows_4_staged, cn_teardown),
         cmocka_unit_test_teardown(test_windows_8_permuted, cn_teardown),

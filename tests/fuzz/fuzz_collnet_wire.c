@@ -93,8 +93,8 @@ static void fuzz_record(fuzz_in_t *in)
         sta_model_t m;
         stp_cn_record_model(&r, &m);
         FUZZ_CHECK(sta_model_check(&m) == STRATA_OK);
-        FUZZ_CHECK(r.chunk > 0 && (int64_t)r.chunk >= chunk->min &&
-                   (int64_t)r.chunk <= chunk->max);
+        FUZZ_CHECK((r.chunk == 0 || r.chunk >= STP_CN_MIN_PIECE) &&
+                   (int64_t)r.chunk >= chunk->min && (int64_t)r.chunk <= chunk->max);
         FUZZ_CHECK(r.forced == STA_ALGO_AUTO || r.forced == STA_ALGO_RING ||
                    r.forced == STA_ALGO_RECURSIVE);
         for (int f = 0; f <= STA_FIELD_GAMMA; f++)

@@ -560,6 +560,23 @@ static void test_monotone(void **state)
 
 /* The library, the tuner and strata-plan build their tables from the same model and dims:
  * two builds must agree byte for byte, here on the one-node shapes the new terms touch. */
+/* The CollNet's piece: sqrt(block·α_n·γ), within 1..block. M at 10^6 B: sqrt(10^6 · 20 µs ·
+ * 10^4 B/µs) = 447213.6 B. */
+static void test_piece_bytes(void **state)
+{
+    sta_model_t m = model_m;
+    (void)state;
+
+    assert_int_equal(sta_cost_piece_bytes(&m, 1000000), 447213);
+    assert_int_equal(sta_cost_piece_bytes(&m, 1000), 1000);      /* c* above the block */
+    assert_int_equal(sta_cost_piece_bytes(&m, 0), 0);
+    m.net.alpha_us = 0.0;
+    assert_int_equal(sta_cost_piece_bytes(&m, 1000000), 1);      /* no α: the finest */
+    m = model_m;
+    m.gamma_gbps = 0.0;                                           /* invalid: one piece */
+    assert_int_equal(sta_cost_piece_bytes(&m, 1000000), 1000000);
+}
+
 static void test_tables_identical(void **state)
 {
     const sta_dims_t shapes[] = {node4_over, node4_fit};
@@ -602,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_net_on_cores),
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_tables_identical),
+        cmocka_unit_test(test_piece_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
