@@ -238,9 +238,11 @@ strata_status_t stc_boot_allgather(stc_boot_t *boot, const void *mine, void *all
     if (boot->nranks == 1)
         return STRATA_OK;
     if (boot->rank != 0) {
-        if ((status = stu_sock_send_all(boot->fds[0], mine, size, deadline)) != STRATA_OK)
-            return status;
-        status = stu_sock_recv_all(boot->fds[0], all, size * (size_t)boot->nranks, deadline);
+        status = stu_sock_send_all(boot->fds[0], mine, size, deadline);
+        if (status == STRATA_OK)
+            status = stu_sock_recv_all(boot->fds[0], all, size * (size_t)boot->nranks,
+                                       deadline);
+        /* a send into a root that died fails as its answer would: both say so */
         if (status == STRATA_ERR_REMOTE)
             STU_WARN("bootstrap: rank %d lost the root: rank 0 closed its connection (it "
                      "died, or its init failed)", boot->rank);

@@ -204,7 +204,9 @@ static void test_bootstrap(void **state)
 /* The root dies while joined ranks wait for its barrier's answer: each fails at once. */
 static void test_bootstrap_root(void **state)
 {
-    mx_boot_case("bootstrap, root", 0, "rank 1 lost the root", "rank 2 lost the root");
+    /* which survivor reads the dead root's socket first (and so logs it) is a race; each
+     * one's STRATA_ERR_REMOTE before rank 3 started is asserted per rank */
+    mx_boot_case("bootstrap, root", 0, "lost the root", "rendezvous at");
 }
 
 static void test_ring(void **state)
