@@ -5,12 +5,14 @@
  *   stt_ib_ctx_t     one opened verbs device: context, protection domain,
  *                    registration cache, async-event thread (ib_device.c,
  *                    ib_async.c, ib_mr.c)
- *   stt_ib_dev_t     one ACTIVE port of a context: a Strata device (ib_device.c)
+ *   stt_ib_dev_t     one ACTIVE port of a context, or a virtual device fusing
+ *                    2..8 of them: a Strata device (ib_device.c, ib_vdev.c)
  *   stt_ib_handle_t  the connection handle, in the caller's 128 bytes (ib_wire.h)
  *   stt_ib_listen_t  the side-channel listener and its half-open connections
  *                    (ib_listen.c)
- *   stt_ib_conn_t    what both comm kinds share: CQ, QPs, the registered control
- *                    block, the side-channel socket (made, watched and closed in
+ *   stt_ib_conn_t    what both comm kinds share: per member port a CQ and the
+ *                    control block's registration; QPs spread over the members;
+ *                    the side-channel socket (made, watched and closed in
  *                    ib_conn.c; QPs in ib_qp.c)
  *   stt_ib_send_t / stt_ib_recv_t  the two ends, with preallocated request
  *                    rings (ib_send.c, ib_recv.c)
@@ -40,6 +42,7 @@
 #include "transport/ib/ib.h"
 #include "transport/ib/ib_gid.h"
 #include "transport/ib/ib_mrcache.h"
+#include "transport/ib/ib_stripe.h"
 #include "transport/ib/ib_verbs_load.h"
 #include "transport/ib/ib_wire.h"
 #include "util/compiler.h"
@@ -47,6 +50,7 @@
 /* ------------------------------------------------------------------ constants */
 
 #define STT_IB_MAX_DEVS 32               /* ports kept after filtering */
+#define STT_IB_MAX_VDEVS 16              /* virtual devices one process may add (make_vdev) */
 #define STT_IB_MAX_RECVS 8               /* max_recvs property: NCCL's IB value */
 /* Added by NCCL to its network latency; NCCL's IB transport reports 0 too. */
 #define STT_IB_LATENCY_US 0.0f
@@ -60,7 +64,6 @@
 #define STT_IB_RQ_DEPTH (2 * STT_IB_FIFO_DEPTH)
 #define STT_IB_CQ_BATCH 16               /* completions taken per ibv_poll_cq */
 #define STT_IB_CTS_SIGNAL_EVERY 8        /* one CTS write in 8 is signalled */
-#define STT_IB_SPLIT_ALIGN 128u          /* chunk boundaries across QPs (LL128 lines) */
 #define STT_IB_INLINE_WANT 256u          /* inline bytes asked for: a whole CTS slot */
 /* A side channel found closed is checked at most this often (ns): a clock read, then a peek. */
 #define STT_IB_EOF_CHECK_NS (10ull * 1000000ull)
@@ -101,7 +104,15 @@ typedef struct stt_ib_dev {
     bool has_alt;                /* a link-local GID to fall back to */
     int alt_index;
     uint8_t alt_gid[16];
+    int plane;                   /* STRATA_IB_HCA's hca:port:rail:plane, or -1 */
     stt_props_t props;
+    /*
+     * The ports it carries: itself for a port (nmembers 1), 2..8 ports in
+     * their fixed order for a virtual device, whose other fields are its
+     * first member's. Pointers into the table of ports (ib_device.c).
+     */
+    int nmembers;
+    struct stt_ib_dev *member[STT_IB_MAX_MEMBERS];
 } stt_ib_dev_t;
 
 /* The device table entry for dev, valid until the last fini; NULL (and a warning) if none. */
@@ -113,6 +124,12 @@ stt_ib_dev_t *stt_ib_device_at(int dev);
  */
 bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16]);
 
+/* ib_vdev.c: the entry of a virtual device fusing asked[0..n) of table[0..count). */
+strata_status_t stt_ib_vdev_fill(const stt_ib_dev_t *table, int count, const int *asked, int n,
+                                 stt_ib_dev_t *out);
+/* ib_vdev.c: applies STRATA_NET_FUSE to the discovered table[0..*count_p). */
+void stt_ib_vdev_force(stt_ib_dev_t *table, int *count_p);
+
 /* Side-channel address chosen at init (port 0): sockets bind to it. */
 strata_status_t stt_ib_device_oob_addr(stt_netif_addr_t *addr_p);
 
@@ -122,17 +139,26 @@ void stt_ib_async_stop(stt_ib_ctx_t *ctx);
 
 /* ------------------------------------------------------------------ memory (ib_mr.c) */
 
+struct stt_ib_conn;
+
+/* A buffer's keys on each member port of a comm (index: member). */
+typedef struct stt_ib_keys {
+    uint32_t lkey[STT_IB_MAX_MEMBERS];
+    uint32_t rkey[STT_IB_MAX_MEMBERS];
+} stt_ib_keys_t;
+
 void stt_ib_mr_cache_init(stt_ib_ctx_t *ctx);
-/* For buffers passed without a handle: a cache reference, released after the request. */
-strata_status_t stt_ib_mr_fly_acquire(stt_ib_ctx_t *ctx, const void *data, size_t size,
-                                      stt_ib_mrc_entry_t **entry_p);
-void stt_ib_mr_fly_release(stt_ib_ctx_t *ctx, stt_ib_mrc_entry_t *entry);
 /* Does the handle cover [data, data + size)? */
 bool stt_ib_mr_covers(const stt_ib_mrc_entry_t *e, const void *data, size_t size);
-/* Resolves mh (or registers on the fly when NULL): keys in *lkey_p / *rkey_p. */
-strata_status_t stt_ib_mr_resolve(stt_ib_ctx_t *ctx, void *mh, void *data, size_t size,
-                                  uint32_t *lkey_p, uint32_t *rkey_p,
-                                  stt_ib_mrc_entry_t **fly_p);
+/*
+ * Resolves mh (a comm of one port: a cache entry; of a virtual device: one
+ * registration per member) into keys; with mh NULL registers on the fly
+ * through each member's cache, fly[0..nmembers) holding what to release.
+ */
+strata_status_t stt_ib_mr_resolve(const struct stt_ib_conn *conn, void *mh, void *data,
+                                  size_t size, stt_ib_keys_t *keys, stt_ib_mrc_entry_t **fly);
+/* Releases the on-the-fly registrations fly[0..nmembers) and clears them. */
+void stt_ib_mr_fly_drop(const struct stt_ib_conn *conn, stt_ib_mrc_entry_t **fly);
 
 /* ------------------------------------------------------------------ comms */
 
@@ -149,6 +175,7 @@ static inline uint64_t stt_ib_wr_id(int kind, int qp, int req, uint32_t pos)
 
 typedef struct stt_ib_qp {
     struct ibv_qp *qp;
+    int member;                  /* the member port it runs on (conn->m[member]) */
     uint32_t sq_depth;
     uint32_t sq_posted;          /* WRs posted, ever (wraps) */
     uint32_t sq_done;            /* position retired by the last signalled completion */
@@ -161,11 +188,27 @@ static inline uint32_t stt_ib_qp_room(const stt_ib_qp_t *q)
     return q->sq_depth - (q->sq_posted - q->sq_done);
 }
 
-typedef struct stt_ib_conn {
-    stt_conn_t head;             /* comm, direction, peer, first failure (base/conn.h) */
-    stt_ib_dev_t *dev;
+/*
+ * One member port of a comm: a comm on a port has one, a comm on a virtual
+ * device one per fused port, with QP q on member q % nmembers.
+ */
+typedef struct stt_ib_member {
+    stt_ib_dev_t *dev;           /* the physical port */
     stt_ib_ctx_t *ctx;
     struct ibv_cq *cq;
+    struct ibv_mr *ctl_mr;       /* the control block, registered on this port */
+    int dev_fatal;               /* ctx->fatal when the comm was made */
+    uint32_t remote_rkey;        /* the peer's control block on its matching member */
+    int sgid_index;              /* the GID pair the QPs use */
+    uint8_t local_gid[16];
+    uint8_t remote_gid[16];
+} stt_ib_member_t;
+
+typedef struct stt_ib_conn {
+    stt_conn_t head;             /* comm, direction, peer, first failure (base/conn.h) */
+    stt_ib_dev_t *dev;           /* the device the comm was made on (a port or a vdev) */
+    int nmembers;
+    stt_ib_member_t m[STT_IB_MAX_MEMBERS];
     int nqps;
     stt_ib_qp_t qps[STT_IB_MAX_QPS];
     /*
@@ -176,19 +219,20 @@ typedef struct stt_ib_conn {
     stt_ib_qp_t flush_qp;
     void *ctl;                   /* registered control block (FIFO, sizes, CTS source) */
     size_t ctl_bytes;
-    struct ibv_mr *ctl_mr;
     int fd;                      /* side channel, watched for EOF */
     int async_err;               /* set by the async thread (atomic) */
-    int dev_fatal;               /* ctx->fatal when the comm was made */
     uint64_t eof_check_ns;
     uint64_t eof_ns;             /* when the side channel was found closed; 0: open */
     uint8_t tc;
     uint8_t sl;
     uint64_t remote_addr;        /* FIFO (recv comm) or sizes array (send comm) */
-    uint32_t remote_rkey;
-    uint8_t local_gid[16];
-    uint8_t remote_gid[16];
 } stt_ib_conn_t;
+
+/* The member port QP q runs on. */
+static inline stt_ib_member_t *stt_ib_conn_member(stt_ib_conn_t *conn, int q)
+{
+    return &conn->m[conn->qps[q].member];
+}
 
 /*
  * Request states (slot.state): STT_SLOT_FREE, ACTIVE (posted to the NIC, or a
@@ -203,8 +247,8 @@ typedef struct stt_ib_sreq {
     int tag;
     char *data;
     uint64_t size;
-    uint32_t lkey;
-    stt_ib_mrc_entry_t *fly;     /* registration made for a NULL handle */
+    uint32_t lkey[STT_IB_MAX_MEMBERS];
+    stt_ib_mrc_entry_t *fly[STT_IB_MAX_MEMBERS];   /* registrations made for a NULL handle */
 } stt_ib_sreq_t;
 
 typedef struct stt_ib_send {
@@ -220,6 +264,7 @@ typedef struct stt_ib_send {
     bool slot_trunc;
     bool slot_sizes;                     /* sizes go through the sizes array */
     stt_ib_fifo_entry_t slot[STT_MAX_RECVS];
+    uint32_t slot_xkeys[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];   /* virtual device: rkeys */
     uint64_t slot_bad_since;             /* when recv_seq's slot first read malformed; 0: not */
     uint32_t slot_bad_reads;             /* malformed reads since then */
     uint32_t rr;                         /* round robin over QPs for unsplit messages */
@@ -243,7 +288,7 @@ typedef struct stt_ib_rreq {
     uint32_t imm;                /* the first immediate */
     uint64_t cap[STT_MAX_RECVS];
     uint64_t got[STT_MAX_RECVS];
-    stt_ib_mrc_entry_t *fly[STT_MAX_RECVS];
+    stt_ib_mrc_entry_t *fly[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
 } stt_ib_rreq_t;
 
 typedef struct stt_ib_recv {
@@ -297,10 +342,11 @@ strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t s
 strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q);
 /* The RTR attributes: GRH and GID on RoCE, the remote LID on InfiniBand; MTU the smaller. */
 void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t remote_qpn,
-                        const stt_ib_meta_t *remote, int sgid_index, const uint8_t *dgid,
+                        const stt_ib_meta_port_t *remote, int sgid_index, const uint8_t *dgid,
                         struct ibv_qp_attr *attr);
-strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
-                                 int sgid_index, const uint8_t *dgid, bool quiet);
+strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q,
+                                 const stt_ib_meta_port_t *remote, int sgid_index,
+                                 const uint8_t *dgid, bool quiet);
 strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q);
 /* Posts count zero-length receive WRs on QP q of conn; 0 or ibv_post_recv's error. */
 int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count);
@@ -334,6 +380,7 @@ strata_status_t stt_ib_init(void);
 void stt_ib_fini(void);
 strata_status_t stt_ib_devices(int *ndev_p);
 strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p);
+strata_status_t stt_ib_make_vdev(const int *devs, int n, int *vdev_p);
 /* ib_listen.c */
 strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p);
 strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p);

@@ -42,8 +42,11 @@
 #include "transport/base/connect.h"
 #include "transport/transport.h"
 
-#define STT_IB_PROTO_VERSION 3   /* 3: HELLO and REPLY carry the handle's secret */
-#define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
+/* 3: HELLO and REPLY carry the handle's secret; 4: virtual devices (member ports in the
+ * metadata, per-member rkeys in the FIFO slot) */
+#define STT_IB_PROTO_VERSION 4
+#define STT_IB_MAX_QPS 8                  /* QPs of one connection, over all its members */
+#define STT_IB_MAX_MEMBERS STT_MAX_VDEV_MEMBERS   /* ports one virtual device fuses */
 #define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
 
 #define STT_IB_HANDLE_MAGIC 0x48425453u   /* "STBH" */
@@ -81,14 +84,39 @@ _Static_assert(offsetof(stt_ib_fifo_entry_t, seq) == 28, "seq is the entry's las
 #define STT_IB_FIFO_SETTLE_NS (100ull * 1000 * 1000)
 #define STT_IB_FIFO_SETTLE_READS 64u
 
-/* One FIFO slot: the entries of one receive. */
+/*
+ * One FIFO slot: the entries of one receive, after the rkeys of its buffers on
+ * every member port of a virtual device (xkeys[buffer][member]; e[].rkey is
+ * member 0's). A comm on one port writes only e[0..n); a comm on a virtual
+ * device writes xkeys and e[0..n) in one RDMA write, so the seq of the last
+ * entry still lands last.
+ */
 typedef struct stt_ib_fifo_slot {
+    uint32_t xkeys[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
     stt_ib_fifo_entry_t e[STT_MAX_RECVS];
 } stt_ib_fifo_slot_t;
 
-/* Fills the n entries of receive seq into slot (the receiver's CTS source). */
+_Static_assert(sizeof(((stt_ib_fifo_slot_t *)0)->xkeys) % 32 == 0, "entries stay 32-byte aligned");
+
+/* Bytes the CTS write of n entries covers, and where it starts in the slot. */
+static inline size_t stt_ib_fifo_write_off(int nmembers)
+{
+    return nmembers > 1 ? 0 : offsetof(stt_ib_fifo_slot_t, e);
+}
+
+static inline size_t stt_ib_fifo_write_len(int nmembers, int n)
+{
+    return offsetof(stt_ib_fifo_slot_t, e) - stt_ib_fifo_write_off(nmembers) +
+           (size_t)n * sizeof(stt_ib_fifo_entry_t);
+}
+
+/*
+ * Fills the n entries of receive seq into slot (the receiver's CTS source),
+ * rkeys[i][j] being buffer i's rkey on member j of nmembers.
+ */
 void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const *data,
-                      const size_t *sizes, const int *tags, const uint32_t *rkeys);
+                      const size_t *sizes, const int *tags,
+                      const uint32_t (*rkeys)[STT_IB_MAX_MEMBERS], int nmembers);
 
 /*
  * Sender side: has slot for receive seq fully arrived? Reads volatile memory
@@ -142,7 +170,7 @@ static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
 
 /* ------------------------------------------------------------------ connection metadata */
 
-#define STT_IB_META_BYTES 160
+#define STT_IB_META_BYTES 512
 #define STT_IB_META_MAGIC 0x42495453u   /* "STIB" as bytes on the wire */
 #define STT_IB_BYTE_ORDER 0x01020304u   /* read back in host order: both ends must agree */
 
@@ -151,24 +179,31 @@ enum { STT_IB_META_HELLO = 1, STT_IB_META_REPLY = 2, STT_IB_META_READY = 3 };
 /* Which GID pair the REPLY says both ends use (see stt_ib_meta_t.alt_gid). */
 enum { STT_IB_GID_PRIMARY = 0, STT_IB_GID_ALT = 1 };
 
-typedef struct stt_ib_meta {
-    uint8_t kind;            /* STT_IB_META_* */
-    uint8_t nqps;            /* 1..STT_IB_MAX_QPS */
+/* One member port of the sender's device (a port: one; a virtual device: 2..8). */
+typedef struct stt_ib_meta_port {
     uint8_t link_layer;      /* IBV_LINK_LAYER_* */
     uint8_t mtu;             /* enum ibv_mtu, 1..5 */
     uint8_t port;
     uint8_t has_alt;         /* alt_gid is usable */
-    uint8_t gid_choice;      /* REPLY: STT_IB_GID_* */
-    uint8_t tc;              /* traffic class the sender's QPs use (informational) */
     uint16_t lid;
+    uint32_t rkey;           /* the control block (addr) on this port */
+    uint8_t gid[16];         /* the automatically chosen (or configured) GID */
+    uint8_t alt_gid[16];     /* RoCE: the link-local GID, for the fallback */
+} stt_ib_meta_port_t;
+
+typedef struct stt_ib_meta {
+    uint8_t kind;            /* STT_IB_META_* */
+    uint8_t nqps;            /* 1..STT_IB_MAX_QPS, a multiple of nmembers; QP i on member
+                                i % nmembers */
+    uint8_t nmembers;        /* 1..STT_IB_MAX_MEMBERS: ports of the device (both ends equal) */
+    uint8_t gid_choice;      /* REPLY: STT_IB_GID_*, for every member */
+    uint8_t tc;              /* traffic class the sender's QPs use (informational) */
     uint32_t byte_order;     /* STT_IB_BYTE_ORDER as the sender's host stored it */
     uint64_t listener_id;    /* HELLO: the handle's; others: echoed */
     uint64_t conn_id;        /* chosen by connect, echoed by the other two */
-    uint8_t gid[16];         /* the automatically chosen (or configured) GID */
-    uint8_t alt_gid[16];     /* RoCE: the link-local GID, for the fallback */
     uint64_t addr;           /* HELLO: FIFO address; REPLY: sizes array address */
-    uint32_t rkey;           /* its rkey */
     uint32_t qpn[STT_IB_MAX_QPS];
+    stt_ib_meta_port_t m[STT_IB_MAX_MEMBERS];
     /* HELLO: the handle's secret, proving the connector holds the handle; REPLY: the same,
      * proving the listener is the handle's; READY: zero. */
     uint8_t secret[STT_HANDLE_SECRET_BYTES];
