@@ -6,7 +6,17 @@
  * refusal of a fused device talking to an unfused one. In the Soft-RoCE guest
  * the fused device is rxe0+rxe1, so member r of one end talks to member r of
  * the other. Skips with fewer than two verbs ports.
+ *
+ * Failover: with STRATA_TEST_IB_LINK_DOWN=netdev0,netdev1 (the netdevs under
+ * the two members, in member order; the Soft-RoCE suite sets it, and a side
+ * channel on lo) the failover cases take one member's netdev down in the middle
+ * of a stream with messages in flight, check that every byte still arrives
+ * once and in order, that both ends counted one failover, and bring it back;
+ * then both members down must fail both ends within the bound. Without it they
+ * skip (taking links down needs a disposable machine).
  */
+#include <dirent.h>
+
 #include "ib_fixture.h"
 
 #define VNIC_WINDOW 4                       /* messages in flight each way */
@@ -61,8 +71,89 @@ static void test_vnic_device(void **state)
     assert_int_equal(v, n - 1);                         /* nothing added by the refusals */
 }
 
+/* ip link set NETDEV up|down, which must succeed. */
+static void vnic_link(const char *netdev, const char *updown)
+{
+    char cmd[256];
+
+    snprintf(cmd, sizeof(cmd), "ip link set %s %s", netdev, updown);
+    int rc = system(cmd);
+    if (rc != 0)
+        fail_msg("'%s' failed (status %d)", cmd, rc);
+}
+
+/* The netdev under member m from STRATA_TEST_IB_LINK_DOWN, or NULL (the case skips). */
+static const char *vnic_netdev(int m, char *buf, size_t len)
+{
+    const char *e = getenv("STRATA_TEST_IB_LINK_DOWN");
+    const char *comma = e != NULL ? strchr(e, ',') : NULL;
+
+    if (comma == NULL)
+        return NULL;
+    const char *start = m == 0 ? e : comma + 1;
+    size_t n = m == 0 ? (size_t)(comma - e) : strlen(start);
+    if (n == 0 || n >= len)
+        return NULL;
+    memcpy(buf, start, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The first line of a sysfs file, or "" */
+static void vnic_sysfs(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+
+    out[0] = '\0';
+    if (f != NULL && fgets(out, (int)len, f) == NULL)
+        out[0] = '\0';
+    if (f != NULL)
+        fclose(f);
+}
+
+/* Every verbs port ACTIVE again, with its GIDs (later cases use them). */
+static void vnic_ports_wait(void)
+{
+    char path[300], state[64];
+    uint64_t deadline = sts_deadline(STS_CONNECT_TIMEOUT_S);
+
+    for (bool all = false; !all;) {
+        DIR *dir = opendir("/sys/class/infiniband");
+        struct dirent *de;
+        all = true;
+        while (dir != NULL && (de = readdir(dir)) != NULL) {
+            if (de->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state", de->d_name);
+            vnic_sysfs(path, state, sizeof(state));
+            all = all && strstr(state, "ACTIVE") != NULL;
+        }
+        if (dir != NULL)
+            closedir(dir);
+        assert_false(stu_deadline_passed(deadline));
+        poll(NULL, 0, 20);
+    }
+    poll(NULL, 0, 500);                    /* the link-local GID returns with the address */
+}
+
+static void vnic_link_up(const char *netdev)
+{
+    vnic_link(netdev, "up");
+    vnic_ports_wait();
+}
+
 /* Streams count messages over pair, VNIC_WINDOW in flight, every byte checked. */
+static void vnic_stream_down(sts_pair_t *p, uint32_t first, int count, bool registered,
+                             int down_at, const char *netdev);
+
 static void vnic_stream(sts_pair_t *p, uint32_t first, int count, bool registered)
+{
+    vnic_stream_down(p, first, count, registered, -1, NULL);
+}
+
+/* The same; with netdev, takes it down once the window at down_at is posted. */
+static void vnic_stream_down(sts_pair_t *p, uint32_t first, int count, bool registered,
+                             int down_at, const char *netdev)
 {
     sts_buf_t sb[VNIC_WINDOW], rb[VNIC_WINDOW];
 
@@ -94,6 +185,8 @@ static void vnic_stream(sts_pair_t *p, uint32_t first, int count, bool registere
                 assert_false(stu_deadline_passed(deadline));
             }
         }
+        if (netdev != NULL && base == down_at)
+            vnic_link(netdev, "down");      /* messages in flight */
         for (int w = 0; w < k; w++) {
             size_t got = 0;
             strata_status_t ss = STRATA_ERR_INTERNAL;
@@ -244,6 +337,113 @@ static void test_vnic_mismatch(void **state)
     stt_close_listen(l);
 }
 
+/* Member m's link goes down mid-stream: the stream finishes intact, both ends fail over once. */
+static void vnic_failover(void **state, int m)
+{
+    int v = vnic_make(state);
+    char nd[32];
+    const char *netdev = vnic_netdev(m, nd, sizeof(nd));
+    sts_pair_t p;
+
+    if (netdev == NULL)
+        skip();
+    sts_pair_must_open(ops, v, v, &p);
+    const stt_ib_conn_t *sc = (const stt_ib_conn_t *)p.send, *rc = (const stt_ib_conn_t *)p.recv;
+    char ibdev[64];
+    snprintf(ibdev, sizeof(ibdev), "%s", sc->m[m].ctx->name);
+    vnic_stream(&p, 0, 8, true);
+    uint64_t t0 = stu_time_ns();
+    vnic_stream_down(&p, 8, 40, true, 8, netdev);
+    fprintf(stderr, "member %d (%s over %s) lost mid-stream: 40 messages in %.3f s\n", m, ibdev,
+            netdev, (double)(stu_time_ns() - t0) / 1e9);
+    assert_int_equal(sc->dead, 1u << m);
+    assert_int_equal(rc->dead, 1u << m);
+    assert_int_equal(p.send->failovers, 1);
+    assert_int_equal(p.recv->failovers, 1);
+    assert_int_equal(sc->epoch, 1);
+    vnic_stream(&p, 100, 12, false);                      /* and it keeps working */
+    sts_pair_close(&p);
+    vnic_link_up(netdev);
+    sts_pair_must_open(ops, v, v, &p);                    /* new comms use both members again */
+    vnic_stream(&p, 200, 6, true);
+    assert_int_equal(((const stt_ib_conn_t *)p.send)->dead, 0);
+    sts_pair_close(&p);
+}
+
+/* After each failover case, whatever it left: both members' links up and their ports ACTIVE. */
+static int vnic_links_restore(void **state)
+{
+    char nd[32];
+
+    (void)state;
+    for (int m = 0; m < 2; m++) {
+        const char *netdev = vnic_netdev(m, nd, sizeof(nd));
+        if (netdev != NULL)
+            vnic_link(netdev, "up");
+    }
+    if (vnic_netdev(0, nd, sizeof(nd)) != NULL)
+        vnic_ports_wait();
+    return 0;
+}
+
+static void test_vnic_failover_member1(void **state)
+{
+    vnic_failover(state, 1);
+}
+
+static void test_vnic_failover_member0(void **state)
+{
+    vnic_failover(state, 0);
+}
+
+/* Both members down: both ends fail within the bound, nothing hangs. */
+static void test_vnic_failover_all(void **state)
+{
+    int v = vnic_make(state);
+    char nd0[32], nd1[32];
+    const char *n0 = vnic_netdev(0, nd0, sizeof(nd0)), *n1 = vnic_netdev(1, nd1, sizeof(nd1));
+    sts_pair_t p;
+    sts_buf_t sb, rb;
+
+    if (n0 == NULL || n1 == NULL)
+        skip();
+    sts_pair_must_open(ops, v, v, &p);
+    vnic_stream(&p, 0, 4, true);
+    assert_ok(sts_buf_alloc(&sb, p.send, 1u << 20));
+    assert_ok(sts_buf_alloc(&rb, p.recv, 1u << 20));
+    vnic_link(n0, "down");
+    vnic_link(n1, "down");
+    uint64_t t0 = stu_time_ns(), deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    strata_status_t ss = STRATA_OK, rs = STRATA_OK;
+    for (int i = 0; i < 64 && (ss == STRATA_OK || rs == STRATA_OK); i++) {
+        stt_req_t *sr = NULL, *rr = NULL;
+        void *rd = rb.data, *rmh = rb.mh;
+        size_t cap = 1u << 20;
+        int tag = 9;
+        if (rs == STRATA_OK)
+            rs = stt_irecv(p.recv, 1, &rd, &cap, &tag, &rmh, &rr);
+        if (ss == STRATA_OK)
+            ss = stt_isend(p.send, sb.data, 1u << 20, 9, sb.mh, &sr);
+        while ((sr != NULL || rr != NULL) && !stu_deadline_passed(deadline)) {
+            if (sr != NULL && (ss = sts_req_poke(&sr, NULL)) != STRATA_OK)
+                sr = NULL;
+            if (rr != NULL && (rs = sts_req_poke(&rr, NULL)) != STRATA_OK)
+                rr = NULL;
+            poll(NULL, 0, 1);
+        }
+        assert_false(stu_deadline_passed(deadline));
+    }
+    fprintf(stderr, "both members lost: send %s, receive %s, %.3f s\n", strata_status_str(ss),
+            strata_status_str(rs), (double)(stu_time_ns() - t0) / 1e9);
+    assert_true(ss != STRATA_OK);
+    assert_true(rs != STRATA_OK);
+    sts_buf_dereg(&sb);
+    sts_buf_dereg(&rb);
+    sts_pair_close(&p);
+    sts_buf_free_data(&sb);
+    sts_buf_free_data(&rb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +452,9 @@ int main(void)
         cmocka_unit_test(test_vnic_qps),
         cmocka_unit_test(test_vnic_grouped),
         cmocka_unit_test(test_vnic_mismatch),
+        cmocka_unit_test_teardown(test_vnic_failover_member1, vnic_links_restore),
+        cmocka_unit_test_teardown(test_vnic_failover_member0, vnic_links_restore),
+        cmocka_unit_test_teardown(test_vnic_failover_all, vnic_links_restore),
     };
     return cmocka_run_group_tests(tests, ib_group_setup, sts_conf_teardown);
 }

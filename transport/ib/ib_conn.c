@@ -66,7 +66,8 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
     if (STU_UNLIKELY(async != 0))
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "async event '%s' on one of its QPs or"
                       " its CQ", stt_ib_verbs.event_type_str((enum ibv_event_type)(async - 1)));
-    for (int j = 0; j < conn->nmembers; j++)
+    /* A virtual device's member losses are its failover's (ib_failover.c). */
+    for (int j = 0; j < conn->nmembers && !stt_ib_conn_vnic(conn); j++)
         if (STU_UNLIKELY(__atomic_load_n(&conn->m[j].ctx->fatal, __ATOMIC_ACQUIRE) !=
                          conn->m[j].dev_fatal))
             stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "device %s reported a fatal error",
@@ -79,7 +80,9 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
     conn->eof_check_ns = now;
     int err;
     stt_sock_peek_t peek = stt_sock_peek(conn->fd, &err);
-    if (peek == STT_SOCK_BYTES) {
+    if (peek == STT_SOCK_BYTES && stt_ib_conn_vnic(conn)) {
+        conn->fo_check_ns = 0;           /* failover frames: read at once (ib_failover.c) */
+    } else if (peek == STT_SOCK_BYTES) {
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "unexpected bytes on the side channel");
     } else if (peek != STT_SOCK_QUIET) {
         STU_INFO(STU_LOG_NET, "ib: side channel to %s %s", conn->head.peer,
@@ -130,6 +133,9 @@ static void conn_kind_setup(stt_ib_conn_t *conn)
         sc->ar_threshold = v < 0 ? 0 : (uint64_t)v;
         v = stu_param_int(STU_PARAM_IB_SPLIT_MIN);
         sc->split_min = v < 0 ? 0 : (uint64_t)v;
+        sc->imm_size_max = stt_ib_conn_vnic(conn) ? STT_IB_IMM_SIZE_MAX_VNIC : STT_IB_IMM_SIZE_MAX;
+        for (int s = 0; s < STT_IB_FIFO_DEPTH; s++)
+            sc->hist_seq[s] = (uint32_t)s - STT_IB_FIFO_DEPTH;   /* no receive matched yet */
     } else {
         stt_ib_recv_t *rc = (stt_ib_recv_t *)conn;
         rc->cts = ctl->slots;
@@ -188,6 +194,7 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
     }
     for (int i = 0; i < nqps; i++)
         conn->qps[i].member = i % d->nmembers;
+    conn->live = (uint8_t)((1u << nqps) - 1);
     int64_t sl = stu_param_int(STU_PARAM_IB_SL);
     conn->sl = (uint8_t)(sl < 0 || sl > 15 ? 0 : sl);
 

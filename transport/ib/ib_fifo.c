@@ -17,6 +17,7 @@ void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const
         e->tag = tags[i];
         e->n = (uint8_t)n;
         e->index = (uint8_t)i;
+        e->epoch = 0;
         e->reserved = 0;
         e->seq = seq + 1;
     }

@@ -75,6 +75,9 @@
 #define STT_IB_EOF_GRACE_NS (2000ull * 1000000ull)
 #define STT_IB_ADDR_STRLEN STT_NETIF_ADDR_STRLEN
 #define STT_IB_MRC_KEEP_MAX 64           /* idle registrations kept with STRATA_IB_MR_KEEP=1 */
+#define STT_IB_FO_QUEUE 4                /* failover frames waiting for the side channel */
+/* Room a replayed receive needs per QP: its buffers' payload, the sizes, the immediate. */
+#define STT_IB_FO_WR_PER_RECV (STT_MAX_RECVS + 2)
 
 /* ------------------------------------------------------------------ devices */
 
@@ -165,7 +168,7 @@ void stt_ib_mr_fly_drop(const struct stt_ib_conn *conn, stt_ib_mrc_entry_t **fly
 /* Kinds of work request, in the low byte of wr_id. */
 enum {
     STT_IB_WR_SEND = 1, STT_IB_WR_CTS = 2, STT_IB_WR_RECV = 3, STT_IB_WR_NONE = 4,
-    STT_IB_WR_FLUSH = 5,
+    STT_IB_WR_FLUSH = 5, STT_IB_WR_REPLAY = 6,
 };
 
 static inline uint64_t stt_ib_wr_id(int kind, int qp, int req, uint32_t pos)
@@ -226,7 +229,28 @@ typedef struct stt_ib_conn {
     uint8_t tc;
     uint8_t sl;
     uint64_t remote_addr;        /* FIFO (recv comm) or sizes array (send comm) */
+    /*
+     * A virtual device's failover state (ib_failover.c; docs/ib-protocol.md,
+     * "Failover"). On one port dead stays 0 and live holds every QP.
+     */
+    uint8_t epoch;               /* failovers agreed with the peer; in immediates */
+    uint8_t dead;                /* members lost, bit per member */
+    uint8_t live;                /* QPs in use, bit per QP */
+    int async_lost;              /* members the async thread saw fail, bit each (atomic) */
+    bool fo_wait;                /* sender: DOWN sent, waiting for the receiver's POS */
+    uint64_t fo_since_ns;        /* when fo_wait began */
+    uint64_t fo_check_ns;        /* last read of the side channel */
+    uint32_t fo_in_done;
+    uint8_t fo_in[STT_IB_FO_BYTES];
+    int fo_nout;                 /* frames queued for the side channel */
+    uint32_t fo_out_done;        /* bytes of the first one sent */
+    uint8_t fo_out[STT_IB_FO_QUEUE][STT_IB_FO_BYTES];
 } stt_ib_conn_t;
+
+static inline bool stt_ib_conn_vnic(const stt_ib_conn_t *conn)
+{
+    return conn->nmembers > 1;
+}
 
 /* The member port QP q runs on. */
 static inline stt_ib_member_t *stt_ib_conn_member(stt_ib_conn_t *conn, int q)
@@ -249,6 +273,10 @@ typedef struct stt_ib_sreq {
     uint64_t size;
     uint32_t lkey[STT_IB_MAX_MEMBERS];
     stt_ib_mrc_entry_t *fly[STT_IB_MAX_MEMBERS];   /* registrations made for a NULL handle */
+    /* Virtual device: where it was matched, and whether a loss holds its completion */
+    uint32_t recv_seq;
+    uint8_t buf;
+    bool fo_hold;                /* a work request failed: done only once replayed or landed */
 } stt_ib_sreq_t;
 
 typedef struct stt_ib_send {
@@ -271,6 +299,18 @@ typedef struct stt_ib_send {
     bool ar;
     uint64_t ar_threshold;
     uint64_t split_min;
+    uint32_t imm_size_max;               /* larger sizes go through the sizes array */
+    /* per FIFO slot, for a failover's replay: the receive, its buffers matched, how it ends */
+    uint32_t hist_seq[STT_IB_FIFO_DEPTH];
+    uint8_t hist_trunc[STT_IB_FIFO_DEPTH];
+    uint8_t hist_sizes[STT_IB_FIFO_DEPTH];
+    uint32_t hist_bytes[STT_IB_FIFO_DEPTH];     /* the immediate's byte count, without sizes */
+    /* the replay after a POS: receives [replay_seq, replay_end] still to do, open ones flagged */
+    bool replaying;
+    uint32_t replay_seq;
+    uint32_t replay_end;
+    uint32_t replay_open;
+    uint32_t replay_next;                /* the receiver's next receive at the POS */
     /* unmatched sends, in posting order */
     uint32_t q_head;
     uint32_t q_tail;
@@ -285,6 +325,7 @@ typedef struct stt_ib_rreq {
     uint8_t is_flush;
     uint8_t cqes_want;           /* 0 until the first immediate says */
     uint8_t cqes_got;
+    uint8_t epoch;               /* virtual device: immediates of other epochs are stale */
     uint32_t imm;                /* the first immediate */
     uint64_t cap[STT_MAX_RECVS];
     uint64_t got[STT_MAX_RECVS];
@@ -296,6 +337,7 @@ typedef struct stt_ib_recv {
     stt_ib_fifo_slot_t *cts;             /* in ctl: CTS source, [DEPTH] */
     volatile uint32_t *sizes;            /* in ctl: written by the sender, [DEPTH][MAX_RECVS] */
     uint32_t seq;                        /* next receive */
+    int cts_qp;                          /* the QP CTS writes go on: the first live one */
     stt_ib_rreq_t reqs[STT_IB_FIFO_DEPTH];      /* receive seq uses reqs[seq % DEPTH] */
     stt_slots_t flush_slots;
     stt_ib_rreq_t flushes[STT_IB_FIFO_DEPTH];
@@ -360,6 +402,29 @@ int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count);
 strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
                                   int gid_choice, bool quiet);
 
+/* ------------------------------------------------------------------ failover (ib_failover.c) */
+
+/* Whether a failed work completion of a virtual device's QP means its member is gone. */
+bool stt_ib_fo_link_lost(const stt_ib_conn_t *conn, const struct ibv_wc *wc);
+/* The member QP q (from a wr_id) runs on, or -1 for an id naming no QP. */
+int stt_ib_fo_member_of(const stt_ib_conn_t *conn, uint64_t wr_id);
+/*
+ * Both ends, every progress call of a virtual device's comm: the async thread's
+ * and the devices' verdicts, the side channel's frames (at most every
+ * STT_IB_EOF_CHECK_NS, or always while waiting for the peer), the frames to send,
+ * the replay. Failures go through stt_conn_fail.
+ */
+void stt_ib_fo_send_poll(stt_ib_send_t *sc);
+void stt_ib_fo_recv_poll(stt_ib_recv_t *rc);
+/* The loss of members (bit mask) found on this end: logged once, agreed with the peer. */
+void stt_ib_fo_send_lost(stt_ib_send_t *sc, uint32_t members, const char *why);
+void stt_ib_fo_recv_lost(stt_ib_recv_t *rc, uint32_t members, const char *why);
+/* Sender: true while a failover keeps new sends from being matched. */
+static inline bool stt_ib_fo_send_busy(const stt_ib_send_t *sc)
+{
+    return sc->conn.fo_wait || sc->replaying;
+}
+
 /* ------------------------------------------------------------------ the data path */
 
 /* ib_send.c: polls the CQ, moves work on; returns the comm's state. */
@@ -367,6 +432,11 @@ strata_status_t stt_ib_send_progress(stt_ib_send_t *sc);
 /* test() of a send request of sc (ib_ops.c found it in sc's ring). */
 strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
                                  size_t *sizes);
+/*
+ * ib_recv.c: (re)writes the CTS of the receive in FIFO slot `slot` (n buffers)
+ * into the sender's FIFO through QP rc->cts_qp. 0 or ibv_post_send's error.
+ */
+int stt_ib_recv_cts_post(stt_ib_recv_t *rc, uint32_t slot, int n, uint32_t seq);
 /* ib_recv.c: the same for a receive comm. */
 strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc);
 strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,

@@ -44,6 +44,25 @@ static void send_req_release(stt_ib_send_t *sc, stt_ib_sreq_t *req)
     stt_slots_give(&sc->slots, &req->slot);
 }
 
+/*
+ * A failed completion on a virtual device: true when it is (or follows) the
+ * loss of its QP's member, which the failover takes over; false for an error
+ * that fails the comm.
+ */
+static bool send_wc_lost(stt_ib_send_t *sc, const struct ibv_wc *wc)
+{
+    int member = stt_ib_fo_member_of(&sc->conn, wc->wr_id);
+
+    if (member < 0 || sc->conn.head.failed != STRATA_OK)
+        return false;
+    if (sc->conn.dead & (1u << member))
+        return true;                              /* flushed after the loss */
+    if (!stt_ib_fo_link_lost(&sc->conn, wc))
+        return false;
+    stt_ib_fo_send_lost(sc, 1u << member, stt_ib_verbs.wc_status_str(wc->status));
+    return sc->conn.head.failed == STRATA_OK;
+}
+
 static void send_poll_cq(stt_ib_send_t *sc, struct ibv_cq *cq)
 {
     struct ibv_wc wc[STT_IB_CQ_BATCH];
@@ -56,22 +75,30 @@ static void send_poll_cq(stt_ib_send_t *sc, struct ibv_cq *cq)
             return;
         }
         for (int i = 0; i < n; i++) {
-            if (wc[i].status != IBV_WC_SUCCESS) {
+            int kind = (int)(wc[i].wr_id & 0xff);
+            int qp = (int)((wc[i].wr_id >> 8) & 0xff);
+            int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
+            bool ok = wc[i].status == IBV_WC_SUCCESS;
+            if (!ok && !send_wc_lost(sc, &wc[i])) {
                 stt_ib_conn_wc_fail(&sc->conn, &wc[i]);
                 continue;
             }
-            int qp = (int)((wc[i].wr_id >> 8) & 0xff);
-            int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
-            if ((wc[i].wr_id & 0xff) != STT_IB_WR_SEND || qp >= sc->conn.nqps ||
+            if (!ok && kind != STT_IB_WR_SEND)
+                continue;             /* an unsignalled write flushed: its send's turn comes */
+            if ((kind != STT_IB_WR_SEND && kind != STT_IB_WR_REPLAY) || qp >= sc->conn.nqps ||
                 idx >= STT_IB_SEND_RING) {
                 stt_conn_fail(&sc->conn.head, STRATA_ERR_INTERNAL, "completion with an unknown"
                               " work request id %016llx",
                               (unsigned long long)wc[i].wr_id);
                 continue;
             }
-            sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
+            if (ok)
+                sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
             stt_ib_sreq_t *req = &sc->reqs[idx];
-            if (req->slot.state == STT_SLOT_ACTIVE && --req->cqes_left == 0)
+            if (kind != STT_IB_WR_SEND || req->slot.state != STT_SLOT_ACTIVE)
+                continue;
+            req->fo_hold = req->fo_hold || !ok;     /* done once replayed, or known landed */
+            if (--req->cqes_left == 0 && !req->fo_hold)
                 req->slot.state = STT_SLOT_DONE;
         }
     } while (n == STT_IB_CQ_BATCH);
@@ -87,6 +114,8 @@ static bool send_slot_load(stt_ib_send_t *sc)
 
     if (status == STRATA_INPROGRESS)
         return false;
+    if (status == STRATA_OK && sc->fifo[slot].e[0].epoch > sc->conn.epoch)
+        return false;         /* posted after a loss whose POS has not come yet */
     if (status != STRATA_OK) {
         /* Possibly a write still landing: fail only if it stays malformed. */
         uint64_t now = stu_time_ns();
@@ -161,28 +190,39 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     bool trunc = req->size > e->size;
     uint64_t bytes = trunc ? 0 : req->size;
     bool last = __builtin_popcount(sc->slot_matched) + 1 == sc->slot_n;
-    bool sizes_path = sc->slot_sizes || bytes > STT_IB_IMM_SIZE_MAX;
+    bool sizes_path = sc->slot_sizes || bytes > sc->imm_size_max;
     bool ar_split = sc->ar && bytes > sc->ar_threshold;
     stt_ib_stripe_t stripe;
-    bool split = stt_ib_stripe_plan(bytes, conn->nqps, sc->split_min, sc->rr, &stripe);
-    uint32_t qmask = stripe.qmask;
-    uint32_t union_mask = sc->slot_qps | qmask;
+    int map[STT_IB_MAX_QPS], nlive = 0;
+    for (int q = 0; q < conn->nqps; q++)          /* the plan's QP k is live QP map[k] */
+        if (conn->live & (1u << q))
+            map[nlive++] = q;
+    bool split = stt_ib_stripe_plan(bytes, nlive, sc->split_min, sc->rr, &stripe);
+    uint32_t qmask = 0;
 
     memset(plan.nwr, 0, sizeof(plan.nwr));
-    for (int q = 0; q < conn->nqps; q++) {
-        if (stripe.len[q] == 0)
+    for (int k = 0; k < nlive; k++) {
+        int q = map[k];
+        if (stripe.qmask & (1u << k))
+            qmask |= 1u << q;
+        if (stripe.len[k] == 0)
             continue;
         int mem = conn->qps[q].member;
-        struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + stripe.off[q],
+        struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + stripe.off[k],
                                           sc->slot_xkeys[i][mem]);
-        plan_sge(&plan, q, wr, (uint64_t)(uintptr_t)req->data + stripe.off[q],
-                 (uint32_t)stripe.len[q], req->lkey[mem]);
+        plan_sge(&plan, q, wr, (uint64_t)(uintptr_t)req->data + stripe.off[k],
+                 (uint32_t)stripe.len[k], req->lkey[mem]);
     }
+    uint32_t union_mask = (sc->slot_qps | qmask) & conn->live;
     if (last) {
         stt_ib_imm_t imm = {.slot = slot, .nqps = (uint32_t)__builtin_popcount(union_mask),
                             .trunc = sc->slot_trunc || trunc, .sizes = sizes_path,
-                            .size = (uint32_t)bytes};
+                            .size = sizes_path ? 0 : (uint32_t)bytes,
+                            .vnic = stt_ib_conn_vnic(conn), .epoch = conn->epoch};
         uint32_t imm_be = htonl(stt_ib_imm_encode(&imm));
+        sc->hist_trunc[slot] = imm.trunc;        /* what a failover's replay repeats */
+        sc->hist_sizes[slot] = imm.sizes;
+        sc->hist_bytes[slot] = imm.size;
         int q0 = __builtin_ctz(union_mask);
         stt_ib_member_t *m0 = stt_ib_conn_member(conn, q0);
         uint64_t sizes_raddr = conn->remote_addr +
@@ -246,6 +286,10 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     sc->slot_trunc = sc->slot_trunc || trunc;
     req->slot.status = trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
     req->cqes_left = (uint8_t)cqes;
+    req->recv_seq = sc->recv_seq;
+    req->buf = (uint8_t)i;
+    req->fo_hold = false;
+    sc->hist_seq[slot] = sc->recv_seq;
     req->slot.state = cqes > 0 ? STT_SLOT_ACTIVE : STT_SLOT_DONE;
     if (trunc)
         STU_INFO(STU_LOG_NET, "ib: send of %llu bytes (tag %d) to %s is larger than its receive"
@@ -294,7 +338,10 @@ strata_status_t stt_ib_send_progress(stt_ib_send_t *sc)
         return conn->head.failed;
     for (int j = 0; j < conn->nmembers; j++)
         send_poll_cq(sc, conn->m[j].cq);
-    send_match(sc);
+    if (stt_ib_conn_vnic(conn))
+        stt_ib_fo_send_poll(sc);
+    if (!stt_ib_fo_send_busy(sc))
+        send_match(sc);
     bool queued = sc->q_head != sc->q_tail;
     bool pending = queued || !stt_slots_idle(&sc->slots);
     if (stt_ib_conn_watch(conn, pending) && conn->head.failed == STRATA_OK) {
@@ -343,6 +390,7 @@ strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag,
     stt_ib_sreq_t *req = (stt_ib_sreq_t *)stt_slots_take(&sc->slots, 1);
     req->slot.state = STT_IB_REQ_QUEUED;
     req->cqes_left = 0;
+    req->fo_hold = false;
     req->tag = tag;
     req->data = data;
     req->size = size;

@@ -160,3 +160,37 @@ strata_status_t stt_ib_meta_decode(const uint8_t *buf, int expect_kind, stt_ib_m
     *meta_p = m;
     return STRATA_OK;
 }
+
+void stt_ib_fo_encode(const stt_ib_fo_frame_t *f, uint8_t *buf)
+{
+    memset(buf, 0, STT_IB_FO_BYTES);
+    stu_le_put32(buf, STT_IB_FO_MAGIC);
+    stu_le_put16(buf + 4, STT_IB_PROTO_VERSION);
+    buf[6] = f->type;
+    buf[7] = f->epoch;
+    buf[8] = f->dead;
+    stu_le_put32(buf + 12, f->next);
+    stu_le_put32(buf + 16, f->open);
+}
+
+strata_status_t stt_ib_fo_decode(const uint8_t *buf, int nmembers, stt_ib_fo_frame_t *f_p,
+                                 const char **why_p)
+{
+    stt_ib_fo_frame_t f = {.type = buf[6], .epoch = buf[7], .dead = buf[8],
+                           .next = stu_le_get32(buf + 12), .open = stu_le_get32(buf + 16)};
+
+    if (stu_le_get32(buf) != STT_IB_FO_MAGIC || stu_le_get16(buf + 4) != STT_IB_PROTO_VERSION)
+        *why_p = "not a failover frame of this protocol version";
+    else if (f.type != STT_IB_FO_DOWN && f.type != STT_IB_FO_POS)
+        *why_p = "unknown failover frame type";
+    else if (f.dead == 0 || (nmembers < 8 && (f.dead >> nmembers) != 0))
+        *why_p = "the lost members name none, or members the comm does not have";
+    else if (f.epoch >= STT_IB_IMM_EPOCHS)
+        *why_p = "epoch out of range";
+    else
+        *why_p = NULL;
+    if (*why_p != NULL)
+        return STRATA_ERR_REMOTE;
+    *f_p = f;
+    return STRATA_OK;
+}

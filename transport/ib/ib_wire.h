@@ -29,6 +29,14 @@
  *      bit   8      TRUNC: a send was larger than its buffer; the receive fails
  *      bit   9      SIZES: the sizes are in the receiver's sizes array slot
  *      bits 10..31  the byte count when SIZES is clear (single buffer, < 4 MiB)
+ *    On a virtual device the top three bits carry the failover epoch instead
+ *    (bits 10..28 the byte count, < 512 KiB; larger ones go through the sizes
+ *    array): the receiver ignores an immediate of an older epoch.
+ *
+ * 4. Failover frames, on the TCP side channel of a comm on a virtual device
+ *    (STT_IB_FO_BYTES each, docs/ib-protocol.md "Failover"): DOWN (sender ->
+ *    receiver: members lost) and POS (receiver -> sender: the new epoch, the
+ *    members lost, which receives are still open).
  *    A sizes array slot holds STT_MAX_RECVS u32: the byte count of each buffer,
  *    with STT_IB_SIZE_TRUNC set for a buffer whose send was too large.
  */
@@ -61,7 +69,8 @@ typedef struct stt_ib_fifo_entry {
     int32_t tag;
     uint8_t n;            /* buffers in this receive */
     uint8_t index;        /* this entry's buffer */
-    uint16_t reserved;
+    uint8_t epoch;        /* virtual device: the receiver's failover epoch when it posted */
+    uint8_t reserved;
     /*
      * Receive number + 1, last: a NIC (or rxe's copy loop) places the bytes of
      * a write in ascending order, so a seq that matches means the fields
@@ -143,30 +152,71 @@ strata_status_t stt_ib_fifo_check(const volatile stt_ib_fifo_slot_t *slot, uint3
 _Static_assert(STT_IB_FIFO_DEPTH - 1 <= STT_IB_IMM_SLOT_MASK, "FIFO slot must fit the immediate");
 _Static_assert(STT_IB_MAX_QPS <= 8, "QP count must fit the immediate");
 
+/* A virtual device's immediates: the epoch in the top bits, a smaller byte count below. */
+#define STT_IB_IMM_EPOCH_SHIFT 29
+#define STT_IB_IMM_EPOCHS 8                      /* failovers one comm survives: 7 < 8 members */
+#define STT_IB_IMM_SIZE_MAX_VNIC ((1u << 19) - 1)
+
 typedef struct stt_ib_imm {
     uint32_t slot;
     uint32_t nqps;        /* 1..STT_IB_MAX_QPS */
     bool trunc;
     bool sizes;
     uint32_t size;        /* when !sizes */
+    bool vnic;            /* a virtual device's immediate: epoch below, size < 512 KiB */
+    uint32_t epoch;       /* vnic: 0..STT_IB_IMM_EPOCHS - 1 */
 } stt_ib_imm_t;
 
 static inline uint32_t stt_ib_imm_encode(const stt_ib_imm_t *imm)
 {
     return (imm->slot & STT_IB_IMM_SLOT_MASK) | ((imm->nqps - 1) << STT_IB_IMM_NQPS_SHIFT) |
            (imm->trunc ? STT_IB_IMM_TRUNC : 0) | (imm->sizes ? STT_IB_IMM_SIZES : 0) |
-           (imm->sizes ? 0 : imm->size << STT_IB_IMM_SIZE_SHIFT);
+           (imm->sizes ? 0 : imm->size << STT_IB_IMM_SIZE_SHIFT) |
+           (imm->vnic ? imm->epoch << STT_IB_IMM_EPOCH_SHIFT : 0);
 }
 
 /* Decodes without judging; the receiver checks the fields against its state. */
-static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
+static inline void stt_ib_imm_decode_as(uint32_t value, bool vnic, stt_ib_imm_t *imm)
 {
     imm->slot = value & STT_IB_IMM_SLOT_MASK;
     imm->nqps = ((value >> STT_IB_IMM_NQPS_SHIFT) & 7u) + 1;
     imm->trunc = (value & STT_IB_IMM_TRUNC) != 0;
     imm->sizes = (value & STT_IB_IMM_SIZES) != 0;
-    imm->size = imm->sizes ? 0 : value >> STT_IB_IMM_SIZE_SHIFT;
+    imm->vnic = vnic;
+    imm->epoch = vnic ? value >> STT_IB_IMM_EPOCH_SHIFT : 0;
+    uint32_t size = vnic ? (value & ((1u << STT_IB_IMM_EPOCH_SHIFT) - 1)) : value;
+    imm->size = imm->sizes ? 0 : size >> STT_IB_IMM_SIZE_SHIFT;
 }
+
+/* The immediate of a comm on one port. */
+static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
+{
+    stt_ib_imm_decode_as(value, false, imm);
+}
+
+/* ------------------------------------------------------------------ failover frames */
+
+#define STT_IB_FO_BYTES 32
+#define STT_IB_FO_MAGIC 0x4f465453u      /* "STFO" as bytes on the wire */
+
+enum { STT_IB_FO_DOWN = 1, STT_IB_FO_POS = 2 };
+
+/*
+ * 0 magic u32 | 4 version u16 | 6 type u8 | 7 epoch u8 | 8 dead u8 | 9..11 zero |
+ * 12 next u32 | 16 open u32 | 20..31 zero; little-endian.
+ */
+typedef struct stt_ib_fo_frame {
+    uint8_t type;         /* STT_IB_FO_* */
+    uint8_t epoch;        /* POS: the receiver's epoch after this loss */
+    uint8_t dead;         /* members lost so far, bit per member */
+    uint32_t next;        /* POS: the receiver's next receive number */
+    uint32_t open;        /* POS: bit per FIFO slot whose receive is still open */
+} stt_ib_fo_frame_t;
+
+void stt_ib_fo_encode(const stt_ib_fo_frame_t *f, uint8_t *buf);
+/* Checks magic, version, type and ranges for nmembers; *why_p on STRATA_ERR_REMOTE. */
+strata_status_t stt_ib_fo_decode(const uint8_t *buf, int nmembers, stt_ib_fo_frame_t *f_p,
+                                 const char **why_p);
 
 /* ------------------------------------------------------------------ connection metadata */
 
