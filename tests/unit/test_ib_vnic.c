@@ -178,6 +178,90 @@ static void meta_members(void **state)
     assert_int_equal(stt_ib_meta_decode(buf, STT_IB_META_HELLO, &m, &why), STRATA_ERR_REMOTE);
 }
 
+/* A virtual device's immediate: the epoch in the top bits; sizes past 19 bits use the array. */
+static void imm_epoch(void **state)
+{
+    stt_ib_imm_t in = {.slot = 17, .nqps = 3, .trunc = false, .sizes = false,
+                       .size = STT_IB_IMM_SIZE_MAX_VNIC, .vnic = true, .epoch = 7}, out;
+    uint32_t v = stt_ib_imm_encode(&in);
+
+    stt_ib_imm_decode_as(v, true, &out);
+    assert_int_equal(out.epoch, 7);
+    assert_int_equal(out.size, STT_IB_IMM_SIZE_MAX_VNIC);
+    assert_int_equal(out.slot, 17);
+    assert_int_equal(out.nqps, 3);
+    in.epoch = 0;
+    stt_ib_imm_decode_as(stt_ib_imm_encode(&in), true, &out);
+    assert_int_equal(out.epoch, 0);
+    /* A comm on one port reads the same bits as a byte count, as before version 4. */
+    in = (stt_ib_imm_t){.slot = 1, .nqps = 1, .size = STT_IB_IMM_SIZE_MAX};
+    stt_ib_imm_decode(stt_ib_imm_encode(&in), &out);
+    assert_int_equal(out.size, STT_IB_IMM_SIZE_MAX);
+    assert_int_equal(out.epoch, 0);
+    in = (stt_ib_imm_t){.slot = 2, .nqps = 2, .sizes = true, .vnic = true, .epoch = 3};
+    stt_ib_imm_decode_as(stt_ib_imm_encode(&in), true, &out);
+    assert_true(out.sizes);
+    assert_int_equal(out.epoch, 3);
+    assert_int_equal(out.size, 0);
+}
+
+/* Failover frames: round trip, and every malformed field refused. */
+static void fo_frames(void **state)
+{
+    uint8_t buf[STT_IB_FO_BYTES];
+    stt_ib_fo_frame_t in = {.type = STT_IB_FO_POS, .epoch = 2, .dead = 0x5, .next = 0xfffffff0u,
+                            .open = 0x80000001u}, out;
+    const char *why = NULL;
+
+    stt_ib_fo_encode(&in, buf);
+    assert_int_equal(stt_ib_fo_decode(buf, 4, &out, &why), STRATA_OK);
+    assert_int_equal(out.type, STT_IB_FO_POS);
+    assert_int_equal(out.epoch, 2);
+    assert_int_equal(out.dead, 0x5);
+    assert_int_equal(out.next, 0xfffffff0u);
+    assert_int_equal(out.open, 0x80000001u);
+    assert_int_equal(stt_ib_fo_decode(buf, 2, &out, &why), STRATA_ERR_REMOTE);  /* member 2 */
+    assert_non_null(why);
+    uint8_t bad[STT_IB_FO_BYTES];
+    memcpy(bad, buf, sizeof(bad));
+    bad[0] ^= 1;                                                              /* magic */
+    assert_int_equal(stt_ib_fo_decode(bad, 4, &out, &why), STRATA_ERR_REMOTE);
+    memcpy(bad, buf, sizeof(bad));
+    bad[6] = 9;                                                               /* type */
+    assert_int_equal(stt_ib_fo_decode(bad, 4, &out, &why), STRATA_ERR_REMOTE);
+    memcpy(bad, buf, sizeof(bad));
+    bad[7] = STT_IB_IMM_EPOCHS;                                               /* epoch */
+    assert_int_equal(stt_ib_fo_decode(bad, 4, &out, &why), STRATA_ERR_REMOTE);
+    memcpy(bad, buf, sizeof(bad));
+    bad[8] = 0;                                                               /* no member */
+    assert_int_equal(stt_ib_fo_decode(bad, 4, &out, &why), STRATA_ERR_REMOTE);
+    in = (stt_ib_fo_frame_t){.type = STT_IB_FO_DOWN, .dead = 0x80};
+    stt_ib_fo_encode(&in, buf);
+    assert_int_equal(stt_ib_fo_decode(buf, 8, &out, &why), STRATA_OK);
+}
+
+/*
+ * Which receives the sender replays after a POS: exactly the open ones among the
+ * DEPTH receives before the receiver's next, across the wrap of the numbers.
+ */
+static void fo_open_window(void **state)
+{
+    static const uint32_t nexts[] = {0, 5, 32, 100, 0xfffffffeu, 3};
+    for (size_t k = 0; k < sizeof(nexts) / sizeof(nexts[0]); k++) {
+        uint32_t next = nexts[k], open = 0x0000f0f1u;
+        for (uint32_t d = 0; d < 3 * STT_IB_FIFO_DEPTH; d++) {
+            uint32_t seq = next - 2 * STT_IB_FIFO_DEPTH + d;
+            bool in_window = d >= STT_IB_FIFO_DEPTH && d < 2 * STT_IB_FIFO_DEPTH;
+            bool want = in_window && (open & (1u << (seq % STT_IB_FIFO_DEPTH)));
+            assert_int_equal(stt_ib_fo_is_open(next, open, seq), want);
+        }
+    }
+    /* Everything open: every receive the sender can have matched is replayed. */
+    for (uint32_t seq = 100 - STT_IB_FIFO_DEPTH; seq != 100; seq++)
+        assert_true(stt_ib_fo_is_open(100, 0xffffffffu, seq));
+    assert_false(stt_ib_fo_is_open(100, 0xffffffffu, 100));
+}
+
 /* ------------------------------------------------------------------ device entries */
 
 static stt_ib_ctx_t fake_ctx[3];
@@ -316,6 +400,9 @@ int main(void)
         cmocka_unit_test(stripe_reassembles),
         cmocka_unit_test(fifo_member_keys),
         cmocka_unit_test(meta_members),
+        cmocka_unit_test(imm_epoch),
+        cmocka_unit_test(fo_frames),
+        cmocka_unit_test(fo_open_window),
         cmocka_unit_test(vdev_entry),
         cmocka_unit_test(vdev_force),
         cmocka_unit_test(vdev_base_rules),

@@ -388,8 +388,7 @@ static bool fo_replay_recv(stt_ib_send_t *sc, uint32_t seq)
 {
     stt_ib_conn_t *conn = &sc->conn;
     uint32_t s = seq % STT_IB_FIFO_DEPTH;
-    bool open = seq - (sc->replay_next - STT_IB_FIFO_DEPTH) < STT_IB_FIFO_DEPTH &&
-                (sc->replay_open & (1u << s));
+    bool open = stt_ib_fo_is_open(sc->replay_next, sc->replay_open, seq);
     bool ended = seq != sc->recv_seq;               /* its last buffer was matched */
 
     for (int q = 0; q < conn->nqps; q++)

@@ -213,6 +213,16 @@ typedef struct stt_ib_fo_frame {
     uint32_t open;        /* POS: bit per FIFO slot whose receive is still open */
 } stt_ib_fo_frame_t;
 
+/*
+ * The sender's reading of a POS: is receive seq still open at the receiver, whose
+ * next receive number is next and whose open receives are the FIFO slots in open?
+ * Only the STT_IB_FIFO_DEPTH receives before next can be open.
+ */
+static inline bool stt_ib_fo_is_open(uint32_t next, uint32_t open, uint32_t seq)
+{
+    return next - seq - 1 < STT_IB_FIFO_DEPTH && (open & (1u << (seq % STT_IB_FIFO_DEPTH)));
+}
+
 void stt_ib_fo_encode(const stt_ib_fo_frame_t *f, uint8_t *buf);
 /* Checks magic, version, type and ranges for nmembers; *why_p on STRATA_ERR_REMOTE. */
 strata_status_t stt_ib_fo_decode(const uint8_t *buf, int nmembers, stt_ib_fo_frame_t *f_p,
