@@ -351,11 +351,13 @@ static void vnic_failover(void **state, int m)
     const stt_ib_conn_t *sc = (const stt_ib_conn_t *)p.send, *rc = (const stt_ib_conn_t *)p.recv;
     char ibdev[64];
     snprintf(ibdev, sizeof(ibdev), "%s", sc->m[m].ctx->name);
-    vnic_stream(&p, 0, 8, true);
     uint64_t t0 = stu_time_ns();
-    vnic_stream_down(&p, 8, 40, true, 8, netdev);
-    fprintf(stderr, "member %d (%s over %s) lost mid-stream: 40 messages in %.3f s\n", m, ibdev,
-            netdev, (double)(stu_time_ns() - t0) / 1e9);
+    vnic_stream(&p, 0, 40, true);
+    double whole = (double)(stu_time_ns() - t0) / 1e9;
+    t0 = stu_time_ns();
+    vnic_stream_down(&p, 40, 40, true, 8, netdev);
+    fprintf(stderr, "member %d (%s over %s) lost mid-stream: 40 messages in %.3f s (the same 40"
+            " before: %.3f s)\n", m, ibdev, netdev, (double)(stu_time_ns() - t0) / 1e9, whole);
     assert_int_equal(sc->dead, 1u << m);
     assert_int_equal(rc->dead, 1u << m);
     assert_int_equal(p.send->failovers, 1);
