@@ -396,11 +396,9 @@ static bool fo_replay_recv(stt_ib_send_t *sc, uint32_t seq)
             return false;
     for (int i = 0; i < STT_IB_SEND_RING && conn->head.failed == STRATA_OK; i++) {
         stt_ib_sreq_t *req = &sc->reqs[i];
-        if (req->slot.state != STT_SLOT_ACTIVE || req->recv_seq != seq)
-            continue;
-        if (!open)
-            req->fo_hold = false;                   /* it landed: the receive completed */
-        else if (!fo_replay_send(sc, req, &sc->fifo[s]))
+        if (req->slot.state != STT_SLOT_ACTIVE || req->recv_seq != seq || !open)
+            continue;                               /* not open: it landed (fo_send_pos) */
+        if (!fo_replay_send(sc, req, &sc->fifo[s]))
             return true;
         if (req->cqes_left == 0 && !req->fo_hold)
             req->slot.state = STT_SLOT_DONE;
@@ -447,7 +445,18 @@ static void fo_send_pos(stt_ib_send_t *sc, const stt_ib_fo_frame_t *f)
     if (more != 0 && !fo_mark(conn, more, "the receiver saw it fail"))
         return;
     conn->epoch = f->epoch;
+    conn->agreed = conn->dead;
     conn->fo_wait = false;
+    /* A held send whose receive is not open landed: it completes (open ones are replayed). */
+    for (int i = 0; i < STT_IB_SEND_RING; i++) {
+        stt_ib_sreq_t *req = &sc->reqs[i];
+        if (req->slot.state != STT_SLOT_ACTIVE || !req->fo_hold ||
+            stt_ib_fo_is_open(f->next, f->open, req->recv_seq))
+            continue;
+        req->fo_hold = false;
+        if (req->cqes_left == 0)
+            req->slot.state = STT_SLOT_DONE;
+    }
     sc->replaying = true;
     sc->replay_next = f->next;
     sc->replay_open = f->open;

@@ -236,6 +236,7 @@ typedef struct stt_ib_conn {
     uint8_t epoch;               /* failovers agreed with the peer; in immediates */
     uint8_t dead;                /* members lost, bit per member */
     uint8_t live;                /* QPs in use, bit per QP */
+    uint8_t agreed;              /* sender: lost members a POS covered (replayed or landed) */
     int async_lost;              /* members the async thread saw fail, bit each (atomic) */
     bool fo_wait;                /* sender: DOWN sent, waiting for the receiver's POS */
     uint64_t fo_since_ns;        /* when fo_wait began */

@@ -97,7 +97,9 @@ static void send_poll_cq(stt_ib_send_t *sc, struct ibv_cq *cq)
             stt_ib_sreq_t *req = &sc->reqs[idx];
             if (kind != STT_IB_WR_SEND || req->slot.state != STT_SLOT_ACTIVE)
                 continue;
-            req->fo_hold = req->fo_hold || !ok;     /* done once replayed, or known landed */
+            /* Failed before the POS of its member's loss: done once replayed, or known landed. */
+            int member = stt_ib_fo_member_of(&sc->conn, wc[i].wr_id);
+            req->fo_hold = req->fo_hold || (!ok && !(sc->conn.agreed & (1u << member)));
             if (--req->cqes_left == 0 && !req->fo_hold)
                 req->slot.state = STT_SLOT_DONE;
         }
