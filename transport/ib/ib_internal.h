@@ -391,6 +391,13 @@ strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q,
                                  const stt_ib_meta_port_t *remote, int sgid_index,
                                  const uint8_t *dgid, bool quiet);
 strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q);
+/*
+ * Posts an RDMA write of len bytes at src (in the control block) to raddr in the
+ * peer's control block through QP q: a CTS. Signalled when signal says so or the
+ * send queue runs short (the signalled one retires the others). 0 or the error.
+ */
+int stt_ib_qp_post_cts(stt_ib_conn_t *conn, int q, const void *src, uint32_t len,
+                       uint64_t raddr, uint32_t slot, bool signal);
 /* Posts count zero-length receive WRs on QP q of conn; 0 or ibv_post_recv's error. */
 int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count);
 
@@ -434,10 +441,19 @@ strata_status_t stt_ib_send_progress(stt_ib_send_t *sc);
 strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *done,
                                  size_t *sizes);
 /*
- * ib_recv.c: (re)writes the CTS of the receive in FIFO slot `slot` (n buffers)
- * into the sender's FIFO through QP rc->cts_qp. 0 or ibv_post_send's error.
+ * (Re)writes the CTS of receive seq (FIFO slot `slot`, n buffers) into the
+ * sender's FIFO through QP rc->cts_qp: the entries, after the per-member rkeys
+ * on a virtual device. 0 or ibv_post_send's error.
  */
-int stt_ib_recv_cts_post(stt_ib_recv_t *rc, uint32_t slot, int n, uint32_t seq);
+static inline int stt_ib_recv_cts_post(stt_ib_recv_t *rc, uint32_t slot, int n, uint32_t seq)
+{
+    size_t off = stt_ib_fifo_write_off(rc->conn.nmembers);
+
+    return stt_ib_qp_post_cts(&rc->conn, rc->cts_qp, (const char *)&rc->cts[slot] + off,
+                              (uint32_t)stt_ib_fifo_write_len(rc->conn.nmembers, n),
+                              rc->conn.remote_addr + slot * sizeof(stt_ib_fifo_slot_t) + off,
+                              slot, seq % STT_IB_CTS_SIGNAL_EVERY == STT_IB_CTS_SIGNAL_EVERY - 1);
+}
 /* ib_recv.c: the same for a receive comm. */
 strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc);
 strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *done,

@@ -278,3 +278,30 @@ strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remo
     }
     return STRATA_OK;
 }
+
+int stt_ib_qp_post_cts(stt_ib_conn_t *conn, int q, const void *src, uint32_t len,
+                       uint64_t raddr, uint32_t slot, bool signal)
+{
+    stt_ib_qp_t *qp = &conn->qps[q];
+    stt_ib_member_t *m = stt_ib_conn_member(conn, q);
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)src, .length = len,
+                          .lkey = m->ctl_mr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = m->remote_rkey;
+    if (len <= qp->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    qp->sq_posted++;
+    if (signal || stt_ib_qp_room(qp) < STT_IB_CTS_SIGNAL_EVERY) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_CTS, q, (int)slot, qp->sq_posted);
+    } else {
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_NONE, q, (int)slot, 0);
+    }
+    return ibv_post_send(qp->qp, &wr, &bad);
+}

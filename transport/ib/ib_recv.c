@@ -219,36 +219,6 @@ static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
         req->slot.state = STT_SLOT_FREE;
 }
 
-int stt_ib_recv_cts_post(stt_ib_recv_t *rc, uint32_t slot, int n, uint32_t seq)
-{
-    int q = rc->cts_qp;
-    stt_ib_qp_t *qp = &rc->conn.qps[q];
-    stt_ib_member_t *m = stt_ib_conn_member(&rc->conn, q);
-    size_t off = stt_ib_fifo_write_off(rc->conn.nmembers);
-    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)&rc->cts[slot] + off,
-                          .length = (uint32_t)stt_ib_fifo_write_len(rc->conn.nmembers, n),
-                          .lkey = m->ctl_mr->lkey};
-    struct ibv_send_wr wr, *bad = NULL;
-
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.wr.rdma.remote_addr = rc->conn.remote_addr + slot * sizeof(stt_ib_fifo_slot_t) + off;
-    wr.wr.rdma.rkey = m->remote_rkey;
-    if (sge.length <= qp->max_inline)
-        wr.send_flags |= IBV_SEND_INLINE;
-    qp->sq_posted++;
-    if (seq % STT_IB_CTS_SIGNAL_EVERY == STT_IB_CTS_SIGNAL_EVERY - 1 ||
-        stt_ib_qp_room(qp) < STT_IB_CTS_SIGNAL_EVERY) {
-        wr.send_flags |= IBV_SEND_SIGNALED;
-        wr.wr_id = stt_ib_wr_id(STT_IB_WR_CTS, q, (int)slot, qp->sq_posted);
-    } else {
-        wr.wr_id = stt_ib_wr_id(STT_IB_WR_NONE, q, (int)slot, 0);
-    }
-    return ibv_post_send(qp->qp, &wr, &bad);
-}
-
 /* Resolves every buffer's keys; on failure releases what it took. */
 static strata_status_t recv_keys(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int n, void **data,
                                  const size_t *sizes, void **mhs,
