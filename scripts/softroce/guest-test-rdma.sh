@@ -60,11 +60,13 @@ group "ib transport tests, one device (rxe0 <-> rxe0)" \
 # once, then it comes back) and both (both ends fail within the bound). The side
 # channel goes over lo so that it shares no link with a member, and the RC timeout
 # is short (STRATA_IB_TIMEOUT=14: 67 ms x 4 tries) so that a lost link shows in
-# about a quarter second. Then the same fusion through the plugin's NCCL API
+# about a quarter second; from the ASan+UBSan build too when there is one. Then the
+# same fusion through the plugin's NCCL API
 # (STRATA_NET_FUSE=all: one device, rxe0+rxe1), strata-netperf checking the data.
 vnic() {
     env STRATA_TRANSPORT=ib STRATA_SOCKET_IFNAME=lo STRATA_IB_TIMEOUT=14 STRATA_IB_RETRY_CNT=3 \
-        STRATA_TEST_IB_LINK_DOWN=veth0,veth1 tests/run.sh $(bins "$TESTS"/transport/test_ib_vnic) \
+        STRATA_TEST_IB_LINK_DOWN=veth0,veth1 STS_SHOW='lost mid-stream|both members lost' \
+        tests/run.sh $(bins "$TESTS"/transport/test_ib_vnic "$BUILD"/san/tests/transport/test_ib_vnic) \
         || return 1
     STRATA_TRANSPORT=ib STRATA_NET_FUSE=all timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 4M \
         -f 8 -n 20 -w 2 -T 120 >"$LOG/vnic" 2>&1

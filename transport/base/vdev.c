@@ -128,3 +128,23 @@ void stt_vdev_groups_plan(const char *who, const stt_vdev_dev_t *list, int count
         groups->n[groups->ngroups++] = n;
     }
 }
+
+int stt_vdev_groups_place(const stt_vdev_groups_t *groups, const bool *built, int count,
+                          int *out)
+{
+    int n = 0;
+
+    for (int d = 0; d < count; d++) {
+        int place = d;
+        for (int g = 0; g < groups->ngroups; g++) {
+            if (!built[g])
+                continue;
+            for (int i = 0; i < groups->n[g]; i++)
+                if (groups->members[g][i] == d)
+                    place = i == 0 ? -1 - g : INT_MIN;     /* INT_MIN: leaves the list */
+        }
+        if (place != INT_MIN)
+            out[n++] = place;
+    }
+    return n;
+}

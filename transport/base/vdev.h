@@ -55,4 +55,13 @@ typedef struct stt_vdev_groups {
 void stt_vdev_groups_plan(const char *who, const stt_vdev_dev_t *list, int count,
                           stt_vdev_groups_t *groups);
 
+/*
+ * Where each device goes once the groups that could be built (built[g]) fuse:
+ * for the new list position i, out[i] is the device d that stays there, or
+ * -1 - g for group g's fused device, which takes its first member's place (its
+ * other members leave). Returns the new count (at most count).
+ */
+int stt_vdev_groups_place(const stt_vdev_groups_t *groups, const bool *built, int count,
+                          int *out);
+
 #endif /* STT_BASE_VDEV_H */

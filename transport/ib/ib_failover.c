@@ -223,6 +223,37 @@ static bool fo_due(stt_ib_conn_t *conn)
     return conn->eof_ns == 0;
 }
 
+/* What a poll does with a loss found here and with a frame read: each end's own. */
+typedef struct fo_side {
+    void (*lost)(stt_ib_conn_t *conn, uint32_t members, const char *why);
+    void (*frame)(stt_ib_conn_t *conn, const stt_ib_fo_frame_t *f);
+    int expect;                  /* the frame type the peer sends */
+} fo_side_t;
+
+/*
+ * Both ends' poll: the losses the async thread and the devices found, the
+ * frames to send, then (when due) the frames the peer sent.
+ */
+static void fo_poll(stt_ib_conn_t *conn, const fo_side_t *side)
+{
+    stt_ib_fo_frame_t f;
+    uint32_t lost = fo_found(conn);
+
+    if (lost != 0)
+        side->lost(conn, lost, "an async event or a fatal device error");
+    fo_flush(conn);
+    if (!fo_due(conn))
+        return;
+    while (conn->head.failed == STRATA_OK && fo_read(conn, &f)) {
+        if (f.type != side->expect) {
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "a failover frame of type %u from the"
+                          " %s", f.type, conn->head.send ? "receiver" : "sender");
+            return;
+        }
+        side->frame(conn, &f);
+    }
+}
+
 /* ------------------------------------------------------------------ receiver */
 
 void stt_ib_fo_recv_lost(stt_ib_recv_t *rc, uint32_t members, const char *why)
@@ -277,26 +308,22 @@ void stt_ib_fo_recv_lost(stt_ib_recv_t *rc, uint32_t members, const char *why)
              conn->head.peer, conn->epoch, __builtin_popcount(open), open);
 }
 
+static void fo_recv_lost_cb(stt_ib_conn_t *conn, uint32_t members, const char *why)
+{
+    stt_ib_fo_recv_lost((stt_ib_recv_t *)conn, members, why);
+}
+
+/* A DOWN: members this end lost already were answered by its own POS. */
+static void fo_recv_down(stt_ib_conn_t *conn, const stt_ib_fo_frame_t *f)
+{
+    stt_ib_fo_recv_lost((stt_ib_recv_t *)conn, f->dead, "the sender saw it fail");
+}
+
 void stt_ib_fo_recv_poll(stt_ib_recv_t *rc)
 {
-    stt_ib_conn_t *conn = &rc->conn;
-    stt_ib_fo_frame_t f;
-
-    uint32_t lost = fo_found(conn);
-    if (lost != 0)
-        stt_ib_fo_recv_lost(rc, lost, "an async event or a fatal device error");
-    fo_flush(conn);
-    if (!fo_due(conn))
-        return;
-    while (conn->head.failed == STRATA_OK && fo_read(conn, &f)) {
-        if (f.type != STT_IB_FO_DOWN) {
-            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "a failover frame of type %u from the"
-                          " sender", f.type);
-            return;
-        }
-        /* Members this end lost already were answered by its own POS. */
-        stt_ib_fo_recv_lost(rc, f.dead, "the sender saw it fail");
-    }
+    static const fo_side_t side = {.lost = fo_recv_lost_cb, .frame = fo_recv_down,
+                                   .expect = STT_IB_FO_DOWN};
+    fo_poll(&rc->conn, &side);
 }
 
 /* ------------------------------------------------------------------ sender */
@@ -432,9 +459,9 @@ static bool fo_replay_recv(stt_ib_send_t *sc, uint32_t seq)
 }
 
 /* A POS: adopt the epoch and the receiver's losses, then replay what it has open. */
-static void fo_send_pos(stt_ib_send_t *sc, const stt_ib_fo_frame_t *f)
+static void fo_send_pos(stt_ib_conn_t *conn, const stt_ib_fo_frame_t *f)
 {
-    stt_ib_conn_t *conn = &sc->conn;
+    stt_ib_send_t *sc = (stt_ib_send_t *)conn;
     uint32_t more = f->dead & ~(uint32_t)conn->dead;
 
     if (f->epoch <= conn->epoch) {
@@ -466,25 +493,18 @@ static void fo_send_pos(stt_ib_send_t *sc, const stt_ib_fo_frame_t *f)
              conn->head.peer, conn->epoch, __builtin_popcount(f->open));
 }
 
+static void fo_send_lost_cb(stt_ib_conn_t *conn, uint32_t members, const char *why)
+{
+    stt_ib_fo_send_lost((stt_ib_send_t *)conn, members, why);
+}
+
 void stt_ib_fo_send_poll(stt_ib_send_t *sc)
 {
+    static const fo_side_t side = {.lost = fo_send_lost_cb, .frame = fo_send_pos,
+                                   .expect = STT_IB_FO_POS};
     stt_ib_conn_t *conn = &sc->conn;
-    stt_ib_fo_frame_t f;
 
-    uint32_t lost = fo_found(conn);
-    if (lost != 0)
-        stt_ib_fo_send_lost(sc, lost, "an async event or a fatal device error");
-    fo_flush(conn);
-    if (fo_due(conn)) {
-        while (conn->head.failed == STRATA_OK && fo_read(conn, &f)) {
-            if (f.type != STT_IB_FO_POS) {
-                stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "a failover frame of type %u from"
-                              " the receiver", f.type);
-                return;
-            }
-            fo_send_pos(sc, &f);
-        }
-    }
+    fo_poll(conn, &side);
     if (conn->fo_wait && conn->head.failed == STRATA_OK &&
         stu_time_ns() - conn->fo_since_ns > stt_connect_timeout_ns())
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "the receiver did not answer the loss of a"

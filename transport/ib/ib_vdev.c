@@ -74,35 +74,24 @@ void stt_ib_vdev_force(stt_ib_dev_t *table, int *count_p)
 {
     stt_vdev_dev_t list[STT_IB_MAX_DEVS];
     stt_vdev_groups_t groups;
-    stt_ib_dev_t fused[STT_MAX_VDEV_MEMBERS];
-    int count = *count_p, first[STT_MAX_VDEV_MEMBERS], gone[STT_IB_MAX_DEVS] = {0};
+    stt_ib_dev_t fused[STT_MAX_VDEV_MEMBERS], old[STT_IB_MAX_DEVS];
+    bool built[STT_MAX_VDEV_MEMBERS];
+    int count = *count_p, place[STT_IB_MAX_DEVS];
 
     vdev_list(table, count, list);
     stt_vdev_groups_plan("ib", list, count, &groups);
     if (groups.ngroups == 0)
         return;
-    for (int g = 0; g < groups.ngroups; g++) {
-        first[g] = -1;
-        if (vdev_build(table, list, groups.members[g], groups.n[g], &fused[g]) != STRATA_OK)
-            continue;
-        first[g] = groups.members[g][0];
-        for (int i = 1; i < groups.n[g]; i++)
-            gone[groups.members[g][i]] = 1;
-    }
-    /* Each group's device takes its first member's place; the others leave the list. */
-    int out = 0;
-    for (int d = 0; d < count; d++) {
-        if (gone[d])
-            continue;
-        int g = 0;
-        while (g < groups.ngroups && first[g] != d)
-            g++;
-        table[out] = g < groups.ngroups ? fused[g] : table[d];
-        if (g < groups.ngroups)
+    for (int g = 0; g < groups.ngroups; g++)
+        built[g] = vdev_build(table, list, groups.members[g], groups.n[g], &fused[g]) ==
+                   STRATA_OK;
+    memcpy(old, table, (size_t)count * sizeof(old[0]));
+    *count_p = stt_vdev_groups_place(&groups, built, count, place);
+    for (int i = 0; i < *count_p; i++) {
+        table[i] = place[i] >= 0 ? old[place[i]] : fused[-1 - place[i]];
+        if (place[i] < 0)
             STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: STRATA_NET_FUSE=%s: device %d is %s (%d"
-                     " ports, %d Mbps)", stu_param_str(STU_PARAM_NET_FUSE), out,
-                     fused[g].props.name, fused[g].nmembers, fused[g].props.speed_mbps);
-        out++;
+                     " ports, %d Mbps)", stu_param_str(STU_PARAM_NET_FUSE), i, table[i].props.name,
+                     table[i].nmembers, table[i].props.speed_mbps);
     }
-    *count_p = out;
 }

@@ -80,41 +80,32 @@ void stt_tcp_vdev_force(stt_tcp_dev_t *table, int *count_p)
 {
     stt_vdev_dev_t list[STT_NETIF_MAX];
     stt_vdev_groups_t groups;
-    int count = *count_p;
+    stt_tcp_dev_t vdevs[STT_MAX_VDEV_MEMBERS], old[STT_NETIF_MAX];
+    bool built[STT_MAX_VDEV_MEMBERS];
+    int count = *count_p, place[STT_NETIF_MAX];
 
     vdev_list(table, count, list);
     stt_vdev_groups_plan("tcp", list, count, &groups);
     if (groups.ngroups == 0)
         return;
-    stt_tcp_dev_t vdevs[STT_MAX_VDEV_MEMBERS];
-    int first[STT_MAX_VDEV_MEMBERS], gone[STT_NETIF_MAX] = {0};
     for (int g = 0; g < groups.ngroups; g++) {
-        first[g] = -1;
-        if (vdev_family_check(table, groups.members[g], groups.n[g]) != STRATA_OK)
-            continue;
-        vdev_build(table, list, groups.members[g], groups.n[g], &vdevs[g]);
-        first[g] = groups.members[g][0];
-        for (int i = 1; i < groups.n[g]; i++)
-            gone[groups.members[g][i]] = 1;
+        built[g] = vdev_family_check(table, groups.members[g], groups.n[g]) == STRATA_OK;
+        if (built[g])
+            vdev_build(table, list, groups.members[g], groups.n[g], &vdevs[g]);
     }
-    int out = 0;
-    for (int d = 0; d < count; d++) {
-        if (gone[d])
-            continue;
-        int g = 0;
-        while (g < groups.ngroups && first[g] != d)
-            g++;
-        stt_tcp_dev_t entry = g < groups.ngroups ? vdevs[g] : table[d];
-        if (g < groups.ngroups) {
-            for (int i = 0; i < entry.nmembers; i++)
-                entry.members[i] = -1;        /* the members' slots are reused below */
+    memcpy(old, table, (size_t)count * sizeof(old[0]));
+    *count_p = stt_vdev_groups_place(&groups, built, count, place);
+    for (int i = 0; i < *count_p; i++) {
+        stt_tcp_dev_t entry = place[i] >= 0 ? old[place[i]] : vdevs[-1 - place[i]];
+        if (place[i] < 0) {
+            for (int m = 0; m < entry.nmembers; m++)
+                entry.members[m] = -1;        /* the members' slots are reused */
             STU_INFO(STU_LOG_INIT | STU_LOG_NET, "tcp: STRATA_NET_FUSE=%s: device %d is %s"
-                     " (%d interfaces, %d Mbps)", stu_param_str(STU_PARAM_NET_FUSE), out,
+                     " (%d interfaces, %d Mbps)", stu_param_str(STU_PARAM_NET_FUSE), i,
                      entry.props.name, entry.nmembers, entry.props.speed_mbps);
         } else {
-            entry.members[0] = out;
+            entry.members[0] = i;
         }
-        table[out++] = entry;
+        table[i] = entry;
     }
-    *count_p = out;
 }
