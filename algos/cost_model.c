@@ -54,11 +54,18 @@
  *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase and shmb(n) =
  *   α_s + wb + n/β_s a broadcast phase. With L = 1 (a one-rank node waits for nobody) or the
  *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = 0.75·w (a
- *   rank that waited out the other nodes blocked on a futex: STA_SHM_WAKE_RATIO); with N = 1 shm waits are short and yield
- *   instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
+ *   rank that waited out the other nodes blocked on a futex: STA_SHM_WAKE_RATIO); with
+ *   N = 1 shm waits are short and yield instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
  *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
  *   it: wb = ω_y/2. The broadcast collective's BC_s pays ω_y/2 at any N: back to back its
  *   readers' waits overlap the next call and stay short.
+ * Net bytes on the host's cores (dims->net_cpu, tcp): a stream with a core on each side
+ * moves β_c = STA_NET_CPU_GBPS; S streams at once on C cores get β_c(S) = β_c·min(1, C/2S)
+ * each. Every net transfer of allreduce, reduce_scatter and allgather takes the longer of
+ * its NIC time (above) and its per-stream bytes at β_c(S): S = host_ranks for the flat
+ * steps and the per-rail rings, the host's node heads for leader's ring. Rooted collectives
+ * are not charged (a tree's levels and a filling chain do not all stream at once). Without
+ * net_cpu or host_cores the term is absent.
  * Reductions on shm are one pass over k inputs: red_k(x) = (k+1)/3·x/γ (γ prices a pair:
  * two reads and a write), 0 for k < 2.
  *
@@ -137,120 +144,9 @@
 #include "algos/cost_model.h"
 
 #include <math.h>
-#include <strings.h>
 
 #include "algos/node_shm.h"
 #include "util/compiler.h"
-
-static const char *const coll_names[STA_COLL_COUNT] = {
-    [STA_COLL_ALLREDUCE] = "allreduce",
-    [STA_COLL_REDUCE_SCATTER] = "reduce_scatter",
-    [STA_COLL_ALLGATHER] = "allgather",
-    [STA_COLL_BROADCAST] = "broadcast",
-    [STA_COLL_REDUCE] = "reduce",
-};
-
-static const char *const algo_names[STA_ALGO_COUNT] = {
-    [STA_ALGO_RING] = "ring",
-    [STA_ALGO_RECURSIVE] = "recursive",
-    [STA_ALGO_HIERARCHICAL] = "hierarchical",
-    [STA_ALGO_LEADER] = "leader",
-};
-
-static const char *const intra_names[STA_INTRA_COUNT] = {
-    [STA_INTRA_SHM] = "shm",
-    [STA_INTRA_SWITCH] = "switch",
-    [STA_INTRA_PCIE] = "pcie",
-};
-
-const char *sta_intra_name(sta_intra_t intra)
-{
-    if ((int)intra < 0 || intra >= STA_INTRA_COUNT)
-        return "?";
-    return intra_names[intra];
-}
-
-strata_status_t sta_intra_parse(const char *text, sta_intra_t *intra_p)
-{
-    for (int k = 0; text != NULL && k < STA_INTRA_COUNT; k++) {
-        if (strcasecmp(text, intra_names[k]) == 0) {
-            *intra_p = (sta_intra_t)k;
-            return STRATA_OK;
-        }
-    }
-    return STRATA_ERR_INVALID;
-}
-
-const char *sta_coll_name(sta_coll_t coll)
-{
-    if ((int)coll < 0 || coll >= STA_COLL_COUNT)
-        return "?";
-    return coll_names[coll];
-}
-
-const char *sta_algo_name(sta_algo_t algo)
-{
-    if (algo == STA_ALGO_AUTO)
-        return "auto";
-    if ((int)algo < 0 || algo >= STA_ALGO_COUNT)
-        return "?";
-    return algo_names[algo];
-}
-
-strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p)
-{
-    if (text == NULL || *text == '\0' || strcasecmp(text, "auto") == 0) {
-        *algo_p = STA_ALGO_AUTO;
-        return STRATA_OK;
-    }
-    for (int a = 0; a < STA_ALGO_COUNT; a++) {
-        if (strcasecmp(text, algo_names[a]) == 0) {
-            *algo_p = (sta_algo_t)a;
-            return STRATA_OK;
-        }
-    }
-    return STRATA_ERR_INVALID;
-}
-
-void sta_dims_one_per_node(int nnodes, sta_dims_t *dims)
-{
-    *dims = (sta_dims_t){.nranks = nnodes, .nnodes = nnodes, .local_size = 1, .nrails = 1,
-                         .unequal = 0, .contiguous = 1};
-}
-
-strata_status_t sta_dims_check(const sta_dims_t *dims)
-{
-    if (dims == NULL || dims->nranks < 1 || dims->nnodes < 1 || dims->local_size < 1)
-        return STRATA_ERR_INVALID;
-    if (dims->unequal ? (long long)dims->nnodes * dims->local_size < dims->nranks
-                      : (long long)dims->nnodes * dims->local_size != dims->nranks)
-        return STRATA_ERR_INVALID;
-    if (dims->nrails < 1 || dims->nrails > dims->local_size)
-        return STRATA_ERR_INVALID;
-    if (dims->host_ranks < 0 || dims->host_cores < 0)
-        return STRATA_ERR_INVALID;
-    return STRATA_OK;
-}
-
-static int alpha_ok(double a)
-{
-    return isfinite(a) && a >= 0.0;
-}
-
-static int rate_ok(double b)
-{
-    return isfinite(b) && b > 0.0;
-}
-
-strata_status_t sta_model_check(const sta_model_t *model)
-{
-    if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
-        !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
-        !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us) || (int)model->intra < 0 ||
-        model->intra >= STA_INTRA_COUNT)
-        return STRATA_ERR_INVALID;
-    return STRATA_OK;
-}
 
 static int is_pow2(int v)
 {
@@ -275,52 +171,29 @@ static int log2_ceil(int v)
     return is_pow2(v) ? k : k + 1;
 }
 
-/*
- * Why algo cannot run coll on dims (a static sentence), or NULL when it can.
- * two_tier: also the condition of the collective library's two-tier code,
- * the same number of ranks on every node.
- */
-static const char *algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo,
-                              int two_tier)
-{
-    if (sta_dims_check(dims) != STRATA_OK || (int)coll < 0 || coll >= STA_COLL_COUNT ||
-        (int)algo < 0 || algo >= STA_ALGO_COUNT)
-        return "invalid dimensions, collective or algorithm";
-    if (algo == STA_ALGO_RECURSIVE && coll == STA_COLL_REDUCE_SCATTER)
-        return "reduce_scatter has no recursive variant";
-    if (algo == STA_ALGO_RECURSIVE && coll == STA_COLL_ALLGATHER && !is_pow2(dims->nranks))
-        return "recursive allgather needs a power-of-two number of ranks";
-    if (algo == STA_ALGO_LEADER && coll != STA_COLL_ALLREDUCE)
-        return "leader is an allreduce algorithm only";
-    if (two_tier && dims->unequal && (algo == STA_ALGO_HIERARCHICAL || algo == STA_ALGO_LEADER))
-        return "two-tier algorithms need the same number of ranks on every node";
-    return NULL;
-}
-
-int sta_algo_applies(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
-{
-    return algo_unfit(dims, coll, algo, 0) == NULL;
-}
-
-int sta_algo_selectable(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
-{
-    return algo_unfit(dims, coll, algo, 1) == NULL;
-}
-
-const char *sta_algo_unfit(const sta_dims_t *dims, sta_coll_t coll, sta_algo_t algo)
-{
-    return algo_unfit(dims, coll, algo, 1);
-}
-
 /* The model's operands as doubles, so each formula reads like its comment. */
 typedef struct terms {
     double P, N, L, R;
     double n;
     double a_s, b_s, a_n, b_n, g;
+    double c_all, c_lead;       /* a stream's rate where the host's cores carry the net
+                                   transport (dims->net_cpu): every rank of the host streaming
+                                   at once, resp. one rank per node; 0: no such limit */
     sta_intra_t kind;
     double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
     int oversub;                /* the busiest host runs more ranks than it has cores */
 } terms_t;
+
+/*
+ * A stream's rate where the host's cores move the transport's bytes (tcp): one stream with a
+ * core on each side reaches STA_NET_CPU_GBPS; S streams at once on C cores share them,
+ * β_c(S) = STA_NET_CPU_GBPS·min(1, C/(2S)).
+ */
+static double cpu_stream_gbps(int cores, int streams)
+{
+    double share = (double)cores / (2.0 * (double)streams);
+    return STA_NET_CPU_GBPS * (share < 1.0 ? share : 1.0);
+}
 
 static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
 {
@@ -336,6 +209,10 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
         t.oversub = dims->host_ranks > dims->host_cores;
         t.w = t.oversub ? model->wake_us : 0.0;
         t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
+        if (dims->net_cpu && dims->host_ranks > 0) {
+            t.c_all = cpu_stream_gbps(dims->host_cores, dims->host_ranks);
+            t.c_lead = cpu_stream_gbps(dims->host_cores, leaders);
+        }
     }
     return t;
 }
@@ -351,6 +228,14 @@ static double lib_copy(const terms_t *t, double x)
 static double xfer(double bytes, double gbps)
 {
     return bytes / (gbps * STA_BYTES_PER_US_PER_GBPS);
+}
+
+/* A net transfer: `nic` bytes through the NIC(s) at `gbps`, and each stream's `per` bytes
+ * through the host's cores at `cpu` (0: no such limit); the slower sets the time. */
+static double net_xfer(double nic, double gbps, double per, double cpu)
+{
+    double t = xfer(nic, gbps);
+    return cpu > 0.0 ? STU_MAX(t, xfer(per, cpu)) : t;
 }
 
 /* σ(s) = max(1, s/R): how many of a node's senders share each of its R NICs. */
@@ -378,7 +263,7 @@ static double flat_step_rho(const terms_t *t, double m, double s, double rho)
 {
     if (s <= 0.0)
         return t->w + intra_hop(t, m, rho);
-    double net = t->a_n + xfer(nic_share(t, s) * m, t->b_n);
+    double net = t->a_n + net_xfer(nic_share(t, s) * m, t->b_n, m, t->c_all);
     if (s >= t->L)
         return t->w + net;
     return t->w + STU_MAX(net, intra_hop(t, m, rho));
@@ -530,13 +415,15 @@ static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *n
 
     if (algo == STA_ALGO_LEADER) {
         *in = shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);
-        *net = 2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * xfer(n, t->b_n) +
+        *net = 2 * (N - 1) * (t->a_n + t->wl) +
+               2 * (N - 1) / N * net_xfer(n, t->b_n, n, t->c_lead) +
                (N - 1) / N * xfer(n, t->g);
         *out = shm_phase(t, SHM_READERS);
         return;
     }
     *in = intra_rs(t);
-    *net = 2 * (N - 1) * (t->a_n + t->w) + 2 * (N - 1) / N * xfer(n, t->R * t->b_n) +
+    *net = 2 * (N - 1) * (t->a_n + t->w) +
+           2 * (N - 1) / N * net_xfer(n, t->R * t->b_n, n / L, t->c_all) +
            (N - 1) / N * xfer(n / L, t->g);
     *out = intra_ag(t);
 }
@@ -659,7 +546,8 @@ static double cost_reduce_scatter(const terms_t *t, const sta_dims_t *d, sta_alg
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
         return blocks_permute(t, d) + intra_rs(t) +
-               ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n, t->R * t->b_n) +
+               ((N - 1) * (t->a_n + t->w) +
+                (N - 1) / N * net_xfer(n, t->R * t->b_n, n / L, t->c_all) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
         return STA_COST_NA;
@@ -683,17 +571,24 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
-        return ((N - 1) * (t->a_n + t->w) + (N - 1) / N * xfer(n / L, t->b_n) * (L / t->R)) +
+        return ((N - 1) * (t->a_n + t->w) +
+                (N - 1) / N * net_xfer(n / L * (L / t->R), t->b_n, n / L, t->c_all)) +
                intra_ag(t) + blocks_permute(t, d);
     default:
         return STA_COST_NA;
     }
 }
 
-/* Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms. */
-static double cost_rooted(const terms_t *t, const sta_dims_t *d, sta_algo_t algo,
+/* Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms.
+ * Their streams do not all run at once (a tree's levels, a chain filling), so the host's
+ * cores are not charged as shared: 2 x 2 unshaped, 2-8 MiB, they fit without (quiet machine,
+ * docs/benchmarks.md "Model vs measurement"). */
+static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t algo,
                           int with_reduce)
 {
+    terms_t tr = *t_all;
+    const terms_t *t = &tr;
+    tr.c_all = tr.c_lead = 0.0;
     double n = t->n, c = (double)STA_PIPELINE_CHUNK;
     double red = with_reduce ? 1.0 : 0.0;
     double root_copy = with_reduce ? 0.0 : lib_copy(t, n);   /* broadcast: root's in -> out */

@@ -54,6 +54,12 @@
  * into x bytes moves k + 1 streams, (k + 1)/3 of the work γ prices for x bytes. */
 #define STA_REDUCE_PAIR_STREAMS 3.0
 
+/* One tcp stream with a core on each side: loopback, one stream, 1 MiB writes, 3.6-4.1
+ * GB/s (the low end, as STA_DEFAULT_NET_BETA_GBPS). S streams at once on a host of C cores
+ * get min(1, C/(2S)) of it each (cost_model.c); 1 x 2 and 4 x 1 flat collectives from 512
+ * KiB, quiet machine (bench/model.sh, docs/benchmarks.md "Model vs measurement"). */
+#define STA_NET_CPU_GBPS 3.6
+
 /* Bytes per µs in one GB/s: 10^9 B/s / 10^6 µs/s (definition of the units). */
 #define STA_BYTES_PER_US_PER_GBPS 1e3
 
@@ -148,6 +154,9 @@ typedef struct sta_dims {
                                    emulated nodes may share a host); 0: unknown */
     int host_cores;             /* that host's cores; 0: unknown. When the ranks that wait in
                                    a phase outnumber them, waits block: ω each (cost_model.c) */
+    int net_cpu;                /* 1: the net transport's bytes are moved by the host's cores
+                                   (tcp): streams at once share them (STA_NET_CPU_GBPS);
+                                   0: by the NIC (RDMA) or unknown */
 } sta_dims_t;
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */

@@ -254,7 +254,8 @@ static strata_status_t comm_select(strata_comm_t *comm)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
                        .local_size = ctx->local_size, .nrails = comm->nrails,
-                       .host_ranks = comm->host_ranks, .host_cores = comm->host_cores};
+                       .host_ranks = comm->host_ranks, .host_cores = comm->host_cores,
+                       .net_cpu = strcmp(stt_name(comm->ops), "tcp") == 0};
     /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
     dims.contiguous = 1;
     for (int i = 0; i < ctx->nranks; i++)

@@ -3,7 +3,7 @@
  * output (10^9 bytes of dst written per second; memory traffic is (nsrc + 1) times that).
  *
  *   strata-reduce [--reps N] [--sizes 256K,64M] [--nsrc 2,4] [--clock wall|cpu]
- *                 [--nt-sweep | --avg | --membw THREADS]
+ *                 [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK]
  *
  * Every (size, nsrc, family) cell is measured once per repetition, the families interleaved in
  * time (the machines are shared and noisy, docs/machines.md), and the table prints the median
@@ -12,7 +12,8 @@
  * with non-temporal stores over a range of sizes (how STA_REDUCE_NT_MIN_BYTES was chosen);
  * --avg measures the average's final division (sta_reduce_avg_finish) per dtype, in place,
  * on the first size; --membw N measures the memcpy bandwidth of N threads at once on the
- * first size (the memory bound of docs/benchmarks.md).
+ * first size (the memory bound of docs/benchmarks.md); --xcore CHUNK hands the first size
+ * from CPU 0 to CPU 1 through two shared CHUNK-byte slots (what crossing cores costs).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #include "algos/reduce.h"
 #include "bench/reduce/reduce_membw.h"
+#include "bench/reduce/reduce_xcore.h"
 
 /* Time per measurement: long enough for >= 20 calls at 64 MiB, short enough for a table in
  * well under a minute. */
@@ -283,6 +285,7 @@ int main(int argc, char **argv)
 {
     size_t sizes[BENCH_MAX_LIST] = {256u << 10, 64u << 20}, nsrcs[BENCH_MAX_LIST] = {2, 4};
     int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0, membw = 0;
+    size_t xcore = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -303,9 +306,15 @@ int main(int argc, char **argv)
             avg = 1;
         } else if (strcmp(argv[i], "--membw") == 0 && i + 1 < argc) {
             membw = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--xcore") == 0 && i + 1 < argc) {
+            size_t one[1];
+            if (parse_list(argv[++i], one, 1, 1) != 1)
+                nsizes = -1;
+            xcore = one[0];
         } else {
             fprintf(stderr, "usage: %s [--reps N] [--sizes 256K,64M] [--nsrc 2,4] "
-                    "[--clock wall|cpu] [--nt-sweep | --avg | --membw THREADS]\n", argv[0]);
+                    "[--clock wall|cpu] [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -324,6 +333,8 @@ int main(int argc, char **argv)
         return run_avg(sizes[0], reps);
     if (membw)
         return stb_membw_run(sizes[0], membw, reps);
+    if (xcore)
+        return stb_xcore_run(sizes[0], xcore, reps);
     if (sweep)
         return run_nt_sweep(nsrcs, nnsrc, reps);
     return run_table(sizes, nsizes, nsrcs, nnsrc, reps);

@@ -289,7 +289,7 @@ static void test_plan_matches_the_library(void **state)
     char cores[16];
     snprintf(cores, sizeof(cores), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     char *pargv[] = {PLAN_BIN, "-N", "2", "-L", "2", "--coll", "all", "-b", "8", "-e", "1M",
-                     "--host-ranks", "4", "--host-cores", cores, NULL};
+                     "--host-ranks", "4", "--host-cores", cores, "--net-cpu", NULL};
     proc_start(&plan, pargv);
     assert_int_equal(proc_finish(&plan), 0);
     assert_non_null(strstr(plan.buf[0], "# cluster  : 2 node(s) x 2 rank(s) = 4 ranks"));

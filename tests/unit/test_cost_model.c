@@ -481,6 +481,42 @@ static void test_multi_node_blocking_waits(void **state)
               20 + 1 + STA_YIELD_US / 2);
 }
 
+/*
+ * Net bytes on the host's cores (net_cpu): 4 one-rank nodes on a 2-core host, a model whose
+ * link (β_n = 10 GB/s) is faster than the cores: each of the 4 streams gets
+ * β_c·min(1, 2/8) = 0.9 GB/s. The ring allreduce of 4 MB moves 1 MB a step: 2·3 steps of
+ * 20 + max(10^6/10^4, 10^6/900) = 20 + 1111.1 µs, + the copy 400 and the reduction 300
+ * (without the term: 400 + 6·(20 + 100) + 300 = 1420).
+ * With a link slower than the cores' share (β_n = 0.5) nothing changes; rooted collectives
+ * are never charged; without net_cpu the term is absent.
+ */
+static void test_net_on_cores(void **state)
+{
+    sta_model_t fast = model_m;
+    fast.net.beta_gbps = 10.0;
+    sta_dims_t d = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1, .contiguous = 1,
+                    .host_ranks = 4, .host_cores = 2, .net_cpu = 1};
+    sta_dims_t plain = d;
+    plain.net_cpu = 0;
+    double per_stream = STA_NET_CPU_GBPS * 2.0 / 8.0;
+
+    (void)state;
+    fast.wake_us = 0.0;
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
+              400 + 6 * (20 + MB / (per_stream * 1e3)) + 300);
+    assert_us(sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB), 1420.0);
+    assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB) >
+                sta_cost_us(&fast, &plain, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB));
+    assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB) >
+                sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB));
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB),
+              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB));
+    sta_model_t slow = fast;
+    slow.net.beta_gbps = 0.5;
+    assert_us(sta_cost_us(&slow, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
+              sta_cost_us(&slow, &plain, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB));
+}
+
 /* Every formula is non-decreasing in n, on every shape below, oversubscribed or not, and an
  * oversubscribed host never costs less than one with cores to spare. */
 static void test_monotone(void **state)
@@ -563,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_node_reductions),
         cmocka_unit_test(test_node_yield_waits),
         cmocka_unit_test(test_multi_node_blocking_waits),
+        cmocka_unit_test(test_net_on_cores),
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_tables_identical),
     };

@@ -50,6 +50,8 @@ const char *stb_plan_usage(void)
            "  --gamma GBPS        reduction rate\n"
            "  --wake US           waking a blocked rank, paid where ranks outnumber cores\n"
            "  --host-ranks N --host-cores C   ranks sharing a host's cores, and its cores\n"
+           "  --net-cpu           the net transport's bytes move on the host's cores (tcp, as\n"
+           "                      the library over STRATA_TRANSPORT=tcp); not with RDMA\n"
            "Values not given come from the profile, then STRATA_* variables, then the defaults.\n";
 }
 
@@ -120,6 +122,10 @@ static int parse_one(int argc, char *const argv[], int *i, stb_plan_opts_t *o, c
 
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
         o->help = 1;
+        return 1;
+    }
+    if (strcmp(arg, "--net-cpu") == 0) {
+        o->net_cpu = 1;
         return 1;
     }
     if (strcmp(arg, "--interleaved") == 0) {
@@ -209,7 +215,7 @@ sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts)
     sta_dims_t d = {.nranks = opts->nodes * opts->per_node, .nnodes = opts->nodes,
                     .local_size = opts->per_node, .nrails = opts->rails,
                     .contiguous = !opts->interleaved, .host_ranks = opts->host_ranks,
-                    .host_cores = opts->host_cores};
+                    .host_cores = opts->host_cores, .net_cpu = opts->net_cpu};
     return d;
 }
 

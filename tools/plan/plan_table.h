@@ -29,6 +29,7 @@ typedef struct stb_plan_opts {
     int per_node;               /* -L, --per-node: ranks per node */
     int rails;                  /* -R, --rails: NICs per node in use (default: min(L, 1)) */
     int interleaved;            /* --interleaved: rank order is not node-major */
+    int net_cpu;                /* --net-cpu: net bytes on the host's cores (tcp) */
     int host_ranks, host_cores; /* --host-ranks, --host-cores: 0 unknown (no wake-ups) */
     int all_colls;              /* --coll all */
     sta_coll_t coll;            /* --coll */
@@ -52,7 +53,7 @@ typedef struct stb_plan_row {
 void stb_plan_opts_default(stb_plan_opts_t *opts);
 
 /*
- * Parses argv[1..argc): -N/--nodes, -L/--per-node, -R/--rails, --interleaved, --coll
+ * Parses argv[1..argc): -N/--nodes, -L/--per-node, -R/--rails, --interleaved, --net-cpu, --coll
  * NAME|all, -b/-e/-f (sizes with K/M/G), --profile FILE, --shm-alpha, --shm-beta,
  * --net-alpha, --net-beta, --gamma, --wake (µs and GB/s), --host-ranks, --host-cores, -h. STRATA_ERR_INVALID with a one-line
  * reason in err for anything unknown, malformed or inconsistent (R > L, min > max, ...).
