@@ -31,6 +31,9 @@ typedef struct stats_counts {
     uint64_t reconnects;
     uint64_t blocked_ns;
     uint64_t comms;
+    int nmembers;            /* members of a virtual device, with their sums over its comms,
+                                [0] receive comms, [1] send comms */
+    stt_member_stats_t members[2][STT_MAX_VDEV_MEMBERS];
 } stats_counts_t;
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,6 +61,7 @@ void stp_stats_open(stt_comm_t *comm, int dev, bool send)
     }
     s->dev = dev;
     s->send = send;
+    s->comm = comm;
     pthread_mutex_lock(&stats_lock);
     s->id = stats_next_id++;
     s->next = stats_live;
@@ -66,8 +70,38 @@ void stp_stats_open(stt_comm_t *comm, int dev, bool send)
     comm->stats = s;
 }
 
+/* The member counters of s, from its comm while open (the registry's lock held). */
+static int stats_members(const stp_stats_t *s, stt_member_stats_t *out)
+{
+    if (s->comm == NULL) {
+        memcpy(out, s->members, sizeof(s->members));
+        return s->nmembers;
+    }
+    int n = s->comm->nmembers;
+    n = n < 0 ? 0 : n > STT_MAX_VDEV_MEMBERS ? STT_MAX_VDEV_MEMBERS : n;
+    for (int m = 0; m < n; m++) {
+        out[m].bytes = ld(&s->comm->members[m].bytes);
+        out[m].msgs = ld(&s->comm->members[m].msgs);
+        out[m].errors = ld(&s->comm->members[m].errors);
+        out[m].lost = ld(&s->comm->members[m].lost);
+    }
+    return n;
+}
+
 static void stats_fold(stats_counts_t *c, const stp_stats_t *s)
 {
+    stt_member_stats_t mem[STT_MAX_VDEV_MEMBERS];
+    int n = stats_members(s, mem);
+
+    if (n > c->nmembers)
+        c->nmembers = n;
+    for (int m = 0; m < n; m++) {
+        stt_member_stats_t *sum = &c->members[s->send][m];
+        sum->bytes += mem[m].bytes;
+        sum->msgs += mem[m].msgs;
+        sum->errors += mem[m].errors;
+        sum->lost += mem[m].lost;
+    }
     c->bytes[s->send] += ld(&s->bytes);
     c->msgs[s->send] += ld(&s->msgs);
     c->errors += ld(&s->errors);
@@ -90,6 +124,8 @@ void stp_stats_close(stt_comm_t *comm)
             break;
         }
     }
+    s->nmembers = stats_members(s, s->members);
+    s->comm = NULL;
     if (s->dev >= 0 && s->dev < STATS_MAX_DEVS)
         stats_fold(&stats_devs[s->dev], s);
     s->closed = true;
@@ -171,13 +207,54 @@ static void jcounts(jbuf_t *j, const stats_counts_t *c)
             c->msgs[1], c->msgs[0], c->errors, c->reconnects, c->blocked_ns, c->comms);
 }
 
+/*
+ * ,"members":[{"member":0,"name":"veth0","bytes":..,"msgs":..,"errors":..,"state":"up"},..]
+ * for a connection on a device of several members (mem[0..n)), names the parts of the
+ * device's "a+b" name; for a device (dmem: [0] receive, [1] send sums) bytes and msgs each
+ * way and "lost", the comms that lost it, instead of "state".
+ */
+static void jmembers(jbuf_t *j, int dev, const stt_member_stats_t *mem,
+                     const stt_member_stats_t (*dmem)[STT_MAX_VDEV_MEMBERS], int n)
+{
+    const stt_props_t *p = stp_state_props(dev);
+    const char *name = p != NULL ? p->name : "";
+
+    if (n < 2)
+        return;
+    jprintf(j, ",\"members\":[");
+    for (int m = 0; m < n; m++) {
+        char part[64] = "";
+        size_t len = strcspn(name, "+");
+        snprintf(part, sizeof(part), "%.*s", (int)(len < sizeof(part) ? len : sizeof(part) - 1),
+                 name);
+        name += len + (name[len] == '+');
+        jprintf(j, "%s{\"member\":%d,\"name\":", m ? "," : "", m);
+        jname(j, part);
+        if (dmem != NULL)
+            jprintf(j, ",\"bytes_sent\":%" PRIu64 ",\"bytes_recv\":%" PRIu64 ",\"msgs_sent\":%"
+                    PRIu64 ",\"msgs_recv\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"lost\":%" PRIu64
+                    "}", dmem[1][m].bytes, dmem[0][m].bytes, dmem[1][m].msgs, dmem[0][m].msgs,
+                    dmem[0][m].errors + dmem[1][m].errors, dmem[0][m].lost + dmem[1][m].lost);
+        else
+            jprintf(j, ",\"bytes\":%" PRIu64 ",\"msgs\":%" PRIu64 ",\"errors\":%" PRIu64
+                    ",\"state\":\"%s\"}", mem[m].bytes, mem[m].msgs, mem[m].errors,
+                    mem[m].lost ? "lost" : "up");
+    }
+    jprintf(j, "]");
+}
+
 static void jconn(jbuf_t *j, const stp_stats_t *s, bool first)
 {
+    stt_member_stats_t mem[STT_MAX_VDEV_MEMBERS];
+    int n = stats_members(s, mem);
+
     jprintf(j, "%s{\"id\":%" PRIu64 ",\"dev\":%d,\"dir\":\"%s\",\"state\":\"%s\",\"bytes\":%"
             PRIu64 ",\"msgs\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"reconnects\":%" PRIu64
-            ",\"blocked_ns\":%" PRIu64 "}", first ? "" : ",", s->id, s->dev,
+            ",\"blocked_ns\":%" PRIu64, first ? "" : ",", s->id, s->dev,
             s->send ? "send" : "recv", s->closed ? "closed" : "open", ld(&s->bytes),
             ld(&s->msgs), ld(&s->errors), ld(&s->reconnects), ld(&s->blocked_ns));
+    jmembers(j, s->dev, mem, NULL, n);
+    jprintf(j, "}");
 }
 
 size_t stp_stats_json(char *buf, size_t len)
@@ -204,6 +281,7 @@ size_t stp_stats_json(char *buf, size_t len)
         jname(&j, p != NULL ? p->name : "");
         jprintf(&j, ",");
         jcounts(&j, &c);
+        jmembers(&j, d, NULL, c.members, c.nmembers);
         jprintf(&j, "}");
         first = false;
     }

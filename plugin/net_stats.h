@@ -41,6 +41,11 @@ typedef struct stp_stats {
     uint64_t blocked_ns;     /* time between a post refused for want of a slot and the next
                                 post that was taken */
     uint64_t blocked_since;  /* stu_time_ns() of the first refused post, 0 when not blocked */
+    /* members of its device (stt_member_stats_t): read from the comm while it is open
+     * (comm, under the registry's lock), copied here at close */
+    const stt_comm_t *comm;
+    int nmembers;
+    stt_member_stats_t members[STT_MAX_VDEV_MEMBERS];
     /* fixed at open */
     uint64_t id;             /* 1, 2, ... in the order comms were opened */
     int dev;

@@ -137,6 +137,30 @@ typedef struct stt_listen {
     int dev;                /* the device it listens on */
 } stt_listen_t;
 
+/*
+ * Counters of one member of the device a comm runs on: each member of a virtual device, or
+ * the device itself. The transport writes them (one writer: the comm's thread, with relaxed
+ * atomic stores, stt_member_add); the layer above may read them from any thread with relaxed
+ * atomic loads while the comm is open.
+ */
+typedef struct stt_member_stats {
+    uint64_t bytes;         /* payload bytes the member's sockets (or QPs) moved: written by a
+                               sender, read by a receiver; a lost member's bytes the peer never
+                               got are taken back, and replayed bytes count on the member that
+                               carried the replay, so once every message completed the members
+                               add up to the comm's payload */
+    uint64_t msgs;          /* completed messages the member carried a part of (a message with
+                               no payload: the member that carried its header) */
+    uint64_t errors;        /* failures of the member's sockets (or QPs) */
+    uint64_t lost;          /* 0: up; 1: lost (its traffic moved to the other members) */
+} stt_member_stats_t;
+
+/* Adds v to a counter of stt_member_stats_t (its one writer only). */
+static inline void stt_member_add(uint64_t *counter, uint64_t v)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
 /* Base of every send or receive comm. */
 typedef struct stt_comm {
     const stt_ops_t *ops;   /* the transport that made it; the wrappers dispatch through it */
@@ -146,6 +170,10 @@ typedef struct stt_comm {
     uint32_t failovers;     /* written by the transport: times traffic moved off a lost
                                member of a virtual device (0 at connect/accept); the layer
                                above reads it after test */
+    int nmembers;           /* members with counters below, set by the transport at
+                               connect/accept: a virtual device's members, 1 for a plain
+                               device, 0 for a transport that keeps no member counters */
+    stt_member_stats_t members[STT_MAX_VDEV_MEMBERS];
 } stt_comm_t;
 
 /* Base of every request. */

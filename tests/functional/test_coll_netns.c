@@ -67,24 +67,15 @@ static int ns_allreduce_sizes(strata_comm_t *comm, int rank, size_t max_count)
 static int ns_rank_main(void *varg, int ctl)
 {
     ns_rank_arg_t *a = varg;
-    char addr[64], root[STU_ADDR_TEXT_LEN] = "", node[32], algo[64];
+    char root[STU_ADDR_TEXT_LEN] = "", node[32], algo[64];
     strata_comm_config_t cfg;
     strata_comm_t *comm = NULL;
-    stu_addr_t mine, bound;
     int lfd = -1;
 
-    stb_netns_addr(a->node, addr, sizeof(addr));
-    if (a->rank == 0) {
-        if (stu_addr_make(addr, 0, &mine) != STRATA_OK ||
-            stu_sock_listen(&mine, NS_BACKLOG, &lfd, &bound) != STRATA_OK)
-            return 10;
-        stu_addr_format(&bound, root, sizeof(root));
-        if (stu_sock_send_all(ctl, root, sizeof(root), stu_deadline_ms(NS_WAIT_MS)) != STRATA_OK)
-            return 11;
-    } else if (stu_sock_recv_all(ctl, root, sizeof(root), stu_deadline_ms(NS_WAIT_MS)) !=
-               STRATA_OK) {
-        return 12;
-    }
+    int bad = sts_root_child(ctl, a->node, a->rank, NS_BACKLOG, stu_deadline_ms(NS_WAIT_MS),
+                             root, sizeof(root), &lfd);
+    if (bad != 0)
+        return bad;
     snprintf(node, sizeof(node), "node%d", a->node);
     snprintf(algo, sizeof(algo), "%s", a->algo);
     setenv("STRATA_ALGO", algo, 1);
@@ -131,19 +122,9 @@ static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const c
         assert_int_equal(sts_peer_fork(&peers[r], &net, args[r].node, ns_rank_main, &args[r]),
                          0);
     }
-    char root[STU_ADDR_TEXT_LEN];
     const uint64_t deadline = stu_deadline_ms(NS_WAIT_MS);
-    assert_ok(stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline));
-    for (int r = 1; r < P; r++)
-        assert_ok(stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline));
-    int failed = 0;
-    for (int r = 0; r < P; r++) {
-        int code = sts_peer_wait(&peers[r], deadline);
-        if (code != 0) {
-            fprintf(stderr, "rank %d: exit status %d\n", r, code);
-            failed++;
-        }
-    }
+    assert_int_equal(sts_root_relay(peers, P, deadline), 0);
+    int failed = sts_root_wait_all(peers, P, deadline);
     stb_netns_destroy(&net);
     unsetenv("STRATA_JOB_SECRET");
     assert_int_equal(failed, 0);

@@ -9,6 +9,9 @@
  *   - every size from 0 B to 24 MiB crosses the fused device intact, and the
  *     receiver's two interfaces each carried at least a quarter of the bytes
  *     (striped and rotated messages use both rails; read from /proc/net/dev);
+ *   - the per-member telemetry of each end's connection: the members' bytes add up to
+ *     the connection's, each member carried some, both show "up" (after a failover: the
+ *     lost member alone shows "lost");
  *   - STRATA_NET_FUSE=all presents the fused device alone, with the same result;
  *   - STRATA_NET_FUSE=off leaves makeVDevice NULL in the table (NCCL then never asks)
  *     and a direct request is refused;
@@ -28,6 +31,7 @@
  * exit status and a RESULT message; nothing outlives a test.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +71,7 @@ typedef struct vnic_job {
     vnic_mode_t mode;
     int receiver;
     const char *user_timeout;  /* STRATA_SOCKET_USER_TIMEOUT of this end; NULL: inherited */
+    int lost_rail;             /* VNIC_FAILOVER: the rail that goes down */
 } vnic_job_t;
 
 /* The failover stream: batches of these sizes in flight together; message k of batch b
@@ -86,38 +91,6 @@ static const size_t vnic_fo_sizes[] = {64, (4u << 20) + 7, 65536, 300000};
             return 1;                                                                   \
         }                                                                               \
     } while (0)
-
-/* Bytes received (rx) or sent on each rail's interface, from /proc/net/dev of this node. */
-static int vnic_if_bytes(int rx, unsigned long long *bytes)
-{
-    char line[512];
-    FILE *f = fopen("/proc/net/dev", "r");
-    int found = 0;
-
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char name[32];
-        unsigned long long v[16];
-        char *colon = strchr(line, ':');
-        if (colon == NULL)
-            continue;
-        *colon = ' ';
-        if (sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1],
-                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 10)
-            continue;
-        for (int r = 0; r < VNIC_RAILS; r++) {
-            char want[16];
-            stb_netns_rail_ifname(r, want, sizeof(want));
-            if (strcmp(name, want) == 0) {
-                bytes[r] = rx ? v[0] : v[8];
-                found++;
-            }
-        }
-    }
-    fclose(f);
-    return found == VNIC_RAILS ? 0 : -1;
-}
 
 /* The device this child uses: made by makeVDevice, or the one STRATA_NET_FUSE=all left. */
 static int vnic_device(int ctl, stb_plugin_t *pl, vnic_mode_t mode, int *dev)
@@ -254,12 +227,45 @@ static long long vnic_stats_field(stb_plugin_t *pl, const char *name)
 }
 
 /*
+ * The per-member counters of this process's connection (the first in the document): the
+ * members' bytes add up to the comm's, every member carried some, and member `lost` (-1:
+ * none) alone shows as lost.
+ */
+static int vnic_members_check(int ctl, stb_plugin_t *pl, unsigned long long bytes, int lost)
+{
+    strata_net_stats_json_fn json =
+        (strata_net_stats_json_fn)stb_plugin_dlsym(pl, "strata_net_stats_json");
+    char doc[8192];
+    unsigned long long sum = 0;
+
+    CHILD_CHECK(json != NULL && json(doc, sizeof(doc)) < sizeof(doc), "telemetry document");
+    const char *at = strstr(doc, "\"connections\"");
+    at = at != NULL ? strstr(at, "\"members\":[") : NULL;
+    CHILD_CHECK(at != NULL, "no members in the connection's telemetry: %.300s", doc);
+    for (int m = 0; m < VNIC_RAILS; m++) {
+        char key[32];
+        snprintf(key, sizeof(key), "{\"member\":%d,", m);
+        const char *mem = strstr(at, key), *b = mem ? strstr(mem, "\"bytes\":") : NULL;
+        const char *st = mem ? strstr(mem, "\"state\":\"") : NULL;
+        CHILD_CHECK(b != NULL && st != NULL, "member %d missing: %.300s", m, at);
+        unsigned long long mb = strtoull(b + 8, NULL, 10);
+        bool is_lost = strncmp(st + 9, "lost", 4) == 0;
+        CHILD_CHECK(mb > 0, "member %d carried no bytes", m);
+        CHILD_CHECK(is_lost == (m == lost), "member %d shows %.4s", m, st + 9);
+        sum += mb;
+    }
+    CHILD_CHECK(sum == bytes, "the members carried %llu bytes, the comm %llu", sum, bytes);
+    return 0;
+}
+
+/*
  * The failover stream. The sender keeps going until VNIC_FO_AFTER batches after its
  * comm counted a reconnect (or the deadline), then marks the last batch; the receiver
  * follows the marks. READY after VNIC_FO_READY_AFTER batches. Both ends then check
  * their telemetry against what moved.
  */
-static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int receiver)
+static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int receiver,
+                                int lost_rail)
 {
     sts_net_buf_t b[VNIC_FO_BATCH];
     sts_net_req_t req[VNIC_FO_BATCH];
@@ -328,6 +334,8 @@ static int vnic_failover_stream(int ctl, stb_plugin_t *pl, void *comm, int recei
     CHILD_CHECK(got_bytes == (long long)bytes && got_msgs == (long long)msgs,
                 "telemetry: %lld bytes in %lld messages, moved %llu in %llu", got_bytes,
                 got_msgs, bytes, msgs);
+    if (vnic_members_check(ctl, pl, bytes, lost_rail) != 0)
+        return 1;
     sts_ctl_result(ctl, 0, "%d batches, %llu bytes, one failover; longest batch %.0f ms",
                    batch, bytes, (double)stall / 1e6);
     return 0;
@@ -358,7 +366,7 @@ static int vnic_child(void *arg, int ctl)
         sts_ctl_result(ctl, 0, "refused");
         return 0;
     }
-    CHILD_CHECK(vnic_if_bytes(job->receiver, before) == 0, "no veth0/veth1 in /proc/net/dev");
+    CHILD_CHECK(sts_rail_if_bytes(job->receiver, VNIC_RAILS, before) == 0, "no veth0/veth1 in /proc/net/dev");
     if (job->receiver) {
         CHILD_CHECK(stb_plugin_listen(pl, dev, handle, &listen) == ncclSuccess, "listen");
         CHILD_CHECK(sts_ctl_send(ctl, STS_CTL_HANDLE, handle, sizeof(handle)) == 0, "handle");
@@ -370,9 +378,9 @@ static int vnic_child(void *arg, int ctl)
                     "connect");
     }
     if (job->mode == VNIC_MEMBER_DOWN || job->mode == VNIC_FAILOVER) {
-        int rc = job->mode == VNIC_FAILOVER ? vnic_failover_stream(ctl, pl, comm, job->receiver)
-                                            : vnic_stream_until_error(ctl, pl, comm,
-                                                                      job->receiver);
+        int rc = job->mode == VNIC_FAILOVER
+                     ? vnic_failover_stream(ctl, pl, comm, job->receiver, job->lost_rail)
+                     : vnic_stream_until_error(ctl, pl, comm, job->receiver);
         job->receiver ? stb_plugin_close_recv(pl, comm) : stb_plugin_close_send(pl, comm);
         if (listen != NULL)
             stb_plugin_close_listen(pl, listen);
@@ -382,10 +390,12 @@ static int vnic_child(void *arg, int ctl)
     }
     if (vnic_traffic(ctl, pl, comm, job->receiver) != 0)
         return 1;
-    CHILD_CHECK(vnic_if_bytes(job->receiver, after) == 0, "interface counters");
     unsigned long long total = 0;
     for (int i = 0; i < VNIC_NSIZES; i++)
         total += vnic_sizes[i];
+    if (vnic_members_check(ctl, pl, total, -1) != 0)
+        return 1;
+    CHILD_CHECK(sts_rail_if_bytes(job->receiver, VNIC_RAILS, after) == 0, "interface counters");
     for (int r = 0; r < VNIC_RAILS; r++)
         CHILD_CHECK(after[r] - before[r] >= total / 4, "rail %d carried %llu of %llu bytes", r,
                     after[r] - before[r], total);
@@ -461,6 +471,9 @@ typedef struct vnic_cut {
 static void vnic_run(vnic_fix_t *fix, vnic_mode_t mode, const vnic_cut_t *cut)
 {
     vnic_job_t rjob = {.mode = mode, .receiver = 1}, sjob = {.mode = mode, .receiver = 0};
+
+    if (cut != NULL)
+        rjob.lost_rail = sjob.lost_rail = cut->rails[0];
 
     if (cut != NULL && cut->slow_end >= 0)
         (cut->slow_end ? &sjob : &rjob)->user_timeout = VNIC_SLOW_USER_TIMEOUT_MS;
@@ -557,10 +570,29 @@ static void vnic_both_rails_down_fails_bounded(void **state)
                                                     .slow_end = -1});
 }
 
-static void vnic_rail0_down_fails_bounded(void **state)
+/* Rail 0, whose member carries the first lead socket (headers and failover frames), down
+ * in the sender's node: its sockets fail at once there; the sender resets them, and the
+ * receiver, which never learns it through the dead link, finds it by its keepalive. The
+ * lead moves to rail 1's first socket on both ends. */
+static void vnic_failover_rail0_sender_link(void **state)
 {
-    vnic_cut_run(state, VNIC_MEMBER_DOWN, (vnic_cut_t){.node = 1, .rails = {0}, .nrails = 1,
-                                                    .slow_end = -1});
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 1, .rails = {0}, .nrails = 1, .slow_end = -1});
+}
+
+/* Rail 0 down in the receiver's node, the receiver's timeout the shorter: it finds the
+ * loss first (keepalive, or a read error) and tells the sender with LEAD on rail 1. */
+static void vnic_failover_rail0_receiver_finds(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {0}, .nrails = 1, .slow_end = 1});
+}
+
+/* The same link, the sender's timeout the shorter: it finds the loss by its watch first. */
+static void vnic_failover_rail0_sender_finds(void **state)
+{
+    vnic_cut_run(state, VNIC_FAILOVER,
+                 (vnic_cut_t){.node = 0, .rails = {0}, .nrails = 1, .slow_end = 0});
 }
 
 int main(void)
@@ -574,7 +606,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(vnic_failover_sender_link, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_both_rails_down_fails_bounded, vnic_setup,
                                         vnic_teardown),
-        cmocka_unit_test_setup_teardown(vnic_rail0_down_fails_bounded, vnic_setup,
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_sender_link, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_receiver_finds, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_failover_rail0_sender_finds, vnic_setup,
                                         vnic_teardown),
     };
     if (getenv("STS_FILTER") != NULL)       /* one case: STS_FILTER=vnic_failover_sender_finds */

@@ -557,6 +557,35 @@ static void test_netns_shape(void **state)
     proc_free(&p);
 }
 
+/* --rails 2 with STRATA_NET_FUSE=all: each rank's collectives run over the virtual NIC of
+ * its node's two links (the transport says so at INFO), with every result right. */
+static void test_netns_two_rails_fused(void **state)
+{
+    (void)state;
+    if (!have_root())
+        skip();
+    char *argv[] = {RUN_BIN, "-n", "2", "--nodes", "2", "--netns", "--rails", "2", "--",
+                    PERF_BIN, "-b", "64K", "-e", "4M", "-f", "4", "-c", "1", NULL};
+    proc_t p;
+    setenv("STRATA_NET_FUSE", "all", 1);
+    setenv("STRATA_SOCKET_FAMILY", "AF_INET", 1);
+    setenv("STRATA_DEBUG", "INFO", 1);
+    proc_start(&p, argv);
+    int status = proc_finish(&p);
+    unsetenv("STRATA_NET_FUSE");
+    unsetenv("STRATA_SOCKET_FAMILY");
+    unsetenv("STRATA_DEBUG");
+    if (status == EXIT_NO_NETNS) {
+        proc_free(&p);
+        skip();
+    }
+    assert_int_equal(status, 0);
+    check_table(p.buf[0], "all_reduce_perf", 2, 4);     /* 64K .. 4M, times 4 */
+    assert_non_null(strstr(p.buf[1], "[rank 0] "));
+    assert_non_null(strstr(p.buf[1], "STRATA_NET_FUSE=all: device 0 is veth0+veth1"));
+    proc_free(&p);
+}
+
 static void test_killed_rank_netns(void **state)
 {
     (void)state;
@@ -601,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_killed_rank_plain),
         cmocka_unit_test(test_sigterm_plain),
         cmocka_unit_test(test_netns_shape),
+        cmocka_unit_test(test_netns_two_rails_fused),
         cmocka_unit_test(test_killed_rank_netns),
         cmocka_unit_test(test_sigint_netns),
     };

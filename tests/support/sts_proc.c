@@ -282,3 +282,47 @@ int32_t sts_ctl_wait_result(int fd, char *msg, size_t cap, uint64_t deadline)
         return status;
     }
 }
+
+int sts_root_child(int ctl, int node, int rank, int backlog, uint64_t deadline, char *root,
+                   size_t len, int *lfd_p)
+{
+    char addr[64];
+    stu_addr_t mine, bound;
+
+    *lfd_p = -1;
+    if (rank != 0)
+        return stu_sock_recv_all(ctl, root, len, deadline) == STRATA_OK ? 0 : 12;
+    stb_netns_addr(node, addr, sizeof(addr));
+    if (stu_addr_make(addr, 0, &mine) != STRATA_OK ||
+        stu_sock_listen(&mine, backlog, lfd_p, &bound) != STRATA_OK)
+        return 10;
+    memset(root, 0, len);
+    stu_addr_format(&bound, root, len);
+    return stu_sock_send_all(ctl, root, len, deadline) == STRATA_OK ? 0 : 11;
+}
+
+int sts_root_relay(const sts_peer_t *peers, int n, uint64_t deadline)
+{
+    char root[STU_ADDR_TEXT_LEN];
+
+    if (stu_sock_recv_all(peers[0].fd, root, sizeof(root), deadline) != STRATA_OK)
+        return -1;
+    for (int r = 1; r < n; r++)
+        if (stu_sock_send_all(peers[r].fd, root, sizeof(root), deadline) != STRATA_OK)
+            return -1;
+    return 0;
+}
+
+int sts_root_wait_all(sts_peer_t *peers, int n, uint64_t deadline)
+{
+    int failed = 0;
+
+    for (int r = 0; r < n; r++) {
+        int code = sts_peer_wait(&peers[r], deadline);
+        if (code != 0) {
+            fprintf(stderr, "rank %d: exit status %d\n", r, code);
+            failed++;
+        }
+    }
+    return failed;
+}

@@ -101,4 +101,19 @@ int sts_ctl_result(int fd, int32_t status, const char *fmt, ...)
  */
 int32_t sts_ctl_wait_result(int fd, char *msg, size_t cap, uint64_t deadline);
 
+/*
+ * The collective library's rendezvous across emulated nodes, as a launcher hands it out.
+ * In a rank forked into `node` (sts_peer_fork): rank 0 listens (backlog) on its node's
+ * address, port 0, and sends the address to the parent over ctl; the others receive it.
+ * Writes the address into root (STU_ADDR_TEXT_LEN) and, for rank 0, the listening socket
+ * into *lfd_p (else -1). 0, or a nonzero exit code for the child (10..12).
+ */
+int sts_root_child(int ctl, int node, int rank, int backlog, uint64_t deadline, char *root,
+                   size_t len, int *lfd_p);
+/* In the parent: relays rank 0's address (peers[0]) to peers[1..n). 0, or -1. */
+int sts_root_relay(const sts_peer_t *peers, int n, uint64_t deadline);
+
+/* Waits for peers[0..n) (ranks), printing each nonzero exit status; how many failed. */
+int sts_root_wait_all(sts_peer_t *peers, int n, uint64_t deadline);
+
 #endif /* STS_PROC_H */

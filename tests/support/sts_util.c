@@ -1,6 +1,7 @@
 /* Test helpers: deadlines, patterns, resource counters. */
 #define _GNU_SOURCE
 #include "sts_util.h"
+#include "tools/lib/tool_netns.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -207,4 +208,35 @@ int sts_tcp_connect(const char *ip, int port)
         return -1;
     }
     return fd;
+}
+
+int sts_rail_if_bytes(int rx, int rails, unsigned long long *bytes)
+{
+    char line[512];
+    FILE *f = fopen("/proc/net/dev", "r");
+    int found = 0;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char name[32];
+        unsigned long long v[9];
+        char *colon = strchr(line, ':');
+        if (colon == NULL)
+            continue;
+        *colon = ' ';
+        if (sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 10)
+            continue;
+        for (int r = 0; r < rails; r++) {
+            char want[16];
+            stb_netns_rail_ifname(r, want, sizeof(want));
+            if (strcmp(name, want) == 0) {
+                bytes[r] = rx ? v[0] : v[8];
+                found++;
+            }
+        }
+    }
+    fclose(f);
+    return found == rails ? 0 : -1;
 }

@@ -82,4 +82,11 @@ const char *sts_job_secret_export(void);
 /* A blocking TCP connection to an IPv4 address and port, or -1 (refused, unreachable). */
 int sts_tcp_connect(const char *ip, int port);
 
+/*
+ * Bytes received (rx 1) or sent (rx 0) so far on each rail's interface of this emulated
+ * node (veth0 .. veth<rails-1>, tools/lib/tool_netns.h), from /proc/net/dev, into
+ * bytes[0..rails). 0, or -1 when an interface is missing.
+ */
+int sts_rail_if_bytes(int rx, int rails, unsigned long long *bytes);
+
 #endif /* STS_UTIL_H */

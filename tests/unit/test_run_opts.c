@@ -41,6 +41,29 @@ static void test_parse_without_dashes(void **state)
     assert_int_equal(o.prog_index, 3);
 }
 
+static void test_parse_rails(void **state)
+{
+    (void)state;
+    char *argv[] = {"strata-run", "-n", "2", "--nodes", "2", "--netns", "--rails", "2",
+                    "--rail-down", "1@1500:1", "--", "prog"};
+    char *node0[] = {"strata-run", "-n", "2", "--netns", "--rails", "3", "--rail-down", "2@0",
+                     "prog"};
+    stb_run_opts_t o;
+    assert_ok(stb_run_opts_parse(ARGC(argv), argv, &o, NULL, 0));
+    assert_int_equal(o.rails, 2);
+    assert_int_equal(o.rail_down, 1);
+    assert_int_equal(o.rail_down_ms, 1500);
+    assert_int_equal(o.rail_down_node, 1);
+    assert_ok(stb_run_opts_parse(ARGC(node0), node0, &o, NULL, 0));
+    assert_int_equal(o.rails, 3);
+    assert_int_equal(o.rail_down, 2);
+    assert_int_equal(o.rail_down_node, 0);
+    char *plain[] = {"strata-run", "-n", "2", "prog"};
+    assert_ok(stb_run_opts_parse(ARGC(plain), plain, &o, NULL, 0));
+    assert_int_equal(o.rails, 1);
+    assert_int_equal(o.rail_down, -1);
+}
+
 static void test_parse_errors(void **state)
 {
     (void)state;
@@ -53,9 +76,22 @@ static void test_parse_errors(void **state)
     char *rate_alone[] = {"strata-run", "-n", "2", "--inter-rate", "1gbit", "prog"};
     char *bad_rate[] = {"strata-run", "-n", "2", "--netns", "--inter-rate", "fast", "prog"};
     char *unknown[] = {"strata-run", "-x", "prog"};
-    char **cases[] = {no_prog, no_n, bad_n, many_nodes, rate_alone, bad_rate, unknown};
-    int counts[] = {ARGC(no_prog), ARGC(no_n), ARGC(bad_n), ARGC(many_nodes), ARGC(rate_alone),
-                    ARGC(bad_rate), ARGC(unknown)};
+    char *rails_alone[] = {"strata-run", "-n", "2", "--rails", "2", "prog"};
+    char *many_rails[] = {"strata-run", "-n", "2", "--netns", "--rails", "5", "prog"};
+    char *down_no_rail[] = {"strata-run", "-n", "2", "--netns", "--rail-down", "1@10", "prog"};
+    char *down_node[] = {"strata-run", "-n", "2", "--netns", "--rails", "2", "--rail-down",
+                         "1@10:1", "prog"};
+    char *down_syntax[] = {"strata-run", "-n", "2", "--netns", "--rails", "2", "--rail-down",
+                           "1@", "prog"};
+    char *down_tail[] = {"strata-run", "-n", "2", "--netns", "--rails", "2", "--rail-down",
+                         "1@10:0x", "prog"};
+    char **cases[] = {no_prog,     no_n,        bad_n,        many_nodes, rate_alone,
+                      bad_rate,    unknown,     rails_alone,  many_rails, down_no_rail,
+                      down_node,   down_syntax, down_tail};
+    int counts[] = {ARGC(no_prog),     ARGC(no_n),        ARGC(bad_n),       ARGC(many_nodes),
+                    ARGC(rate_alone),  ARGC(bad_rate),    ARGC(unknown),     ARGC(rails_alone),
+                    ARGC(many_rails),  ARGC(down_no_rail), ARGC(down_node),  ARGC(down_syntax),
+                    ARGC(down_tail)};
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         err[0] = '\0';
         assert_status(stb_run_opts_parse(counts[i], cases[i], &o, err, sizeof(err)),
@@ -110,6 +146,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_demo_line),
         cmocka_unit_test(test_parse_without_dashes),
+        cmocka_unit_test(test_parse_rails),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_rates_and_burst),
         cmocka_unit_test(test_node_of),

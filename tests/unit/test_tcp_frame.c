@@ -277,12 +277,18 @@ static void test_ctl_frames(void **state)
     assert_memory_equal(buf, "STRP", 4);
     assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_OK);
     assert_true(out.arg == 3 && out.size == 123456);
-    /* rejections: socket 0 in a DOWN mask, out of range, reserved bytes, socket 0 replayed */
+    /* socket 0 (the first lead) may go down and be replayed */
+    stt_tcp_ctl_t down0 = {.kind = STT_TCP_DOWN_MAGIC, .arg = 0x5, .seq = 9};
+    stt_tcp_ctl_encode(&down0, buf);
+    assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_OK);
+    stt_tcp_ctl_t replay0 = {.kind = STT_TCP_REPLAY_MAGIC, .arg = 0, .size = 1};
+    stt_tcp_ctl_encode(&replay0, buf);
+    assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_OK);
+    /* rejections: every socket or none in a DOWN mask, out of range, reserved bytes */
     const stt_tcp_ctl_t bad[] = {
-        {.kind = STT_TCP_DOWN_MAGIC, .arg = 0x3},
+        {.kind = STT_TCP_DOWN_MAGIC, .arg = 0xf},
         {.kind = STT_TCP_DOWN_MAGIC, .arg = 0x10},
         {.kind = STT_TCP_DOWN_MAGIC, .arg = 0},
-        {.kind = STT_TCP_REPLAY_MAGIC, .arg = 0, .size = 1},
         {.kind = STT_TCP_REPLAY_MAGIC, .arg = 4, .size = 1},
         {.kind = STT_TCP_REPLAY_MAGIC, .arg = 1, .size = STT_TCP_MAX_MSG_BYTES + 1},
     };
@@ -297,7 +303,7 @@ static void test_ctl_frames(void **state)
     assert_int_equal(stt_tcp_ctl_decode(buf, 4, &out, &why), STRATA_ERR_REMOTE);
 }
 
-/* Receiver -> sender frames: SUSPECT and POS, and their rejections. */
+/* Receiver -> sender frames: SUSPECT, POS and LEAD, and their rejections. */
 static void test_rframes(void **state)
 {
     uint8_t buf[STT_TCP_RFRAME_BYTES];
@@ -312,11 +318,16 @@ static void test_rframes(void **state)
     in = (stt_tcp_rframe_t){.type = STT_TCP_RFRAME_SUSPECT, .arg = 0xa};
     stt_tcp_rframe_encode(&in, buf);
     assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_OK);
+    in = (stt_tcp_rframe_t){.type = STT_TCP_RFRAME_LEAD, .arg = 0, .pos = 77};
+    stt_tcp_rframe_encode(&in, buf);
+    assert_int_equal(stt_tcp_rframe_decode(buf, 4, &out, &why), STRATA_OK);
+    assert_true(out.type == STT_TCP_RFRAME_LEAD && out.arg == 0 && out.pos == 77);
     const stt_tcp_rframe_t bad[] = {
-        {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0x1},
+        {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0xf},
+        {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0},
         {.type = STT_TCP_RFRAME_SUSPECT, .arg = 0x2, .pos = 5},
-        {.type = STT_TCP_RFRAME_POS, .arg = 0},
         {.type = STT_TCP_RFRAME_POS, .arg = 4},
+        {.type = STT_TCP_RFRAME_LEAD, .arg = 4},
         {.type = 9, .arg = 1},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

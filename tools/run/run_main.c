@@ -1,7 +1,8 @@
 /*
  * strata-run: a local launcher for Strata programs.
  *
- *   strata-run -n 4 --nodes 2 [--netns [--inter-rate 2gbit]] -- strata-perf -b 8 -e 64M -f 4
+ *   strata-run -n 4 --nodes 2 [--netns [--rails 2] [--inter-rate 2gbit] [--rail-down 1@2000]]
+ *              -- strata-perf -b 8 -e 64M -f 4
  *
  * Binds the rendezvous socket on port 0 (no fixed port), makes a random job
  * secret for the run (an anonymous file the ranks inherit, STRATA_JOB_SECRET_FD),
@@ -60,6 +61,7 @@ typedef struct run {
     uint64_t settle_at;         /* end of the settling window; 0: no failure yet */
     int exit_code;
     uint64_t kill_at;           /* SIGKILL deadline once stopping; 0: not stopping */
+    uint64_t rail_down_at;      /* --rail-down's moment (checked each poll); 0: none or done */
     int cleaned;
 } run_t;
 
@@ -175,6 +177,20 @@ static void run_reap_rest(run_t *run)
     }
 }
 
+/* --rail-down: the link of a rail in a node goes away once its moment has come. */
+static void run_rail_down(run_t *run, uint64_t now)
+{
+    if (run->rail_down_at == 0 || now < run->rail_down_at)
+        return;
+    run->rail_down_at = 0;
+    fprintf(stderr, "strata-run: rail %d down in node %d after %d ms\n", run->opts.rail_down,
+            run->opts.rail_down_node, run->opts.rail_down_ms);
+    if (stb_netns_rail_link(&run->ns, run->opts.rail_down_node, run->opts.rail_down, 0) !=
+        STRATA_OK)
+        fprintf(stderr, "strata-run: --rail-down: cannot take rail %d of node %d down\n",
+                run->opts.rail_down, run->opts.rail_down_node);
+}
+
 /* Waits for the ranks, relaying their stderr, until all are reaped (every wait bounded). */
 static void run_supervise(run_t *run)
 {
@@ -212,6 +228,7 @@ static void run_supervise(run_t *run)
             fprintf(stderr, "strata-run: %s; stopping the ranks\n", strsignal(run_signal));
             run_stop(run, 128 + run_signal);
         }
+        run_rail_down(run, now);
         if (now > deadline && run->kill_at == 0) {
             fprintf(stderr, "strata-run: --timeout %d s expired; stopping the ranks\n",
                     run->opts.timeout_s);
@@ -249,18 +266,21 @@ static void run_cleanup(run_t *run)
 
 _Static_assert(STB_RUN_MAX_NODES <= STB_NETNS_MAX_NODES, "--nodes beyond the emulator's nodes");
 
-/* The nodes' namespaces and, with --inter-rate, a token bucket on every link. */
+/* The nodes' namespaces with --rails links each and, with --inter-rate, a token bucket
+ * on every link. */
 static strata_status_t run_netns_create(run_t *run)
 {
     char spec[128];
-    strata_status_t status = stb_netns_create(&run->ns, run->opts.nodes, run->opts.verbose);
+    strata_status_t status = stb_netns_create_rails(&run->ns, run->opts.nodes, run->opts.rails,
+                                                    run->opts.verbose);
 
     if (status != STRATA_OK || run->opts.inter_rate == NULL || run->opts.rate_bps == 0)
         return status;
     snprintf(spec, sizeof(spec), "tbf rate %s burst %zu latency 50ms", run->opts.inter_rate,
              stb_run_tbf_burst(run->opts.rate_bps));
     for (int k = 0; k < run->opts.nodes && status == STRATA_OK; k++)
-        status = stb_netns_shape(&run->ns, k, spec);
+        for (int r = 0; r < run->opts.rails && status == STRATA_OK; r++)
+            status = stb_netns_shape_rail(&run->ns, k, r, spec);
     return status;
 }
 
@@ -317,6 +337,8 @@ static int run_start(run_t *run, char **argv)
         if (run_signal != 0)
             return 128 + run_signal;
     }
+    if (run->opts.rail_down >= 0)
+        run->rail_down_at = stu_deadline_ms(run->opts.rail_down_ms);
     return 0;
 }
 

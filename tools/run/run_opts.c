@@ -15,8 +15,8 @@
 #define RUN_BURST_SECONDS 1e-3
 
 static const char usage_text[] =
-    "usage: strata-run -n N [--nodes K] [--netns [--inter-rate RATE]] [--bind core|none]\n"
-    "                  [--timeout S] [-v] \\\n"
+    "usage: strata-run -n N [--nodes K] [--netns [--rails R] [--inter-rate RATE]\n"
+    "                  [--rail-down R@MS[:K]]] [--bind core|none] [--timeout S] [-v] \\\n"
     "                  -- program [args...]\n"
     "  Forks N ranks of program on this machine with the environment Strata reads\n"
     "  (STRATA_RANK, STRATA_NRANKS, STRATA_ROOT_ADDR, STRATA_NODE_ID, and STRATA_ROOT_FD for\n"
@@ -27,7 +27,13 @@ static const char usage_text[] =
     "  --netns           each node in its own network and mount namespace, with its own\n"
     "                    address (198.51.100.k+1) on a veth to a bridge, and its own\n"
     "                    /dev/shm; needs root\n"
-    "  --inter-rate R    shape every node's link with tbf at R (tc syntax: 2gbit, 500mbit)\n"
+    "  --rails R         R links (rails) per node, 1..4: veth0 .. veth<R-1>, each on its own\n"
+    "                    bridge and subnet, as a host with one NIC per rail (default 1); with\n"
+    "                    STRATA_NET_FUSE=all the tcp transport fuses them into one device\n"
+    "  --inter-rate R    shape every node's link (every rail) with tbf at R (tc syntax:\n"
+    "                    2gbit, 500mbit)\n"
+    "  --rail-down R@MS[:K]  take rail R's link down in node K (default 0) MS ms after the\n"
+    "                    ranks were started, as a NIC port that loses its link\n"
     "  --bind core|none  pin rank i to core i mod the cores (default: core when ranks fit\n"
     "                    the cores, as mpirun does; none when they outnumber them)\n"
     "  --timeout S       kill everything after S seconds (default 900)\n"
@@ -82,6 +88,8 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
 {
     memset(opts, 0, sizeof(*opts));
     opts->nodes = 1;
+    opts->rails = 1;
+    opts->rail_down = -1;
     opts->timeout_s = STB_RUN_DEFAULT_TIMEOUT_S;
     int i;
     for (i = 1; i < argc; i++) {
@@ -107,6 +115,20 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
             if (stb_int_parse(v, 1, STB_RUN_MAX_NODES, &opts->nodes) != STRATA_OK)
                 return stb_err_set(err, errlen, "--nodes: 1..%d, not '%s'", STB_RUN_MAX_NODES,
                                 v ? v : "");
+            i++;
+        } else if (strcmp(a, "--rails") == 0) {
+            if (stb_int_parse(v, 1, STB_RUN_MAX_RAILS, &opts->rails) != STRATA_OK)
+                return stb_err_set(err, errlen, "--rails: 1..%d, not '%s'", STB_RUN_MAX_RAILS,
+                                v ? v : "");
+            i++;
+        } else if (strcmp(a, "--rail-down") == 0) {
+            char tail;
+            int n = v == NULL ? 0 : sscanf(v, "%d@%d:%d%c", &opts->rail_down,
+                                           &opts->rail_down_ms, &opts->rail_down_node, &tail);
+            if ((n != 2 && n != 3) || opts->rail_down < 0 || opts->rail_down_ms < 0 ||
+                opts->rail_down_node < 0 || (n == 2 && strchr(v, ':') != NULL))
+                return stb_err_set(err, errlen, "--rail-down: R@MS or R@MS:NODE (rail, "
+                                "milliseconds, node), not '%s'", v ? v : "");
             i++;
         } else if (strcmp(a, "--inter-rate") == 0) {
             if (stb_run_rate_parse(v, &opts->rate_bps) != STRATA_OK)
@@ -138,6 +160,15 @@ strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t 
     if (opts->nodes > opts->nranks)
         return stb_err_set(err, errlen, "%d nodes for %d ranks: every node needs a rank",
                         opts->nodes, opts->nranks);
+    if ((opts->rails > 1 || opts->rail_down >= 0) && !opts->netns)
+        return stb_err_set(err, errlen, "--rails and --rail-down act on the namespaces' links:"
+                        " add --netns");
+    if (opts->rail_down >= opts->rails)
+        return stb_err_set(err, errlen, "--rail-down %d: the nodes have %d rail(s) (--rails)",
+                        opts->rail_down, opts->rails);
+    if (opts->rail_down >= 0 && opts->rail_down_node >= opts->nodes)
+        return stb_err_set(err, errlen, "--rail-down: node %d of %d", opts->rail_down_node,
+                        opts->nodes);
     if (opts->inter_rate != NULL && !opts->netns)
         return stb_err_set(err, errlen, "--inter-rate shapes the namespaces' links: add --netns");
     return STRATA_OK;

@@ -19,6 +19,9 @@
  * (STRATA_TIMEOUT, 120 s) fires well before it. */
 #define STB_RUN_DEFAULT_TIMEOUT_S 900
 
+/* Rails per emulated node: the node emulator's subnets (tools/lib/tool_netns.h). */
+#define STB_RUN_MAX_RAILS 4
+
 /* Exit status when --netns cannot be had (not root, no namespaces): scripts fall back. */
 #define STB_RUN_EXIT_NO_NETNS 3
 
@@ -28,6 +31,10 @@ typedef struct stb_run_opts {
     int nranks;                 /* -n */
     int nodes;                  /* --nodes, default 1 */
     int netns;                  /* --netns */
+    int rails;                  /* --rails: links (rails) per node, 1..STB_RUN_MAX_RAILS */
+    int rail_down;              /* --rail-down R@MS[:NODE]: rail R, -1: none */
+    int rail_down_ms;           /* ... MS ms after the ranks were started */
+    int rail_down_node;         /* ... in node NODE (default 0) */
     const char *inter_rate;     /* --inter-rate as given ("2gbit"), NULL: not shaped */
     uint64_t rate_bps;          /* the same in bit/s */
     int bind;                   /* --bind: STB_RUN_BIND_AUTO (0), _CORE or _NONE */
@@ -38,7 +45,8 @@ typedef struct stb_run_opts {
 } stb_run_opts_t;
 
 /*
- * strata-run [-n N] [--nodes K] [--netns [--inter-rate RATE]] [--timeout S] [-v] -- prog args
+ * strata-run [-n N] [--nodes K] [--netns [--rails R] [--inter-rate RATE] [--rail-down R@MS[:K]]]
+ *            [--timeout S] [-v] -- prog args
  * STRATA_ERR_INVALID with a reason in err for anything unknown or inconsistent.
  */
 strata_status_t stb_run_opts_parse(int argc, char *const argv[], stb_run_opts_t *opts,

@@ -68,10 +68,12 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     stt_conn_init(&conn->head, &stt_tcp_ops, dev, send, peer);
     conn->nsocks = nsocks;
     conn->nmembers = nmembers < 1 ? 1 : nmembers;
+    conn->head.base.nmembers = conn->nmembers;
     for (int j = 0; j < STT_TCP_MAX_SOCKS; j++)
         conn->socks[j].fd = j < nsocks ? fds[j] : -1;
     conn->alive = (uint8_t)((1u << nsocks) - 1u);
     conn->fo.rsock = -1;
+    conn->fo.old_lead = -1;
     if (send) {
         stt_tcp_send_t *sc = (stt_tcp_send_t *)conn;
         int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
@@ -87,6 +89,27 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
     }
     *comm_p = &conn->head.base;
     return STRATA_OK;
+}
+
+void stt_tcp_member_msg(stt_tcp_conn_t *conn, uint64_t size, uint32_t flags, uint8_t rot,
+                        uint8_t mask)
+{
+    uint32_t carried = 0;
+
+    if (conn->nmembers > 1 && size > 0)
+        for (int j = 0; j < conn->nsocks; j++) {
+            uint64_t off, len;
+            if (!(mask & (1u << j)))
+                continue;
+            stt_tcp_part_locate(size, flags, rot, mask, j, &off, &len);
+            if (len > 0)
+                carried |= 1u << (j % conn->nmembers);
+        }
+    if (carried == 0)
+        carried = 1u;
+    for (int m = 0; m < conn->nmembers; m++)
+        if (carried & (1u << m))
+            stt_member_add(&conn->head.base.members[m].msgs, 1);
 }
 
 void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err)
@@ -107,6 +130,7 @@ void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int e
         snprintf(path, sizeof(path), " (virtual NIC member %d of %d, from %s%s)",
                  j % conn->nmembers, conn->nmembers, ltext, ptext);
     }
+    stt_member_add(&stt_tcp_member_count(conn, j)->errors, 1);
     stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "%s on socket %d of %d%s: %s", what, j,
                   conn->nsocks, path, strerror(err));
 }

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "transport/base/conn.h"
 #include "transport/base/netif.h"
@@ -175,9 +176,11 @@ typedef struct stt_tcp_sreq {
     uint8_t hdr[STT_TCP_HDR_BYTES];
     uint8_t rot;             /* stt_tcp_rot: which of mask's sockets a rotated payload takes */
     uint8_t mask;            /* the sockets it was laid out on (all but lost ones) */
+    uint8_t lead;            /* the socket its header travels on */
     uint32_t flags;
     uint64_t size;
     char *data;
+    uint64_t hstart;         /* the lead's stream offset of its header; STT_TCP_UNSENT before */
     /* virtual devices: socket j's stream offset at the end of its part, set when
      * socket j's cursor passes it; the message completes once each is acknowledged */
     uint64_t end[STT_TCP_MAX_SOCKS];
@@ -214,9 +217,15 @@ typedef struct stt_tcp_cursor {
     uint64_t bytes;          /* bytes this socket's stream moved in all (failover positions) */
 } stt_tcp_cursor_t;
 
+/* stt_tcp_sreq_t.hstart of a header not written yet. */
+#define STT_TCP_UNSENT UINT64_MAX
+
 /* Failover state of a connection (tcp_failover.c). */
 enum {
     STT_TCP_FO_NONE = 0,
+    STT_TCP_FO_LEAD,         /* the lead's member is lost; sender: waits for the receiver's
+                                LEAD position; receiver: sent it, waits for DOWN on the new
+                                lead */
     STT_TCP_FO_SUSPECT,      /* receiver: told the sender which sockets it saw fail */
     STT_TCP_FO_DOWN,         /* sender: socket 0 writes up to `end`, then DOWN */
     STT_TCP_FO_POS,          /* sender: waits for the receiver's POS of every lost socket */
@@ -228,16 +237,20 @@ typedef struct stt_tcp_fo {
     uint8_t lost;            /* sockets being given up */
     uint8_t have;            /* sender: sockets whose POS arrived; receiver: replayed */
     int8_t rsock;            /* the socket whose bytes are being replayed, -1: none */
+    int8_t old_lead;         /* a lead failover: the lost lead socket; -1: none */
+    bool lead_data;          /* sender: the new lead still moves its data parts before end */
     uint32_t end;            /* queue position of the first message laid out without them */
     uint64_t rleft;          /* replay bytes still to move */
     uint32_t rmsg;           /* sender: queue position and offset the replay reads from */
     uint64_t roff;
     uint64_t pos[STT_TCP_MAX_SOCKS];  /* sender: the receiver's position on each lost socket */
     uint64_t started_ns;     /* when this failover began (for the log) */
+    uint64_t replayed;       /* bytes replayed so far (for the log) */
     uint32_t out_len, out_off;        /* a frame being written on socket 0 */
     uint8_t out[4 * STT_TCP_RFRAME_BYTES + STT_TCP_HDR_BYTES];
-    uint32_t in_have;                 /* sender: bytes of a receiver frame read so far */
-    uint8_t in[STT_TCP_RFRAME_BYTES];
+    /* sender: receiver frames being read, per socket; receiver: DOWN read on the new lead */
+    uint32_t in_have[STT_TCP_MAX_SOCKS];
+    uint8_t in[STT_TCP_MAX_SOCKS][STT_TCP_HDR_BYTES];
 } stt_tcp_fo_t;
 
 /* What both comm kinds share. */
@@ -247,6 +260,8 @@ typedef struct stt_tcp_conn {
     int nmembers;            /* members of the device (socket j uses member j % nmembers) */
     uint32_t seq;            /* next message sequence number */
     uint8_t alive;           /* the sockets new messages are laid out on */
+    uint8_t lead;            /* the socket headers and frames travel on: the lowest alive
+                                (0 until its member is lost) */
     stt_tcp_fo_t fo;
     stt_tcp_cursor_t socks[STT_TCP_MAX_SOCKS];
 } stt_tcp_conn_t;
@@ -312,6 +327,20 @@ bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc);
 strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsocks,
                                     int nmembers, const char *peer, stt_comm_t **comm_p);
 
+/* Socket j's member's counters (telemetry: stt_member_stats_t, transport.h). */
+static inline stt_member_stats_t *stt_tcp_member_count(stt_tcp_conn_t *conn, int j)
+{
+    return &conn->head.base.members[j % conn->nmembers];
+}
+static inline void stt_tcp_member_bytes(stt_tcp_conn_t *conn, int j, uint64_t n)
+{
+    stt_member_add(&stt_tcp_member_count(conn, j)->bytes, n);
+}
+/* Counts a completed message (its size and layout) on each member that carried a part
+ * of it, or on socket 0's member for a message without payload. */
+void stt_tcp_member_msg(stt_tcp_conn_t *conn, uint64_t size, uint32_t flags, uint8_t rot,
+                        uint8_t mask);
+
 /*
  * Fails the comm for an error err (errno) of socket j, in `what` ("send", "recv");
  * on a virtual device's connection the message names the member and the socket's
@@ -320,8 +349,9 @@ strata_status_t stt_tcp_conn_create(bool send, int dev, const int *fds, int nsoc
 void stt_tcp_conn_fail_sock(stt_tcp_conn_t *conn, int j, const char *what, int err);
 
 /*
- * Failover (tcp_failover.c; docs/tcp-protocol.md, "Failover"). Only on a virtual
- * device's connection (nmembers > 1), for sockets other than socket 0's member.
+ * Failover (tcp_failover.c, tcp_fo_send.c, tcp_fo_recv.c; docs/tcp-protocol.md,
+ * "Failover"). Only on a virtual device's connection (nmembers > 1), for any member
+ * while another is left.
  */
 static inline bool stt_tcp_fused(const stt_tcp_conn_t *conn)
 {
@@ -331,11 +361,37 @@ static inline bool stt_tcp_fused(const stt_tcp_conn_t *conn)
 uint8_t stt_tcp_member_socks(const stt_tcp_conn_t *conn, int j);
 /*
  * Socket j failed with err (0: EOF), seen while doing `what`: starts a failover
- * of its member, or fails the comm when that cannot be survived (socket 0's member,
- * the last member, a second failover at once, not a virtual device). Returns true
+ * of its member (the lead's member: the LEAD exchange), or fails the comm when that
+ * cannot be survived (the last member, a second failover at once, not a virtual
+ * device; on the receiver, EOF on the lead's member: an orderly close). Returns true
  * when the comm survives.
  */
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err);
+
+/* tcp_failover.c: what both ends' failover code (tcp_fo_send.c, tcp_fo_recv.c) shares. */
+typedef enum stt_tcp_fo_verdict {
+    STT_TCP_FO_UNDER_WAY = 0,   /* its member is failing over already */
+    STT_TCP_FO_REFUSED,         /* failover cannot take it: *why_p says why */
+    STT_TCP_FO_BEGIN,           /* a new failover of *lost_p; cause holds the log's reason */
+} stt_tcp_fo_verdict_t;
+/* What losing socket j (what failed, err; 0: the peer closed it) starts, for either end. */
+stt_tcp_fo_verdict_t stt_tcp_fo_judge(const stt_tcp_conn_t *conn, int j, const char *what,
+                                      int err, uint8_t *lost_p, const char **why_p,
+                                      char *cause, size_t len);
+/* Why losing the sockets of `lost` cannot be survived, or NULL. */
+const char *stt_tcp_fo_refusal(const stt_tcp_conn_t *conn, uint8_t lost);
+/* Fails the comm for socket j's error, saying at INFO why it did not fail over. */
+void stt_tcp_fo_fail(stt_tcp_conn_t *conn, int j, const char *what, int err, const char *why);
+/* The WARN of a failover's start (counts the member's error and marks it lost) and the
+ * INFO of its end (counts the failover). */
+void stt_tcp_fo_begin_log(stt_tcp_conn_t *conn, uint8_t lost, const char *cause);
+void stt_tcp_fo_done_log(stt_tcp_conn_t *conn, uint64_t replayed);
+/* One non-blocking send on the frame socket (the sender's lead, the receiver's lowest
+ * live socket): bytes sent, 0 when it would block, -1 when the comm failed. */
+ssize_t stt_tcp_fo_out_send(stt_tcp_conn_t *conn, const void *buf, size_t len);
+/* Queues a frame (fo.out) and writes what it can; true once all of it is out. */
+void stt_tcp_fo_out_add(stt_tcp_conn_t *conn, const uint8_t *frame, uint32_t len);
+bool stt_tcp_fo_out_flush(stt_tcp_conn_t *conn);
 bool stt_tcp_recv_sock_lost(stt_tcp_recv_t *rc, int j, const char *what, int err);
 /* Sender: reads the receiver's frames and moves a failover along; call from progress. */
 void stt_tcp_send_fo_progress(stt_tcp_send_t *sc);
@@ -357,6 +413,12 @@ void stt_tcp_send_watch(stt_tcp_send_t *sc);
 /* Sender: true when every socket's bytes of the message at queue position pos were
  * acknowledged by the peer's kernel (virtual devices only; asks the kernel lazily). */
 bool stt_tcp_send_acked(stt_tcp_send_t *sc, uint32_t pos);
+/* Receiver: how many more bytes the lead socket may be read (a lost lead: up to the
+ * position it reported; else no limit). */
+uint64_t stt_tcp_recv_lead_cap(const stt_tcp_recv_t *rc);
+/* Receiver, lead failover: reads the sender's DOWN on the new lead once everything
+ * before it is in, and moves the lead there; false when the comm failed. */
+bool stt_tcp_recv_lead_down(stt_tcp_recv_t *rc);
 /* Receiver: handles the failover frame staged at a header position; false to stop. */
 bool stt_tcp_recv_ctl(stt_tcp_recv_t *rc);
 /* Receiver: moves replayed bytes staged or waiting on socket 0; false to stop. */
@@ -366,6 +428,12 @@ void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
 
 /* ------------------------------------------------------------------ the data path */
 
+/* tcp_send.c: lays req (size and data set) out as message seq on the sockets alive now,
+ * with its header for the lead socket. */
+void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag);
+/* tcp_fo_send.c, virtual devices: true once the peer's kernel acknowledged req's header
+ * (asks the kernel when not known yet), so other sockets may carry its payload. */
+bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req);
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
 /* test() of a send request (tcp_ops.c dispatches by the comm's direction). */

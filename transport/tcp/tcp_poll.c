@@ -5,9 +5,10 @@
  * which is what poll_fds exists to avoid (2 cores, 4+ ranks), so a socket is
  * left out when it is known that reading it cannot help:
  *
- *   receive comm: socket 0 with POLLIN, unless the next header is already
- *     staged and waits for a receive to be posted, or the peer closed socket 0
- *     (both would stay readable); socket j > 0 with POLLIN only while it owes bytes
+ *   receive comm: the lead socket (socket 0 until its member is lost) with POLLIN,
+ *     unless the next header is already staged and waits for a receive to be posted,
+ *     or the peer closed it (both would stay readable); another socket with POLLIN only
+ *     while it owes bytes
  *     of a matched message (a piece of a message whose header is not matched
  *     yet waits in the kernel). So data arriving for a comm with nothing
  *     posted wakes the caller once at most: the next test() reads the header,
@@ -18,7 +19,7 @@
  *     broke protocol): checked here with a non-blocking peek, which fails the
  *     comm so that test() reports it, instead of leaving a descriptor that
  *     stays readable forever. On a virtual device the receiver writes failover
- *     frames on socket 0, EOF or an error on another member's socket starts a
+ *     frames on its lowest live socket, EOF or an error on a member's socket starts a
  *     failover, and messages waiting only for the peer's acknowledgement (no
  *     socket signals it) or a failover under way name no descriptor: test()
  *     moves them. Lost sockets are left out.
@@ -57,15 +58,15 @@ static bool poll_send_peek(stt_tcp_send_t *sc)
         case STT_SOCK_QUIET:
             break;
         case STT_SOCK_EOF:
-            if (j > 0 && stt_tcp_fused(&sc->conn))
+            if (stt_tcp_fused(&sc->conn))
                 stt_tcp_send_sock_lost(sc, j, "recv", 0);
             else
                 stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed socket %d of %d"
                               " (receiver closed its comm or exited)", j, sc->conn.nsocks);
             break;
         case STT_SOCK_BYTES:
-            /* a virtual device's receiver writes failover frames on socket 0 */
-            if (j == 0 && stt_tcp_fused(&sc->conn))
+            /* a virtual device's receiver writes failover frames (on its lowest live socket) */
+            if (stt_tcp_fused(&sc->conn))
                 news = true;
             else
                 stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer wrote to socket %d of %d,"
@@ -110,22 +111,28 @@ static int poll_recv_fill(const stt_tcp_recv_t *rc, struct pollfd *fds, int max)
     /* Staged bytes that test() can use at once: no socket would wake the caller for
      * them, so name none (it naps and tests). A progress pass consumes everything
      * it can, so this is not expected after test() or irecv(); it is a safety net. */
+    const int lead = rc->conn.lead;
+    const bool lead_fo = rc->conn.fo.state == STT_TCP_FO_LEAD;
     if (stt_tcp_recv_header_ready(rc) ||
-        (rc->conn.socks[0].msg != rc->msg_tail && stt_tcp_recv_staged(rc) > 0))
+        (rc->conn.socks[lead].msg != rc->msg_tail && stt_tcp_recv_staged(rc) > 0))
         return 0;
-    /* Socket 0 is idle once its cursor is past every matched message and the next
-     * header is either staged whole (it waits for a receive) or will never come. */
-    bool idle0 = rc->conn.socks[0].msg == rc->msg_tail &&
-                 (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0);
+    /* The lead is idle once its cursor is past every matched message and the next
+     * header is either staged whole (it waits for a receive) or will never come, and
+     * a lost lead once it was read to the position its receiver reported. */
+    bool idle0 = (rc->conn.socks[lead].msg == rc->msg_tail &&
+                  (stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES || rc->eof0)) ||
+                 stt_tcp_recv_lead_cap(rc) == 0;
+    /* a lead failover: the new lead brings DOWN once its parts are in */
+    int next = lead_fo ? __builtin_ctz(rc->conn.alive & ~rc->conn.fo.lost) : -1;
     int n = 0;
 
     if (rc->conn.fo.out_len != 0)
         return 0;                        /* a failover frame to write: test() */
     for (int j = 0; j < rc->conn.nsocks; j++) {
         const stt_tcp_cursor_t *cur = &rc->conn.socks[j];
-        bool quiet = cur->msg == rc->msg_tail ||
+        bool quiet = (cur->msg == rc->msg_tail && j != next) ||
                      !((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j));   /* lost */
-        if (j == 0 ? idle0 : quiet)
+        if (j == lead ? idle0 : quiet)
             continue;
         if (n == max)
             return 0;

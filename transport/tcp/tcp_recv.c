@@ -58,7 +58,7 @@ static read_result_t recv_classify(stt_tcp_recv_t *rc, int j, ssize_t r)
         return READ_MORE;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return READ_BLOCKED;
-    if (j > 0 && stt_tcp_fused(&rc->conn))
+    if (stt_tcp_fused(&rc->conn) && (j != rc->conn.lead || r < 0))
         return stt_tcp_recv_sock_lost(rc, j, "recv", r == 0 ? 0 : errno) ? READ_BLOCKED
                                                                           : READ_FAILED;
     if (r == 0)
@@ -126,7 +126,7 @@ bool stt_tcp_recv_header_ready(const stt_tcp_recv_t *rc)
 {
     int buf;
 
-    if (rc->conn.head.failed != STRATA_OK || rc->conn.socks[0].msg != rc->msg_tail)
+    if (rc->conn.head.failed != STRATA_OK || rc->conn.socks[rc->conn.lead].msg != rc->msg_tail)
         return false;
     if (rc->conn.fo.rsock >= 0)
         return stt_tcp_recv_staged(rc) > 0;      /* replayed bytes to place */
@@ -200,7 +200,7 @@ static bool recv_header_match(stt_tcp_recv_t *rc)
  */
 static read_result_t recv_stage_fill(stt_tcp_recv_t *rc, bool *dry_p)
 {
-    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    stt_tcp_cursor_t *cur = &rc->conn.socks[rc->conn.lead];
     uint32_t have = stt_tcp_recv_staged(rc);
 
     if (rc->stage_off > 0) {
@@ -209,9 +209,15 @@ static read_result_t recv_stage_fill(stt_tcp_recv_t *rc, bool *dry_p)
         rc->stage_len = have;
     }
     size_t room = STT_TCP_STAGE_BYTES - have;
-    ssize_t r = recv(cur->fd, rc->stage + have, room, MSG_DONTWAIT);
+    uint64_t cap = stt_tcp_recv_lead_cap(rc);
+    if (cap == 0) {
+        *dry_p = true;
+        return READ_BLOCKED;
+    }
+    ssize_t r = recv(cur->fd, rc->stage + have, room < cap ? room : (size_t)cap, MSG_DONTWAIT);
     if (r > 0) {
         rc->stage_len += (uint32_t)r;
+        cur->bytes += (uint64_t)r;
         *dry_p = (size_t)r < room;
         return READ_MORE;
     }
@@ -221,7 +227,7 @@ static read_result_t recv_stage_fill(stt_tcp_recv_t *rc, bool *dry_p)
         rc->eof0 = true;
         return READ_BLOCKED;
     }
-    read_result_t res = recv_classify(rc, 0, r);
+    read_result_t res = recv_classify(rc, rc->conn.lead, r);
     *dry_p = res == READ_BLOCKED;
     return res;
 }
@@ -230,7 +236,7 @@ static read_result_t recv_stage_fill(stt_tcp_recv_t *rc, bool *dry_p)
 static void recv_stage_copy(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
                             uint64_t plen)
 {
-    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    stt_tcp_cursor_t *cur = &rc->conn.socks[rc->conn.lead];
     uint64_t n = plen - cur->off;
     uint32_t have = stt_tcp_recv_staged(rc);
 
@@ -241,6 +247,7 @@ static void recv_stage_copy(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t
                (size_t)n);
     rc->stage_off += (uint32_t)n;
     cur->off += n;
+    stt_tcp_member_bytes(&rc->conn, rc->conn.lead, n);
 }
 
 /*
@@ -251,36 +258,46 @@ static void recv_stage_copy(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t
 static read_result_t recv_direct(stt_tcp_recv_t *rc, const stt_tcp_msg_t *m, uint64_t poff,
                                  uint64_t plen, bool *dry_p)
 {
-    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    stt_tcp_cursor_t *cur = &rc->conn.socks[rc->conn.lead];
     struct iovec iov[2];
     size_t want;
+    uint64_t cap = stt_tcp_recv_lead_cap(rc);
 
+    if (cap == 0) {
+        *dry_p = true;
+        return READ_BLOCKED;
+    }
     iov[0].iov_base = stt_tcp_recv_dest(rc, m, poff, plen, cur->off, &want);
+    if (want > cap)
+        want = (size_t)cap;
     iov[0].iov_len = want;
     iov[1].iov_base = rc->stage;
-    iov[1].iov_len = STT_TCP_STAGE_BYTES;
-    int niov = want == plen - cur->off ? 2 : 1;
+    iov[1].iov_len = cap - want < STT_TCP_STAGE_BYTES ? (size_t)(cap - want)
+                                                      : STT_TCP_STAGE_BYTES;
+    int niov = want == plen - cur->off && iov[1].iov_len > 0 ? 2 : 1;
     rc->stage_off = 0;
     rc->stage_len = 0;
     ssize_t r = readv(cur->fd, iov, niov);
     if (r <= 0) {
-        read_result_t res = recv_classify(rc, 0, r);
+        read_result_t res = recv_classify(rc, rc->conn.lead, r);
         *dry_p = res == READ_BLOCKED;
         return res;
     }
-    *dry_p = (size_t)r < want + (niov == 2 ? STT_TCP_STAGE_BYTES : 0);
+    cur->bytes += (uint64_t)r;
+    *dry_p = (size_t)r < want + (niov == 2 ? iov[1].iov_len : 0);
     if ((size_t)r > want) {
         rc->stage_len = (uint32_t)((size_t)r - want);
         r = (ssize_t)want;
     }
     cur->off += (uint64_t)r;
+    stt_tcp_member_bytes(&rc->conn, rc->conn.lead, (uint64_t)r);
     return READ_MORE;
 }
 
-/* Socket 0: headers, and payloads (or piece 0), through the stage or straight in. */
-static void recv_sock0_pull(stt_tcp_recv_t *rc)
+/* The lead socket: headers, and payloads (or its piece), through the stage or straight in. */
+static void recv_lead_pull(stt_tcp_recv_t *rc)
 {
-    stt_tcp_cursor_t *cur = &rc->conn.socks[0];
+    stt_tcp_cursor_t *cur = &rc->conn.socks[rc->conn.lead];
     bool dry = false;        /* a read of this pass found the kernel's queue empty */
 
     while (rc->conn.head.failed == STRATA_OK) {
@@ -302,7 +319,7 @@ static void recv_sock0_pull(stt_tcp_recv_t *rc)
         }
         const stt_tcp_msg_t *m = &rc->msgs[cur->msg % STT_TCP_MSGQ];
         uint64_t poff, plen;
-        stt_tcp_recv_part(rc, m, 0, &poff, &plen);
+        stt_tcp_recv_part(rc, m, rc->conn.lead, &poff, &plen);
         if (cur->off == plen) {
             cur->msg++;
             cur->off = 0;
@@ -340,6 +357,7 @@ static void recv_sockj_pull(stt_tcp_recv_t *rc, int j)
         }
         cur->off += (uint64_t)r;
         cur->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&rc->conn, j, (uint64_t)r);
         if ((size_t)r < want)
             return;          /* the kernel had no more: the next call would be EAGAIN */
     }
@@ -357,7 +375,9 @@ static void recv_retire(stt_tcp_recv_t *rc)
             done = d;
     }
     for (; done > 0; done--) {
-        stt_tcp_rreq_t *req = &rc->reqs[rc->msgs[rc->msg_head % STT_TCP_MSGQ].slot];
+        const stt_tcp_msg_t *m = &rc->msgs[rc->msg_head % STT_TCP_MSGQ];
+        stt_tcp_rreq_t *req = &rc->reqs[m->slot];
+        stt_tcp_member_msg(&rc->conn, m->size, m->flags, m->rot, m->mask);
         req->pending--;
         if (req->pending == 0 && req->unmatched == 0)
             req->slot.state = STT_SLOT_DONE;
@@ -375,7 +395,8 @@ static void recv_retire(stt_tcp_recv_t *rc)
 static void recv_stall_check(stt_tcp_recv_t *rc)
 {
     bool stalled = rc->conn.head.failed == STRATA_OK && rc->msg_head == rc->msg_tail &&
-                   rc->conn.socks[0].msg == rc->msg_tail && rc->post_head != rc->post_tail &&
+                   rc->conn.socks[rc->conn.lead].msg == rc->msg_tail &&
+                   rc->post_head != rc->post_tail &&
                    stt_tcp_recv_staged(rc) >= STT_TCP_HDR_BYTES &&
                    !stt_tcp_recv_header_ready(rc);
 
@@ -386,7 +407,7 @@ static void recv_stall_check(stt_tcp_recv_t *rc)
     if (rc->stall_closed_ns == 0) {
         struct tcp_info ti;
         socklen_t len = sizeof(ti);
-        if (getsockopt(rc->conn.socks[0].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+        if (getsockopt(rc->conn.socks[rc->conn.lead].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
             ti.tcpi_state != TCP_ESTABLISHED)
             rc->stall_closed_ns = stu_time_ns();
         return;
@@ -404,10 +425,12 @@ strata_status_t stt_tcp_recv_progress(stt_tcp_recv_t *rc)
         return rc->conn.head.failed;
     /* A second pass only when retiring made room for a header already staged. */
     for (int pass = 0; pass < 2; pass++) {
-        recv_sock0_pull(rc);
-        for (int j = 1; j < rc->conn.nsocks; j++)
-            if ((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j))
+        recv_lead_pull(rc);
+        for (int j = 0; j < rc->conn.nsocks; j++)
+            if (j != rc->conn.lead && ((rc->conn.alive & ~rc->conn.fo.lost) & (1u << j)))
                 recv_sockj_pull(rc, j);
+        if (rc->conn.fo.state == STT_TCP_FO_LEAD && !stt_tcp_recv_lead_down(rc))
+            break;
         recv_retire(rc);
         if (!stt_tcp_recv_header_ready(rc))
             break;

@@ -5,8 +5,9 @@
  * isend encodes the message header into a preallocated request and queues
  * it; a small message usually leaves before isend returns. Each socket walks
  * the send queue with its own cursor (message, bytes done) and writes its
- * part of each message: socket 0 the header plus either the whole payload or
- * piece 0, socket j > 0 piece j of striped messages only. Socket 0 gathers
+ * part of each message: the lead socket (socket 0 until its member is lost) the
+ * header plus either the whole payload or its piece, the others their piece of
+ * striped messages or a rotated payload. The lead gathers
  * the parts of several queued messages into one sendmsg, so a small message
  * costs one system call (made by isend) and a burst of them one between
  * them. A call that takes fewer bytes than offered means the socket buffer is
@@ -54,10 +55,12 @@ static bool send_error_retry(stt_tcp_send_t *sc, int j, ssize_t r)
     return false;
 }
 
-/* Socket 0: headers and unstriped payloads (or piece 0), gathered across messages. */
-static void send_sock0_push(stt_tcp_send_t *sc)
+/* The lead socket: headers and unstriped payloads (or its piece), gathered across
+ * messages. */
+static void send_lead_push(stt_tcp_send_t *sc)
 {
-    stt_tcp_cursor_t *cur = &sc->conn.socks[0];
+    const int L = sc->conn.lead;
+    stt_tcp_cursor_t *cur = &sc->conn.socks[L];
 
     while (cur->msg != sc->tail && stt_tcp_send_lead_open(sc, cur->msg) &&
            sc->conn.head.failed == STRATA_OK) {
@@ -69,7 +72,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
                                       niov + 2 <= STT_TCP_SEND_IOV; pos++) {
             stt_tcp_sreq_t *req = send_req_at(sc, pos);
             uint64_t poff, plen;
-            send_part(sc, req, 0, &poff, &plen);
+            send_part(sc, req, L, &poff, &plen);
             if (skip < STT_TCP_HDR_BYTES) {
                 iov[niov++] = (struct iovec){req->hdr + skip, STT_TCP_HDR_BYTES - skip};
                 skip = 0;
@@ -90,7 +93,7 @@ static void send_sock0_push(stt_tcp_send_t *sc)
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
         ssize_t r = sendmsg(cur->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r <= 0) {
-            if (!send_error_retry(sc, 0, r))
+            if (!send_error_retry(sc, L, r))
                 return;
             continue;
         }
@@ -100,14 +103,20 @@ static void send_sock0_push(stt_tcp_send_t *sc)
         while (left > 0) {
             stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
             uint64_t poff, plen;
-            send_part(sc, req, 0, &poff, &plen);
+            send_part(sc, req, L, &poff, &plen);
             uint64_t part = STT_TCP_HDR_BYTES + plen - cur->off;
+            uint64_t took = left < part ? left : part;
+            uint64_t from = cur->off > STT_TCP_HDR_BYTES ? cur->off : STT_TCP_HDR_BYTES;
+            if (cur->off == 0)
+                req->hstart = cur->bytes - left;
+            if (cur->off + took > from)
+                stt_tcp_member_bytes(&sc->conn, L, cur->off + took - from);   /* payload */
             if (left < part) {
                 cur->off += left;
                 break;
             }
             left -= part;
-            req->end[0] = cur->bytes - left;
+            req->end[L] = cur->bytes - left;
             cur->msg++;
             cur->off = 0;
         }
@@ -116,15 +125,24 @@ static void send_sock0_push(stt_tcp_send_t *sc)
     }
 }
 
-/* Socket j > 0: piece j of each striped message or a rotated one, from the user buffer. */
+/*
+ * A socket other than the lead: its piece of each striped message or a rotated one,
+ * from the user buffer. On a virtual device it starts on a message only once the
+ * peer's kernel acknowledged the message's header (stt_tcp_send_hdr_acked), so a
+ * receiver that loses the lead socket holds the header of everything the other
+ * sockets carry (docs/tcp-protocol.md, "Failover").
+ */
 static void send_sockj_push(stt_tcp_send_t *sc, int j)
 {
     stt_tcp_cursor_t *cur = &sc->conn.socks[j];
+    const bool fused = stt_tcp_fused(&sc->conn);
 
     while (cur->msg != sc->tail && (sc->conn.alive & (1u << j)) &&
            sc->conn.head.failed == STRATA_OK) {
         stt_tcp_sreq_t *req = send_req_at(sc, cur->msg);
         uint64_t poff, plen;
+        if (fused && cur->off == 0 && !stt_tcp_send_hdr_acked(sc, req))
+            return;
         send_part(sc, req, j, &poff, &plen);
         if (cur->off == plen) {
             req->end[j] = cur->bytes;
@@ -142,6 +160,7 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
         }
         cur->off += (uint64_t)r;
         cur->bytes += (uint64_t)r;
+        stt_tcp_member_bytes(&sc->conn, j, (uint64_t)r);
         if ((uint64_t)r < (len > SEND_SEG_MAX ? SEND_SEG_MAX : len))
             return;          /* the socket buffer is full: the next call would be EAGAIN */
     }
@@ -166,22 +185,63 @@ static uint32_t send_retire(stt_tcp_send_t *sc)
     }
     for (; done > 0; done--, n++) {
         if (stt_tcp_fused(&sc->conn) &&
-            ((sc->conn.fo.state != STT_TCP_FO_NONE && sc->head != sc->conn.fo.end) ||
+            (sc->conn.fo.state == STT_TCP_FO_LEAD ||
+             (sc->conn.fo.state != STT_TCP_FO_NONE && sc->head != sc->conn.fo.end) ||
              !stt_tcp_send_acked(sc, sc->head)))
             break;
-        send_req_at(sc, sc->head)->slot.state = STT_SLOT_DONE;
+        stt_tcp_sreq_t *req = send_req_at(sc, sc->head);
+        req->slot.state = STT_SLOT_DONE;
+        stt_tcp_member_msg(&sc->conn, req->size, req->flags, req->rot, req->mask);
         sc->head++;
     }
     return n;
+}
+
+/*
+ * The lead socket's push: headers and its parts; while a lead failover is under way
+ * (no lead yet, or the new lead still owes its data parts of the messages before the
+ * failover's boundary) only data parts.
+ */
+static void send_lead_pass(stt_tcp_send_t *sc)
+{
+    stt_tcp_fo_t *fo = &sc->conn.fo;
+
+    if (fo->state == STT_TCP_FO_LEAD || fo->lead_data) {
+        send_sockj_push(sc, sc->conn.lead);
+        if (fo->lead_data && sc->conn.socks[sc->conn.lead].msg == fo->end)
+            fo->lead_data = false;
+        if (fo->state == STT_TCP_FO_LEAD || fo->lead_data)
+            return;
+    }
+    send_lead_push(sc);
+}
+
+void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag)
+{
+    stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = seq, .size = req->size};
+    bool several = (sc->conn.alive & (sc->conn.alive - 1u)) != 0;
+
+    if (several && req->size >= sc->stripe_min)
+        hdr.flags |= STT_TCP_HDR_STRIPED;
+    else if (several && stt_tcp_fused(&sc->conn) && req->size >= STT_TCP_ROTATE_MIN)
+        hdr.flags |= STT_TCP_HDR_ROTATED;
+    stt_tcp_hdr_encode(&hdr, req->hdr);
+    req->mask = sc->conn.alive;
+    req->rot = stt_tcp_rot(hdr.seq, req->mask);
+    req->flags = hdr.flags;
+    req->lead = sc->conn.lead;
+    req->hstart = STT_TCP_UNSENT;
+    memset(req->end, 0, sizeof(req->end));
 }
 
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
 {
     if (sc->conn.head.failed != STRATA_OK)
         return sc->conn.head.failed;
-    send_sock0_push(sc);
-    for (int j = 1; j < sc->conn.nsocks; j++)
-        send_sockj_push(sc, j);
+    send_lead_pass(sc);
+    for (int j = 0; j < sc->conn.nsocks; j++)
+        if (j != sc->conn.lead)
+            send_sockj_push(sc, j);
     uint32_t retired = send_retire(sc);
     /* A virtual device's peer may have news (a lost socket) when a pass is stuck. */
     if (stt_tcp_fused(&sc->conn) && sc->conn.head.failed == STRATA_OK &&
@@ -189,7 +249,7 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
         if (retired == 0 && sc->head != sc->tail)
             stt_tcp_send_watch(sc);
         stt_tcp_send_fo_progress(sc);
-        send_sock0_push(sc);
+        send_lead_pass(sc);
         send_retire(sc);
     }
     return sc->conn.head.failed;
@@ -212,18 +272,9 @@ strata_status_t stt_tcp_isend(stt_comm_t *comm, void *data, size_t size, int tag
         *req_p = NULL;
         return STRATA_OK;
     }
-    stt_tcp_hdr_t hdr = {.flags = 0, .tag = tag, .seq = sc->conn.seq++, .size = size};
-    bool several = (sc->conn.alive & (sc->conn.alive - 1u)) != 0;
-    if (several && size >= sc->stripe_min)
-        hdr.flags |= STT_TCP_HDR_STRIPED;
-    else if (several && stt_tcp_fused(&sc->conn) && size >= STT_TCP_ROTATE_MIN)
-        hdr.flags |= STT_TCP_HDR_ROTATED;
-    stt_tcp_hdr_encode(&hdr, req->hdr);
-    req->mask = sc->conn.alive;
-    req->rot = stt_tcp_rot(hdr.seq, req->mask);
-    req->flags = hdr.flags;
     req->size = size;
     req->data = data;
+    stt_tcp_send_layout(sc, req, sc->conn.seq++, tag);
     sc->queue[sc->tail % STT_TCP_RING] = req->slot.index;
     sc->tail++;
     /* Try at once: a small message usually leaves before isend returns. */

@@ -206,12 +206,12 @@ strata_status_t stt_tcp_ctl_decode(const uint8_t *buf, int nsocks, stt_tcp_ctl_t
         return STRATA_ERR_REMOTE;
     }
     if (c.kind == STT_TCP_DOWN_MAGIC &&
-        (c.arg == 0 || (c.arg & 1u) || (c.arg & ~all) != 0 || c.size != 0)) {
-        *why_p = "DOWN frame with a bad socket mask (socket 0 or none or out of range)";
+        (c.arg == 0 || c.arg == all || (c.arg & ~all) != 0 || c.size != 0)) {
+        *why_p = "DOWN frame with a bad socket mask (none, all, or out of range)";
         return STRATA_ERR_REMOTE;
     }
     if (c.kind == STT_TCP_REPLAY_MAGIC &&
-        (c.arg == 0 || c.arg >= nsocks || c.seq != 0 || c.size > STT_TCP_MAX_MSG_BYTES)) {
+        (c.arg >= nsocks || c.seq != 0 || c.size > STT_TCP_MAX_MSG_BYTES)) {
         *why_p = "REPLAY frame with a bad socket or size";
         return STRATA_ERR_REMOTE;
     }
@@ -239,15 +239,16 @@ strata_status_t stt_tcp_rframe_decode(const uint8_t *buf, int nsocks, stt_tcp_rf
         return STRATA_ERR_REMOTE;
     }
     if (f.type == STT_TCP_RFRAME_SUSPECT &&
-        (f.arg == 0 || (f.arg & 1u) || (f.arg & ~all) != 0 || f.pos != 0)) {
+        (f.arg == 0 || f.arg == all || (f.arg & ~all) != 0 || f.pos != 0)) {
         *why_p = "SUSPECT frame with a bad socket mask";
         return STRATA_ERR_REMOTE;
     }
-    if (f.type == STT_TCP_RFRAME_POS && (f.arg == 0 || f.arg >= nsocks)) {
-        *why_p = "POS frame with a bad socket";
+    if ((f.type == STT_TCP_RFRAME_POS || f.type == STT_TCP_RFRAME_LEAD) && f.arg >= nsocks) {
+        *why_p = "POS or LEAD frame with a bad socket";
         return STRATA_ERR_REMOTE;
     }
-    if (f.type != STT_TCP_RFRAME_SUSPECT && f.type != STT_TCP_RFRAME_POS) {
+    if (f.type != STT_TCP_RFRAME_SUSPECT && f.type != STT_TCP_RFRAME_POS &&
+        f.type != STT_TCP_RFRAME_LEAD) {
         *why_p = "receiver frame of an unknown type";
         return STRATA_ERR_REMOTE;
     }

@@ -47,8 +47,9 @@
 #include "transport/base/connect.h"
 #include "transport/base/netif.h"
 
-#define STT_TCP_PROTO_VERSION 3   /* 2: the hello carries the handle's secret; 3: failover
-                                     frames on virtual devices' connections */
+#define STT_TCP_PROTO_VERSION 4   /* 2: the hello carries the handle's secret; 3: failover
+                                     frames on virtual devices' connections; 4: the lead
+                                     socket (headers, frames) moves when its member is lost */
 #define STT_TCP_MAX_SOCKS 8              /* STRATA_SOCKET_NSOCKS upper bound */
 
 #define STT_TCP_HELLO_MAGIC 0x48525453u  /* "STRH" as bytes on the wire */
@@ -59,14 +60,16 @@
 #define STT_TCP_ACK_BYTES   16
 #define STT_TCP_HDR_BYTES   24
 /* Failover frames (docs/tcp-protocol.md, "Failover"): DOWN and REPLAY stand where a
- * header would on socket 0 (STT_TCP_HDR_BYTES each); receiver -> sender frames travel
- * the other way on socket 0 (STT_TCP_RFRAME_BYTES each). */
+ * header would on the lead socket (STT_TCP_HDR_BYTES each); receiver -> sender frames
+ * travel the other way on the receiver's lowest live socket (STT_TCP_RFRAME_BYTES each). */
 #define STT_TCP_DOWN_MAGIC   0x44525453u /* "STRD": sockets going away */
 #define STT_TCP_REPLAY_MAGIC 0x50525453u /* "STRP": the rest of a lost socket's stream */
 #define STT_TCP_RFRAME_MAGIC 0x4f525453u /* "STRO": receiver -> sender */
 #define STT_TCP_RFRAME_BYTES 16
 #define STT_TCP_RFRAME_SUSPECT 1         /* the receiver saw these sockets fail */
 #define STT_TCP_RFRAME_POS 2             /* how much of a lost socket's stream it holds */
+#define STT_TCP_RFRAME_LEAD 3            /* the lead socket's member is lost: how much of
+                                            the lead's stream the receiver holds */
 
 #define STT_TCP_HDR_STRIPED 0x1u         /* payload split across every socket */
 #define STT_TCP_HDR_ROTATED 0x2u         /* payload whole on socket seq % nsocks */
@@ -175,7 +178,8 @@ uint8_t stt_tcp_rot(uint32_t seq, uint8_t mask);
  */
 typedef struct stt_tcp_ctl {
     uint32_t kind;           /* STT_TCP_DOWN_MAGIC or STT_TCP_REPLAY_MAGIC */
-    uint8_t arg;             /* DOWN: socket mask; REPLAY: socket index */
+    uint8_t arg;             /* DOWN: socket mask (never the socket it is read on); REPLAY:
+                                socket index */
     uint32_t seq;            /* DOWN: the next message's sequence number */
     uint64_t size;           /* REPLAY: bytes that follow */
 } stt_tcp_ctl_t;
@@ -185,7 +189,7 @@ void stt_tcp_ctl_encode(const stt_tcp_ctl_t *ctl, uint8_t *buf);
 strata_status_t stt_tcp_ctl_decode(const uint8_t *buf, int nsocks, stt_tcp_ctl_t *ctl_p,
                                    const char **why_p);
 
-/* Receiver -> sender: SUSPECT (arg: socket mask) or POS (arg: socket, pos: bytes). */
+/* Receiver -> sender: SUSPECT (arg: socket mask), POS or LEAD (arg: socket, pos: bytes). */
 typedef struct stt_tcp_rframe {
     uint8_t type;
     uint8_t arg;
