@@ -3,7 +3,8 @@
 # through run-in-softroce.sh): Strata's RDMA tests and figures on rxe0/rxe1.
 #
 #   1. the ib transport's own tests, rxe0 <-> rxe1 (link-local GIDs), then on
-#      one device (rxe0 <-> rxe0, IPv4 GIDs)
+#      one device (rxe0 <-> rxe0, IPv4 GIDs); then rxe0+rxe1 fused into one
+#      virtual NIC, with each member's link taken down mid-stream
 #   2. the transport conformance suite (every registered transport, ib first)
 #   3. the functional plugin tests with STRATA_TRANSPORT=ib on rxe0, the
 #      collective library's tests (allreduce matrix, the other collectives) and
@@ -53,6 +54,31 @@ group "ib transport tests, rxe0 <-> rxe1" \
     env STRATA_TRANSPORT=ib STS_SHOW="^ *(matrix|connector's|listener's)" tests/run.sh $ib_tests
 group "ib transport tests, one device (rxe0 <-> rxe0)" \
     env STRATA_TRANSPORT=ib STRATA_TEST_IB_PEER_DEV=0 tests/run.sh $ib_tests
+# Virtual NICs over ib: rxe0 and rxe1 fused at both ends of every connection
+# (member r talks to member r: rxe0 <-> rxe0 over veth0's address, rxe1 <-> rxe1
+# over veth1's), streams checked byte by byte, then each member's netdev taken
+# down mid-stream (test_ib_vnic's failover cases: nothing lost, both ends fail over
+# once, then it comes back) and both (both ends fail within the bound). The side
+# channel goes over lo so that it shares no link with a member, and the RC timeout
+# is short (STRATA_IB_TIMEOUT=14: 67 ms x 4 tries) so that a lost link shows in
+# about a quarter second; from the ASan+UBSan build too when there is one. Then the
+# same fusion through the plugin's NCCL API
+# (STRATA_NET_FUSE=all: one device, rxe0+rxe1), strata-netperf checking the data.
+vnic() {
+    env STRATA_TRANSPORT=ib STRATA_SOCKET_IFNAME=lo STRATA_IB_TIMEOUT=14 STRATA_IB_RETRY_CNT=3 \
+        STRATA_TEST_IB_LINK_DOWN=veth0,veth1 STS_SHOW='lost mid-stream|both members lost' \
+        tests/run.sh $(bins "$TESTS"/transport/test_ib_vnic "$BUILD"/san/tests/transport/test_ib_vnic) \
+        || return 1
+    STRATA_TRANSPORT=ib STRATA_NET_FUSE=all timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 4M \
+        -f 8 -n 20 -w 2 -T 120 >"$LOG/vnic" 2>&1
+    local rc=$?
+    sed 's/^/   /' "$LOG/vnic"
+    [ $rc = 0 ] && grep -q '^# device *: 0 of 1, "rxe0+rxe1"' "$LOG/vnic" &&
+        awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ /{ if ($6 != 0) bad = 1; n++ } END { exit bad || n == 0 }' \
+            "$LOG/vnic"
+}
+group "ib virtual NIC rxe0+rxe1: striping, a member lost mid-stream, through the plugin" vnic
+
 # The ucx transport runs here over UCX's tcp transport, as on the host: left to
 # itself UCX also drives rxe through its own ud/rc transports, and UCX 1.13.1 dies
 # on an assertion there under TCG (ucp_request.c:684, "got REQ message", while it

@@ -46,7 +46,7 @@ static void fuzz_fill_then_check(fuzz_in_t *in)
     void *data[STT_MAX_RECVS];
     size_t sizes[STT_MAX_RECVS];
     int tags[STT_MAX_RECVS];
-    uint32_t rkeys[STT_MAX_RECVS];
+    uint32_t rkeys[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
     uint32_t seq = fuzz_u32(in);
     int n = 1 + fuzz_u8(in) % STT_MAX_RECVS, got = 0;
     const char *why = NULL;
@@ -56,9 +56,14 @@ static void fuzz_fill_then_check(fuzz_in_t *in)
         data[i] = (void *)((uintptr_t)0x1000 + (fuzz_u32(in) & 0xfffff000u));
         sizes[i] = fuzz_u32(in);
         tags[i] = (int)fuzz_u32(in);
-        rkeys[i] = fuzz_u32(in);
+        for (int j = 0; j < STT_IB_MAX_MEMBERS; j++)
+            rkeys[i][j] = fuzz_u32(in);
     }
-    stt_ib_fifo_fill(&slot, seq, n, data, sizes, tags, rkeys);
+    int nmembers = 1 + fuzz_u8(in) % STT_IB_MAX_MEMBERS;
+    stt_ib_fifo_fill(&slot, seq, n, data, sizes, tags,
+                     (const uint32_t(*)[STT_IB_MAX_MEMBERS])rkeys, nmembers);
+    FUZZ_CHECK(slot.e[0].rkey == rkeys[0][0] && slot.xkeys[n - 1][nmembers - 1] ==
+               rkeys[n - 1][nmembers - 1]);
     FUZZ_CHECK(stt_ib_fifo_check(&slot, seq, &got, &why) == STRATA_OK && got == n);
     FUZZ_CHECK(stt_ib_fifo_check(&slot, seq + 1, &got, &why) == STRATA_INPROGRESS);
 }

@@ -29,7 +29,10 @@ static void fuzz_meta(fuzz_in_t *in)
     FUZZ_CHECK(m.kind == kind);
     if (kind != STT_IB_META_READY) {
         FUZZ_CHECK(m.nqps >= 1 && m.nqps <= STT_IB_MAX_QPS);
-        FUZZ_CHECK(m.mtu >= 1 && m.mtu <= 5 && m.addr != 0);
+        FUZZ_CHECK(m.nmembers >= 1 && m.nmembers <= STT_IB_MAX_MEMBERS && m.addr != 0);
+        FUZZ_CHECK(m.nqps % m.nmembers == 0);
+        for (int j = 0; j < m.nmembers; j++)
+            FUZZ_CHECK(m.m[j].mtu >= 1 && m.m[j].mtu <= 5);
         for (int i = 0; i < m.nqps; i++)
             FUZZ_CHECK(m.qpn[i] >= 1 && m.qpn[i] <= 0xffffffu);
     }

@@ -73,18 +73,19 @@ static void seeds_ib(void)
     uint8_t b[STT_IB_META_BYTES];
     stt_ib_meta_t m = {.kind = STT_IB_META_HELLO,
                        .nqps = 2,
-                       .mtu = 5,
-                       .port = 1,
+                       .nmembers = 2,
                        .byte_order = STT_IB_BYTE_ORDER,
                        .listener_id = 9,
                        .conn_id = 10,
                        .addr = 0x7f0000001000ull,
-                       .rkey = 0x1234,
-                       .qpn = {0x11, 0x12}};
+                       .qpn = {0x11, 0x12},
+                       .m = {{.mtu = 5, .port = 1, .rkey = 0x1234},
+                             {.mtu = 3, .port = 2, .rkey = 0x5678}}};
     stt_ib_meta_encode(&m, b);
     seed("ib_wire", "hello", "\x01\x00", 2, b, sizeof(b));
     m.kind = STT_IB_META_REPLY;
-    m.has_alt = 1;
+    m.m[0].has_alt = 1;
+    m.m[1].has_alt = 1;
     m.gid_choice = STT_IB_GID_ALT;
     stt_ib_meta_encode(&m, b);
     seed("ib_wire", "reply", "\x01\x01", 2, b, sizeof(b));
@@ -96,9 +97,10 @@ static void seeds_ib(void)
     void *data[2] = {(void *)0x10000, (void *)0x20000};
     size_t sizes[2] = {4096, 8192};
     int tags[2] = {1, 2};
-    uint32_t rkeys[2] = {5, 6}, seq = 77;
+    uint32_t rkeys[2][STT_IB_MAX_MEMBERS] = {{5, 15}, {6, 16}}, seq = 77;
     memset(&slot, 0, sizeof(slot));
-    stt_ib_fifo_fill(&slot, seq, 2, data, sizes, tags, rkeys);
+    stt_ib_fifo_fill(&slot, seq, 2, data, sizes, tags, (const uint32_t(*)[STT_IB_MAX_MEMBERS])rkeys,
+                     2);
     uint8_t fb[4 + sizeof(slot)];
     memcpy(fb, &seq, 4);
     memcpy(fb + 4, &slot, sizeof(slot));

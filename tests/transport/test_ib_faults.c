@@ -309,7 +309,8 @@ static void test_listener_junk(void **state)
             memset(&m, 0, sizeof(m));
             m.kind = STT_IB_META_HELLO;
             m.nqps = 1;
-            m.mtu = 3;
+            m.nmembers = 1;
+            m.m[0].mtu = 3;
             m.addr = 4096;
             m.qpn[0] = 5;
             m.listener_id = h->listener_id + 1;         /* not this listener */

@@ -23,13 +23,13 @@ static void test_fifo_fill_check(void **state)
     void *data[3] = {a[0], a[1], NULL};
     size_t sizes[3] = {16, 8, 0};
     int tags[3] = {7, -1, 3};
-    uint32_t rkeys[3] = {0x11, 0x22, 0};
+    uint32_t rkeys[3][STT_IB_MAX_MEMBERS] = {{0x11}, {0x22}, {0}};
     int n = 0;
     const char *why = NULL;
 
     memset(&slot, 0, sizeof(slot));
     assert_int_equal(stt_ib_fifo_check(&slot, 0, &n, &why), STRATA_INPROGRESS);  /* zeroed */
-    stt_ib_fifo_fill(&slot, 41, 3, data, sizes, tags, rkeys);
+    stt_ib_fifo_fill(&slot, 41, 3, data, sizes, tags, rkeys, 1);
     assert_int_equal(slot.e[0].seq, 42);
     assert_int_equal(slot.e[1].tag, -1);
     assert_int_equal(slot.e[2].index, 2);
@@ -52,11 +52,11 @@ static void test_fifo_reject(void **state)
     void *data[2] = {a, a};
     size_t sizes[2] = {8, 8};
     int tags[2] = {0, 1};
-    uint32_t rkeys[2] = {1, 1};
+    uint32_t rkeys[2][STT_IB_MAX_MEMBERS] = {{1}, {1}};
     int n;
     const char *why;
 
-    stt_ib_fifo_fill(&slot, 0, 2, data, sizes, tags, rkeys);
+    stt_ib_fifo_fill(&slot, 0, 2, data, sizes, tags, rkeys, 1);
     bad = slot;
     bad.e[0].n = 0;
     assert_int_equal(stt_ib_fifo_check(&bad, 0, &n, &why), STRATA_ERR_REMOTE);
@@ -105,20 +105,21 @@ static stt_ib_meta_t meta_sample(void)
     memset(&m, 0, sizeof(m));
     m.kind = STT_IB_META_HELLO;
     m.nqps = 4;
-    m.link_layer = 2;
-    m.mtu = 3;
-    m.port = 1;
-    m.has_alt = 1;
+    m.nmembers = 1;
+    m.m[0].link_layer = 2;
+    m.m[0].mtu = 3;
+    m.m[0].port = 1;
+    m.m[0].has_alt = 1;
     m.tc = 106;
-    m.lid = 0x1234;
+    m.m[0].lid = 0x1234;
     m.listener_id = 0x0102030405060708ull;
     m.conn_id = 0xfffefdfcfbfaf9f8ull;
     for (int i = 0; i < 16; i++) {
-        m.gid[i] = (uint8_t)i;
-        m.alt_gid[i] = (uint8_t)(0xf0 + i);
+        m.m[0].gid[i] = (uint8_t)i;
+        m.m[0].alt_gid[i] = (uint8_t)(0xf0 + i);
     }
     m.addr = 0x7fff00001000ull;
-    m.rkey = 0xdeadbeef;
+    m.m[0].rkey = 0xdeadbeef;
     for (int i = 0; i < 4; i++)
         m.qpn[i] = 0x100 + (uint32_t)i;
     for (int i = 0; i < STT_HANDLE_SECRET_BYTES; i++)
@@ -137,13 +138,16 @@ static void test_meta_roundtrip(void **state)
     assert_int_equal(buf[3], 'B');
     assert_int_equal(stt_ib_meta_decode(buf, STT_IB_META_HELLO, &out, &why), STRATA_OK);
     assert_int_equal(out.nqps, 4);
-    assert_int_equal(out.lid, 0x1234);
+    assert_int_equal(out.nmembers, 1);
+    assert_int_equal(out.m[0].lid, 0x1234);
     assert_int_equal(out.listener_id, in.listener_id);
     assert_int_equal(out.conn_id, in.conn_id);
-    assert_memory_equal(out.gid, in.gid, 16);
-    assert_memory_equal(out.alt_gid, in.alt_gid, 16);
+    assert_memory_equal(out.m[0].gid, in.m[0].gid, 16);
+    assert_memory_equal(out.m[0].alt_gid, in.m[0].alt_gid, 16);
     assert_int_equal(out.addr, in.addr);
-    assert_int_equal(out.rkey, in.rkey);
+    assert_int_equal(out.m[0].rkey, in.m[0].rkey);
+    assert_int_equal(buf[8], 2);                    /* member 0 at version 3's offsets */
+    assert_int_equal(buf[132], 1);                  /* the member count */
     assert_int_equal(out.qpn[3], 0x103);
     assert_memory_equal(out.secret, in.secret, STT_HANDLE_SECRET_BYTES);
     assert_memory_equal(buf + 116, in.secret, STT_HANDLE_SECRET_BYTES);   /* its offset */
@@ -185,7 +189,10 @@ static void test_meta_reject(void **state)
     meta_expect_bad(m, 9, 0);                        /* MTU code */
     meta_expect_bad(m, 9, 6);
     meta_expect_bad(m, 11, 2);                       /* has_alt flag */
-    m.has_alt = 0;
+    meta_expect_bad(m, 132, 0);                      /* member count */
+    meta_expect_bad(m, 132, STT_IB_MAX_MEMBERS + 1);
+    meta_expect_bad(m, 132, 3);                      /* 4 QPs over 3 members */
+    m.m[0].has_alt = 0;
     m.gid_choice = STT_IB_GID_ALT;                   /* alt chosen but none sent */
     meta_expect_bad(m, -1, 0);
     m = meta_sample();
@@ -203,7 +210,7 @@ static void test_meta_reject(void **state)
 static void test_rtr_attr(void **state)
 {
     stt_ib_dev_t d;
-    stt_ib_meta_t remote;
+    stt_ib_meta_port_t remote;
     struct ibv_qp_attr a;
     uint8_t dgid[16];
 

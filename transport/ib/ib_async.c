@@ -16,10 +16,27 @@
 #include "transport/ib/ib_internal.h"
 #include "util/log.h"
 
-static void async_mark(stt_ib_conn_t *conn, enum ibv_event_type type)
+/*
+ * A comm on one port fails; a virtual device's comm loses the member the QP or
+ * CQ belongs to (its failover takes over, ib_failover.c).
+ */
+static void async_mark(stt_ib_conn_t *conn, enum ibv_event_type type, const struct ibv_qp *qp,
+                       const struct ibv_cq *cq)
 {
-    if (conn != NULL)
-        __atomic_store_n(&conn->async_err, (int)type + 1, __ATOMIC_RELEASE);
+    if (conn == NULL)
+        return;
+    if (stt_ib_conn_vnic(conn)) {
+        for (int q = 0; q < conn->nqps; q++)
+            if (qp != NULL && conn->qps[q].qp == qp)
+                __atomic_or_fetch(&conn->async_lost, 1 << conn->qps[q].member, __ATOMIC_RELEASE);
+        for (int j = 0; j < conn->nmembers; j++)
+            if (cq != NULL && conn->m[j].cq == cq)
+                __atomic_or_fetch(&conn->async_lost, 1 << j, __ATOMIC_RELEASE);
+        if (qp != NULL && conn->flush_qp.qp == qp)
+            __atomic_or_fetch(&conn->async_lost, 1 << conn->flush_qp.member, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&conn->async_err, (int)type + 1, __ATOMIC_RELEASE);
 }
 
 static void async_handle(stt_ib_ctx_t *ctx, struct ibv_async_event *ev)
@@ -33,12 +50,12 @@ static void async_handle(stt_ib_ctx_t *ctx, struct ibv_async_event *ev)
     case IBV_EVENT_PATH_MIG_ERR:
         STU_WARN("ib: %s: async event '%s' on QP 0x%x; its comm fails", ctx->name, what,
                  ev->element.qp->qp_num);
-        async_mark(ev->element.qp->qp_context, ev->event_type);
+        async_mark(ev->element.qp->qp_context, ev->event_type, ev->element.qp, NULL);
         break;
     case IBV_EVENT_CQ_ERR:
         STU_WARN("ib: %s: async event '%s' (CQ overrun or error); its comm fails", ctx->name,
                  what);
-        async_mark(ev->element.cq->cq_context, ev->event_type);
+        async_mark(ev->element.cq->cq_context, ev->event_type, NULL, ev->element.cq);
         break;
     case IBV_EVENT_DEVICE_FATAL:
         STU_WARN("ib: %s: async event '%s': every comm on this device fails", ctx->name, what);

@@ -47,14 +47,16 @@ void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
 
     if (conn->head.failed != STRATA_OK)
         return;                      /* the WRs flushed after the first error */
-    stt_ib_gid_format(conn->local_gid, l, sizeof(l));
-    stt_ib_gid_format(conn->remote_gid, r, sizeof(r));
+    int q = (int)((wc->wr_id >> 8) & 0xff);
+    const stt_ib_member_t *m = &conn->m[q < conn->nqps ? conn->qps[q].member : 0];
+    stt_ib_gid_format(m->local_gid, l, sizeof(l));
+    stt_ib_gid_format(m->remote_gid, r, sizeof(r));
     stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "work completion error '%s' (status %d, vendor"
                   " error 0x%x) on a %s work request, opcode %d, %u bytes, QP 0x%x,"
-                  " local GID %s, remote GID %s", stt_ib_verbs.wc_status_str(wc->status),
+                  " local GID %s, remote GID %s on %s:%d", stt_ib_verbs.wc_status_str(wc->status),
                   (int)wc->status, wc->vendor_err,
                   kind < (int)(sizeof(kinds) / sizeof(kinds[0])) ? kinds[kind] : "?",
-                  (int)wc->opcode, wc->byte_len, wc->qp_num, l, r);
+                  (int)wc->opcode, wc->byte_len, wc->qp_num, l, r, m->ctx->name, m->dev->port);
 }
 
 bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
@@ -64,9 +66,12 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
     if (STU_UNLIKELY(async != 0))
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "async event '%s' on one of its QPs or"
                       " its CQ", stt_ib_verbs.event_type_str((enum ibv_event_type)(async - 1)));
-    if (STU_UNLIKELY(__atomic_load_n(&conn->ctx->fatal, __ATOMIC_ACQUIRE) != conn->dev_fatal))
-        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "device %s reported a fatal error",
-                      conn->ctx->name);
+    /* A virtual device's member losses are its failover's (ib_failover.c). */
+    for (int j = 0; j < conn->nmembers && !stt_ib_conn_vnic(conn); j++)
+        if (STU_UNLIKELY(__atomic_load_n(&conn->m[j].ctx->fatal, __ATOMIC_ACQUIRE) !=
+                         conn->m[j].dev_fatal))
+            stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "device %s reported a fatal error",
+                          conn->m[j].ctx->name);
     if (conn->eof_ns != 0 || !pending)
         return conn->eof_ns != 0;
     uint64_t now = stu_time_ns();
@@ -75,7 +80,9 @@ bool stt_ib_conn_watch(stt_ib_conn_t *conn, bool pending)
     conn->eof_check_ns = now;
     int err;
     stt_sock_peek_t peek = stt_sock_peek(conn->fd, &err);
-    if (peek == STT_SOCK_BYTES) {
+    if (peek == STT_SOCK_BYTES && stt_ib_conn_vnic(conn)) {
+        conn->fo_check_ns = 0;           /* failover frames: read at once (ib_failover.c) */
+    } else if (peek == STT_SOCK_BYTES) {
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "unexpected bytes on the side channel");
     } else if (peek != STT_SOCK_QUIET) {
         STU_INFO(STU_LOG_NET, "ib: side channel to %s %s", conn->head.peer,
@@ -97,12 +104,15 @@ static strata_status_t conn_ctl_create(stt_ib_conn_t *conn)
         return STRATA_ERR_NO_MEMORY;
     }
     memset(conn->ctl, 0, conn->ctl_bytes);
-    conn->ctl_mr = stt_ib_verbs.reg_mr(conn->ctx->pd, conn->ctl, conn->ctl_bytes,
-                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    if (conn->ctl_mr == NULL) {
-        STU_WARN("ib: %s: registering a control block (%zu bytes): %s", conn->ctx->name,
-                 conn->ctl_bytes, strerror(errno));
-        return STRATA_ERR_IO;
+    for (int j = 0; j < conn->nmembers; j++) {
+        stt_ib_member_t *m = &conn->m[j];
+        m->ctl_mr = stt_ib_verbs.reg_mr(m->ctx->pd, conn->ctl, conn->ctl_bytes,
+                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        if (m->ctl_mr == NULL) {
+            STU_WARN("ib: %s: registering a control block (%zu bytes): %s", m->ctx->name,
+                     conn->ctl_bytes, strerror(errno));
+            return STRATA_ERR_IO;
+        }
     }
     return STRATA_OK;
 }
@@ -118,11 +128,14 @@ static void conn_kind_setup(stt_ib_conn_t *conn)
         stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_IB_SEND_RING,
                        &conn->head.base);
         int64_t ar = stu_param_int(STU_PARAM_IB_ADAPTIVE_ROUTING);
-        sc->ar = ar < 0 ? conn->dev->link_layer == IBV_LINK_LAYER_INFINIBAND : ar > 0;
+        sc->ar = ar < 0 ? conn->m[0].dev->link_layer == IBV_LINK_LAYER_INFINIBAND : ar > 0;
         int64_t v = stu_param_int(STU_PARAM_IB_AR_THRESHOLD);
         sc->ar_threshold = v < 0 ? 0 : (uint64_t)v;
         v = stu_param_int(STU_PARAM_IB_SPLIT_MIN);
         sc->split_min = v < 0 ? 0 : (uint64_t)v;
+        sc->imm_size_max = stt_ib_conn_vnic(conn) ? STT_IB_IMM_SIZE_MAX_VNIC : STT_IB_IMM_SIZE_MAX;
+        for (int s = 0; s < STT_IB_FIFO_DEPTH; s++)
+            sc->hist_seq[s] = (uint32_t)s - STT_IB_FIFO_DEPTH;   /* no receive matched yet */
     } else {
         stt_ib_recv_t *rc = (stt_ib_recv_t *)conn;
         rc->cts = ctl->slots;
@@ -171,10 +184,17 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
     }
     stt_conn_init(&conn->head, &stt_ib_ops, dev, send, peer);
     conn->dev = d;
-    conn->ctx = d->ctx;
+    conn->nmembers = d->nmembers;
     conn->nqps = nqps;
     conn->fd = fd;
-    conn->dev_fatal = __atomic_load_n(&d->ctx->fatal, __ATOMIC_ACQUIRE);
+    for (int j = 0; j < d->nmembers; j++) {
+        conn->m[j].dev = d->member[j];
+        conn->m[j].ctx = d->member[j]->ctx;
+        conn->m[j].dev_fatal = __atomic_load_n(&d->member[j]->ctx->fatal, __ATOMIC_ACQUIRE);
+    }
+    for (int i = 0; i < nqps; i++)
+        conn->qps[i].member = i % d->nmembers;
+    conn->live = (uint8_t)((1u << nqps) - 1);
     int64_t sl = stu_param_int(STU_PARAM_IB_SL);
     conn->sl = (uint8_t)(sl < 0 || sl > 15 ? 0 : sl);
 
@@ -182,15 +202,19 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
     if (status != STRATA_OK)
         goto err_destroy;
     bool flush = !send && stt_ib_flush_wanted(d);
-    int cqe = nqps * (int)(sq + rq) + (flush ? STT_IB_FIFO_DEPTH : 0) + 16;
-    if (cqe > d->ctx->attr.max_cqe)
-        cqe = d->ctx->attr.max_cqe;
-    conn->cq = stt_ib_verbs.create_cq(d->ctx->vctx, cqe, conn, NULL, 0);
-    if (conn->cq == NULL) {
-        STU_WARN("ib: %s: ibv_create_cq(%d entries) for %s: %s", d->ctx->name, cqe, peer,
-                 strerror(errno));
-        status = STRATA_ERR_NO_RESOURCE;
-        goto err_destroy;
+    for (int j = 0; j < conn->nmembers; j++) {
+        stt_ib_member_t *m = &conn->m[j];
+        int mqps = nqps / conn->nmembers;
+        int cqe = mqps * (int)(sq + rq) + (flush && j == 0 ? STT_IB_FIFO_DEPTH : 0) + 16;
+        if (cqe > m->ctx->attr.max_cqe)
+            cqe = m->ctx->attr.max_cqe;
+        m->cq = stt_ib_verbs.create_cq(m->ctx->vctx, cqe, conn, NULL, 0);
+        if (m->cq == NULL) {
+            STU_WARN("ib: %s: ibv_create_cq(%d entries) for %s: %s", m->ctx->name, cqe, peer,
+                     strerror(errno));
+            status = STRATA_ERR_NO_RESOURCE;
+            goto err_destroy;
+        }
     }
     for (int i = 0; i < nqps; i++) {
         status = stt_ib_qp_create(conn, &conn->qps[i], sq, rq);
@@ -207,8 +231,8 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
             goto err_destroy;
     }
     /* Failures name the device, the port and the first QP after the peer. */
-    snprintf(conn->head.where, sizeof(conn->head.where), " on %s:%d (QP 0x%x)", d->ctx->name,
-             d->port, conn->qps[0].qp->qp_num);
+    snprintf(conn->head.where, sizeof(conn->head.where), " on %s%s%d (QP 0x%x)", d->props.name,
+             d->nmembers > 1 ? ", first port " : ":", d->port, conn->qps[0].qp->qp_num);
     conn_kind_setup(conn);
     if (!send) {
         status = conn_recvs_post(conn);
@@ -244,11 +268,14 @@ void stt_ib_conn_quiesce(stt_ib_conn_t *conn)
 void stt_ib_conn_destroy(stt_ib_conn_t *conn)
 {
     stt_ib_conn_quiesce(conn);
-    int rc = conn->cq != NULL ? stt_ib_verbs.destroy_cq(conn->cq) : 0;
-    if (rc != 0)
-        STU_WARN("ib: ibv_destroy_cq: %s", strerror(rc));
-    if (conn->ctl_mr != NULL)
-        stt_ib_verbs.dereg_mr(conn->ctl_mr);
+    for (int j = 0; j < conn->nmembers; j++) {
+        stt_ib_member_t *m = &conn->m[j];
+        int rc = m->cq != NULL ? stt_ib_verbs.destroy_cq(m->cq) : 0;
+        if (rc != 0)
+            STU_WARN("ib: %s: ibv_destroy_cq: %s", m->ctx->name, strerror(rc));
+        if (m->ctl_mr != NULL)
+            stt_ib_verbs.dereg_mr(m->ctl_mr);
+    }
     free(conn->ctl);
     if (conn->fd >= 0)
         close(conn->fd);
@@ -258,26 +285,30 @@ void stt_ib_conn_destroy(stt_ib_conn_t *conn)
 void stt_ib_conn_meta(const stt_ib_conn_t *conn, int kind, uint64_t listener_id,
                       uint64_t conn_id, stt_ib_meta_t *meta)
 {
-    const stt_ib_dev_t *d = conn->dev;
     ctl_block_t *ctl = conn->ctl;
 
     memset(meta, 0, sizeof(*meta));
     meta->kind = (uint8_t)kind;
     meta->nqps = (uint8_t)conn->nqps;
-    meta->link_layer = d->link_layer;
-    meta->mtu = (uint8_t)d->mtu;
-    meta->port = (uint8_t)d->port;
-    meta->has_alt = d->has_alt;
+    meta->nmembers = (uint8_t)conn->nmembers;
     meta->tc = conn->tc;
-    meta->lid = d->lid;
     meta->listener_id = listener_id;
     meta->conn_id = conn_id;
-    memcpy(meta->gid, d->gid, 16);
-    if (d->has_alt)
-        memcpy(meta->alt_gid, d->alt_gid, 16);
+    for (int j = 0; j < conn->nmembers; j++) {
+        const stt_ib_dev_t *d = conn->m[j].dev;
+        stt_ib_meta_port_t *p = &meta->m[j];
+        p->link_layer = d->link_layer;
+        p->mtu = (uint8_t)d->mtu;
+        p->port = (uint8_t)d->port;
+        p->has_alt = d->has_alt;
+        p->lid = d->lid;
+        memcpy(p->gid, d->gid, 16);
+        if (d->has_alt)
+            memcpy(p->alt_gid, d->alt_gid, 16);
+        p->rkey = conn->m[j].ctl_mr->rkey;
+    }
     meta->addr = conn->head.send ? (uint64_t)(uintptr_t)ctl->slots
                                  : (uint64_t)(uintptr_t)ctl->sizes;
-    meta->rkey = conn->ctl_mr->rkey;
     for (int i = 0; i < conn->nqps; i++)
         meta->qpn[i] = conn->qps[i].qp->qp_num;
 }
@@ -293,8 +324,8 @@ void stt_ib_close_send(stt_comm_t *comm)
         return;
     stt_ib_conn_quiesce(&sc->conn);      /* no DMA from a registration released below */
     for (int i = 0; i < STT_IB_SEND_RING; i++)
-        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].fly != NULL)
-            stt_ib_mr_fly_release(sc->conn.ctx, sc->reqs[i].fly);
+        if (sc->reqs[i].slot.state != STT_SLOT_FREE)
+            stt_ib_mr_fly_drop(&sc->conn, sc->reqs[i].fly);
     stt_ib_conn_destroy(&sc->conn);
 }
 
@@ -304,8 +335,7 @@ static void conn_rreq_unfly(stt_ib_conn_t *conn, stt_ib_rreq_t *req)
     if (req->slot.state == STT_SLOT_FREE)
         return;
     for (int i = 0; i < req->slot.n; i++)
-        if (req->fly[i] != NULL)
-            stt_ib_mr_fly_release(conn->ctx, req->fly[i]);
+        stt_ib_mr_fly_drop(conn, req->fly[i]);
 }
 
 void stt_ib_close_recv(stt_comm_t *comm)
@@ -393,6 +423,10 @@ static strata_status_t connect_made(ib_connect_t *cs, const stt_ib_handle_t *h)
     int64_t tc = stu_param_int(STU_PARAM_IB_TC);
 
     nqps = nqps < 1 ? 1 : nqps > STT_IB_MAX_QPS ? STT_IB_MAX_QPS : nqps;
+    /* A virtual device: the same number of QPs on each member, at least one. */
+    int k = stt_ib_device_at(cs->dev)->nmembers;
+    int64_t per = nqps / k < 1 ? 1 : nqps / k;
+    nqps = per * k;
     status = stt_ib_conn_create(true, cs->dev, (int)nqps, cs->fd, cs->head.peer, &cs->conn);
     cs->fd = -1;                                 /* the comm owns it, even on failure */
     if (status != STRATA_OK)

@@ -20,9 +20,17 @@
 #include "util/name_filter.h"
 #include "util/param.h"
 
-/* Guarded by the devref's lock (devs, below): written by open and close only. */
+/*
+ * Guarded by the devref's lock (devs, below): written by open and close, and
+ * make_vdev appends. port_table holds every kept port; dev_table the devices
+ * callers see: ports, and virtual devices fusing some (ib_vdev.c), whose
+ * member pointers lead back into port_table.
+ */
+static int port_count;
+static stt_ib_dev_t port_table[STT_IB_MAX_DEVS];
 static int dev_count;
-static stt_ib_dev_t dev_table[STT_IB_MAX_DEVS];
+static int dev_nphys;            /* devices discovery made; virtual ones follow */
+static stt_ib_dev_t dev_table[STT_IB_MAX_DEVS + STT_IB_MAX_VDEVS];
 static int ctx_count;
 static stt_ib_ctx_t *ctx_table[STT_IB_MAX_DEVS];
 static stt_ib_gid_owner_t local_gids[64];
@@ -219,7 +227,7 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
 {
     const char *name = stt_ib_verbs.get_device_name(vdev);
     stt_ib_ctx_t *ctx;
-    int first = dev_count;
+    int first = port_count;
 
     /* A keep-list that names no port of this device: nothing to open. */
     if (!filter->exclude && !stu_name_filter_match(filter, name, -1))
@@ -259,15 +267,19 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
         }
         if (!stu_name_filter_match(filter, name, port))
             continue;
-        if (dev_count == STT_IB_MAX_DEVS) {
+        if (port_count == STT_IB_MAX_DEVS) {
             STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: more than %d ports, %s:%d skipped",
                      STT_IB_MAX_DEVS, name, port);
             continue;
         }
-        stt_ib_dev_t *d = &dev_table[dev_count++];
+        stt_ib_dev_t *d = &port_table[port_count++];
         memset(d, 0, sizeof(*d));
         d->ctx = ctx;
         d->port = port;
+        d->nmembers = 1;
+        d->member[0] = d;
+        int entry = stu_name_filter_find(filter, name, port);
+        d->plane = entry >= 0 ? filter->entries[entry].plane : -1;
         d->link_layer = ll;
         d->mtu = pa.active_mtu;
         d->lid = pa.lid;
@@ -275,7 +287,7 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
         dev_gid_choose(d, pref, &pa);
         dev_props_fill(d, &pa, peermem);
     }
-    if (dev_count == first)
+    if (port_count == first)
         goto err_close;
     ctx->pd = stt_ib_verbs.alloc_pd(ctx->vctx);
     if (ctx->pd == NULL) {
@@ -286,14 +298,14 @@ static void dev_scan_one(struct ibv_device *vdev, const stu_name_filter_t *filte
     stt_ib_mr_cache_init(ctx);
     if (stt_ib_async_start(ctx) != STRATA_OK)
         goto err_drop;
-    for (int i = first; i < dev_count; i++)
+    for (int i = first; i < port_count; i++)
         if (ctx->dmabuf)
-            dev_table[i].props.ptr_support |= STT_PTR_DMABUF;
+            port_table[i].props.ptr_support |= STT_PTR_DMABUF;
     ctx_table[ctx_count++] = ctx;
     return;
 
 err_drop:
-    dev_count = first;
+    port_count = first;
 err_close:
     ctx_close(ctx);
 }
@@ -311,6 +323,7 @@ static strata_status_t dev_discover(void)
     if (stt_ib_gid_pref_parse(stu_param_str(STU_PARAM_IB_ADDR_FAMILY),
                               stu_param_str(STU_PARAM_IB_ADDR_RANGE), &pref) != STRATA_OK)
         return STRATA_ERR_INVALID;
+    port_count = 0;
     dev_count = 0;
     ctx_count = 0;
     list = stt_ib_verbs.get_device_list(&n);
@@ -326,13 +339,16 @@ static strata_status_t dev_discover(void)
     for (int i = 0; i < n; i++)
         dev_scan_one(list[i], &filter, &pref, peermem);
     stt_ib_verbs.free_device_list(list);
-    if (dev_count > 0 && oob_pick() != STRATA_OK) {
+    if (port_count > 0 && oob_pick() != STRATA_OK) {
         for (int i = 0; i < ctx_count; i++)
             ctx_close(ctx_table[i]);
-        dev_count = 0;
+        port_count = 0;
         ctx_count = 0;
         return STRATA_ERR_NOT_FOUND;
     }
+    for (int i = 0; i < port_count; i++)
+        dev_table[i] = port_table[i];     /* member[0] still points into port_table */
+    dev_count = port_count;
     if (dev_count == 0)
         STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: no ACTIVE port passes STRATA_IB_HCA='%s'",
                  stu_param_str(STU_PARAM_IB_HCA));
@@ -367,6 +383,8 @@ static strata_status_t dev_open(int *count_p)
     if (status != STRATA_OK)
         return status;
     dev_params_check();
+    stt_ib_vdev_force(dev_table, &dev_count);
+    dev_nphys = dev_count;
     *count_p = dev_count;
     return STRATA_OK;
 }
@@ -377,42 +395,44 @@ static void dev_close(void)
     for (int i = 0; i < ctx_count; i++)
         ctx_close(ctx_table[i]);
     ctx_count = 0;
+    port_count = 0;
     dev_count = 0;
+    dev_nphys = 0;
 }
 
-static stt_devref_t devs = STT_DEVREF_INIT("ib", dev_open, dev_close);
+static stt_devref_t devs_ref = STT_DEVREF_INIT("ib", dev_open, dev_close);
 
 strata_status_t stt_ib_init(void)
 {
     /* Callers that skip the probe (tests, tools) get its answer too. */
     if (stt_ib_verbs_load(NULL) != STRATA_OK)
         return STRATA_ERR_UNSUPPORTED;
-    return stt_devref_init(&devs);
+    return stt_devref_init(&devs_ref);
 }
 
 void stt_ib_fini(void)
 {
-    stt_devref_fini(&devs);
+    stt_devref_fini(&devs_ref);
 }
 
 strata_status_t stt_ib_devices(int *ndev_p)
 {
-    return stt_devref_count(&devs, ndev_p);
+    return stt_devref_count(&devs_ref, ndev_p);
 }
 
 stt_ib_dev_t *stt_ib_device_at(int dev)
 {
-    if (stt_devref_lookup(&devs, dev, NULL, 0, NULL) != STRATA_OK)
+    if (stt_devref_lookup(&devs_ref, dev, NULL, 0, NULL) != STRATA_OK)
         return NULL;
     return &dev_table[dev];
 }
 
 strata_status_t stt_ib_device_oob_addr(stt_netif_addr_t *addr_p)
 {
-    pthread_mutex_lock(&devs.lock);
-    bool ok = devs.refs > 0;
+    pthread_mutex_lock(&devs_ref.lock);
+    bool ok = devs_ref.refs > 0;
     *addr_p = oob_addr;
-    pthread_mutex_unlock(&devs.lock);
+    pthread_mutex_unlock(&devs_ref.lock);
     if (!ok) {
         STU_WARN("ib: used before init");
         return STRATA_ERR_INVALID;
@@ -424,11 +444,11 @@ bool stt_ib_device_gid_elsewhere(const stt_ib_dev_t *d, const uint8_t gid[16])
 {
     bool found = false;
 
-    pthread_mutex_lock(&devs.lock);
+    pthread_mutex_lock(&devs_ref.lock);
     for (int i = 0; i < local_ngids && !found; i++)
         found = memcmp(local_gids[i].raw, gid, 16) == 0 &&
                 strcmp(local_gids[i].dev, d->ctx->name) != 0;
-    pthread_mutex_unlock(&devs.lock);
+    pthread_mutex_unlock(&devs_ref.lock);
     return found;
 }
 
@@ -443,6 +463,55 @@ strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p)
         return STRATA_ERR_NOT_FOUND;
     *props_p = d->props;
     return STRATA_OK;
+}
+
+/* Under the devref's lock: the same members reuse their device (NCCL may ask twice). */
+static strata_status_t vdev_add(int count, bool room, void *arg, int *index_p)
+{
+    const stt_ib_dev_t *want = arg;
+
+    for (int d = dev_nphys; d < count; d++) {
+        if (dev_table[d].nmembers == want->nmembers &&
+            memcmp(dev_table[d].member, want->member, sizeof(want->member)) == 0) {
+            *index_p = d;
+            return STRATA_OK;
+        }
+    }
+    if (!room) {
+        STU_WARN("ib: no room for virtual device %s (%d devices)", want->props.name, count);
+        return STRATA_ERR_NO_RESOURCE;
+    }
+    dev_table[count] = *want;
+    dev_count = count + 1;
+    *index_p = count;
+    return STRATA_OK;
+}
+
+strata_status_t stt_ib_make_vdev(const int *devs, int n, int *vdev_p)
+{
+    stt_ib_dev_t snapshot[STT_IB_MAX_DEVS], vdev;
+    int count = 0;
+    strata_status_t status;
+
+    if (devs == NULL || vdev_p == NULL) {
+        STU_WARN("ib: make_vdev called with a NULL %s", devs ? "output" : "device list");
+        return STRATA_ERR_INVALID;
+    }
+    if ((status = stt_ib_devices(&count)) != STRATA_OK)
+        return status;
+    /* Discovery's devices never change between init and fini: copy them to check the members. */
+    pthread_mutex_lock(&devs_ref.lock);
+    int nphys = dev_nphys;
+    memcpy(snapshot, dev_table, (size_t)nphys * sizeof(snapshot[0]));
+    pthread_mutex_unlock(&devs_ref.lock);
+    if ((status = stt_ib_vdev_fill(snapshot, nphys, devs, n, &vdev)) != STRATA_OK)
+        return status;
+    status = stt_devref_add(&devs_ref, STT_IB_MAX_DEVS + STT_IB_MAX_VDEVS, vdev_add, &vdev,
+                            vdev_p);
+    if (status == STRATA_OK)
+        STU_INFO(STU_LOG_INIT | STU_LOG_NET, "ib: virtual device %d = %s (%d ports, %d Mbps)",
+                 *vdev_p, vdev.props.name, n, vdev.props.speed_mbps);
+    return status;
 }
 
 bool stt_ib_flush_wanted(const stt_ib_dev_t *d)

@@ -4,16 +4,20 @@
 #include "transport/ib/ib_wire.h"
 
 void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const *data,
-                      const size_t *sizes, const int *tags, const uint32_t *rkeys)
+                      const size_t *sizes, const int *tags,
+                      const uint32_t (*rkeys)[STT_IB_MAX_MEMBERS], int nmembers)
 {
     for (int i = 0; i < n; i++) {
         stt_ib_fifo_entry_t *e = &slot->e[i];
+        for (int j = 0; j < STT_IB_MAX_MEMBERS; j++)
+            slot->xkeys[i][j] = j < nmembers ? rkeys[i][j] : 0;
         e->addr = (uint64_t)(uintptr_t)data[i];
         e->size = sizes[i];
-        e->rkey = rkeys[i];
+        e->rkey = rkeys[i][0];
         e->tag = tags[i];
         e->n = (uint8_t)n;
         e->index = (uint8_t)i;
+        e->epoch = 0;
         e->reserved = 0;
         e->seq = seq + 1;
     }

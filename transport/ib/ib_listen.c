@@ -170,6 +170,13 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
                  l->local, p->peer);
         return STRATA_ERR_REMOTE;
     }
+    const stt_ib_dev_t *d = stt_ib_device_at(l->base.dev);
+    if (d != NULL && hello.nmembers != d->nmembers) {
+        STU_WARN("ib: %s rejected a connection from %s: its device fuses %u port(s), this"
+                 " listener's (%s) %d; a virtual device connects only to one fusing as many",
+                 l->local, p->peer, hello.nmembers, d->props.name, d->nmembers);
+        return STRATA_ERR_REMOTE;
+    }
     status = stt_ib_conn_create(false, l->base.dev, hello.nqps, p->fd, p->peer, &p->conn);
     p->fd = -1;                                  /* the comm owns it, even on failure */
     if (status != STRATA_OK)
@@ -177,8 +184,10 @@ static strata_status_t pend_hello_done(stt_ib_listen_t *l, listen_pend_t *p)
     int64_t tc = stu_param_int(STU_PARAM_IB_TC);
     p->conn->tc = (uint8_t)(tc >= 0 && tc <= 255 ? tc : hello.tc);
     int choice = STT_IB_GID_PRIMARY;
-    bool can_fall_back = hello.has_alt && p->conn->dev->has_alt;
-    if (can_fall_back && stt_ib_device_gid_elsewhere(p->conn->dev, hello.gid)) {
+    bool can_fall_back = true;
+    for (int j = 0; j < p->conn->nmembers; j++)
+        can_fall_back = can_fall_back && hello.m[j].has_alt && p->conn->m[j].dev->has_alt;
+    if (can_fall_back && stt_ib_device_gid_elsewhere(p->conn->m[0].dev, hello.m[0].gid)) {
         /*
          * Both ends are devices of this host: routable GIDs of two local
          * addresses go through the kernel's loopback route, which RoCE cannot

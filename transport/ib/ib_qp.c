@@ -27,14 +27,15 @@ strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t s
                                  uint32_t rq_depth)
 {
     struct ibv_qp_init_attr attr;
-    uint32_t max_wr = conn->dev->max_qp_wr;
+    stt_ib_member_t *m = &conn->m[q->member];
+    uint32_t max_wr = m->dev->max_qp_wr;
 
     if (max_wr > 0 && sq_depth > max_wr)
         sq_depth = max_wr;
     memset(&attr, 0, sizeof(attr));
     attr.qp_context = conn;
-    attr.send_cq = conn->cq;
-    attr.recv_cq = conn->cq;
+    attr.send_cq = m->cq;
+    attr.recv_cq = m->cq;
     attr.qp_type = IBV_QPT_RC;
     attr.sq_sig_all = 0;
     attr.cap.max_send_wr = sq_depth;
@@ -42,15 +43,15 @@ strata_status_t stt_ib_qp_create(stt_ib_conn_t *conn, stt_ib_qp_t *q, uint32_t s
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = STT_IB_INLINE_WANT;
-    q->qp = stt_ib_verbs.create_qp(conn->ctx->pd, &attr);
+    q->qp = stt_ib_verbs.create_qp(m->ctx->pd, &attr);
     if (q->qp == NULL) {
         /* Some devices cap inline data lower; inline is an optimisation only. */
         attr.cap.max_inline_data = 0;
-        q->qp = stt_ib_verbs.create_qp(conn->ctx->pd, &attr);
+        q->qp = stt_ib_verbs.create_qp(m->ctx->pd, &attr);
     }
     if (q->qp == NULL) {
         STU_WARN("ib: %s: ibv_create_qp (RC, %u send / %u receive WRs) for %s: %s",
-                 conn->ctx->name, sq_depth, rq_depth, conn->head.peer, strerror(errno));
+                 m->ctx->name, sq_depth, rq_depth, conn->head.peer, strerror(errno));
         return STRATA_ERR_NO_RESOURCE;
     }
     q->sq_depth = sq_depth;
@@ -67,19 +68,20 @@ strata_status_t stt_ib_qp_to_init(stt_ib_conn_t *conn, stt_ib_qp_t *q)
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_INIT;
     attr.pkey_index = 0;
-    attr.port_num = (uint8_t)conn->dev->port;
+    attr.port_num = (uint8_t)conn->m[q->member].dev->port;
     attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     int rc = stt_ib_verbs.modify_qp(q->qp, &attr,
                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
     if (rc != 0) {
-        STU_WARN("ib: %s: QP 0x%x to INIT: %s", conn->ctx->name, q->qp->qp_num, strerror(rc));
+        STU_WARN("ib: %s: QP 0x%x to INIT: %s", conn->m[q->member].ctx->name, q->qp->qp_num,
+                 strerror(rc));
         return STRATA_ERR_IO;
     }
     return STRATA_OK;
 }
 
 void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t remote_qpn,
-                        const stt_ib_meta_t *remote, int sgid_index, const uint8_t *dgid,
+                        const stt_ib_meta_port_t *remote, int sgid_index, const uint8_t *dgid,
                         struct ibv_qp_attr *attr)
 {
     memset(attr, 0, sizeof(*attr));
@@ -105,11 +107,12 @@ void stt_ib_qp_rtr_attr(const stt_ib_dev_t *d, uint8_t sl, uint8_t tc, uint32_t 
     }
 }
 
-strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q, const stt_ib_meta_t *remote,
-                                 int sgid_index, const uint8_t *dgid, bool quiet)
+strata_status_t stt_ib_qp_to_rtr(stt_ib_conn_t *conn, stt_ib_qp_t *q,
+                                 const stt_ib_meta_port_t *remote, int sgid_index,
+                                 const uint8_t *dgid, bool quiet)
 {
     struct ibv_qp_attr attr;
-    const stt_ib_dev_t *d = conn->dev;
+    const stt_ib_dev_t *d = conn->m[q->member].dev;
 
     stt_ib_qp_rtr_attr(d, conn->sl, conn->tc, q->remote_qpn, remote, sgid_index, dgid, &attr);
     int rc = stt_ib_verbs.modify_qp(q->qp, &attr,
@@ -152,7 +155,8 @@ strata_status_t stt_ib_qp_to_rts(stt_ib_conn_t *conn, stt_ib_qp_t *q)
                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc != 0) {
-        STU_WARN("ib: %s: QP 0x%x to RTS (timeout %u, retries %u): %s", conn->ctx->name,
+        STU_WARN("ib: %s: QP 0x%x to RTS (timeout %u, retries %u): %s",
+                 conn->m[q->member].ctx->name,
                  q->qp->qp_num, attr.timeout, attr.retry_cnt, strerror(rc));
         return STRATA_ERR_IO;
     }
@@ -175,17 +179,17 @@ int stt_ib_qp_post_recvs(stt_ib_conn_t *conn, int q, int count)
 }
 
 /* The flush QP talks to itself, over the GID the data QPs use. */
-static strata_status_t qp_flush_connect(stt_ib_conn_t *conn, int sgid_index)
+static strata_status_t qp_flush_connect(stt_ib_conn_t *conn)
 {
-    const stt_ib_dev_t *d = conn->dev;
-    stt_ib_meta_t self;
+    const stt_ib_member_t *m = &conn->m[conn->flush_qp.member];
+    stt_ib_meta_port_t self;
     strata_status_t status;
 
     memset(&self, 0, sizeof(self));
-    self.mtu = (uint8_t)d->mtu;
-    self.lid = d->lid;
+    self.mtu = (uint8_t)m->dev->mtu;
+    self.lid = m->dev->lid;
     conn->flush_qp.remote_qpn = conn->flush_qp.qp->qp_num;
-    status = stt_ib_qp_to_rtr(conn, &conn->flush_qp, &self, sgid_index, conn->local_gid, false);
+    status = stt_ib_qp_to_rtr(conn, &conn->flush_qp, &self, m->sgid_index, m->local_gid, false);
     if (status == STRATA_OK)
         status = stt_ib_qp_to_rts(conn, &conn->flush_qp);
     if (status == STRATA_OK)
@@ -194,28 +198,54 @@ static strata_status_t qp_flush_connect(stt_ib_conn_t *conn, int sgid_index)
     return status;
 }
 
+/* Member j's end of the GID pair gid_choice names; STRATA_ERR_REMOTE (logged) when it has none. */
+static strata_status_t qp_member_gids(stt_ib_conn_t *conn, int j, const stt_ib_meta_port_t *rp,
+                                      bool alt)
+{
+    stt_ib_member_t *m = &conn->m[j];
+    const stt_ib_dev_t *d = m->dev;
+
+    if (rp->link_layer != d->link_layer) {
+        STU_WARN("ib: %s offers link layer %u on member %d; %s:%d has %u", conn->head.peer,
+                 rp->link_layer, j, d->ctx->name, d->port, d->link_layer);
+        return STRATA_ERR_REMOTE;
+    }
+    if (alt && (!d->has_alt || !rp->has_alt)) {
+        STU_WARN("ib: %s asked for the link-local GID pair, but %s:%d or its peer has none",
+                 conn->head.peer, d->ctx->name, d->port);
+        return STRATA_ERR_REMOTE;
+    }
+    m->sgid_index = alt ? d->alt_index : d->gid_index;
+    memcpy(m->local_gid, alt ? d->alt_gid : d->gid, 16);
+    memcpy(m->remote_gid, alt ? rp->alt_gid : rp->gid, 16);
+    m->remote_rkey = rp->rkey;
+    return STRATA_OK;
+}
+
 strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remote,
                                   int gid_choice, bool quiet)
 {
     strata_status_t status;
-    const stt_ib_dev_t *d = conn->dev;
     bool alt = gid_choice == STT_IB_GID_ALT;
-    const uint8_t *dgid = alt ? remote->alt_gid : remote->gid;
-    int sgid_index = alt ? d->alt_index : d->gid_index;
 
-    if (remote->nqps != conn->nqps || remote->link_layer != d->link_layer) {
-        STU_WARN("ib: %s offers %u QPs on link layer %u; this end has %d on link layer %u",
-                 conn->head.peer, remote->nqps, remote->link_layer, conn->nqps, d->link_layer);
+    if (remote->nqps != conn->nqps || remote->nmembers != conn->nmembers) {
+        STU_WARN("ib: %s offers %u QPs over %u port(s); this end (%s) has %d over %d: %s",
+                 conn->head.peer, remote->nqps, remote->nmembers, conn->dev->props.name,
+                 conn->nqps, conn->nmembers, remote->nmembers != conn->nmembers ?
+                 "a virtual device connects only to one fusing as many ports" :
+                 "QP counts differ");
         return STRATA_ERR_REMOTE;
     }
-    if (alt && !d->has_alt) {
-        STU_WARN("ib: %s asked for the link-local GID pair, but %s:%d has none", conn->head.peer,
-                 d->ctx->name, d->port);
-        return STRATA_ERR_REMOTE;
+    for (int j = 0; j < conn->nmembers; j++) {
+        status = qp_member_gids(conn, j, &remote->m[j], alt);
+        if (status != STRATA_OK)
+            return status;
     }
     for (int i = 0; i < conn->nqps; i++) {
+        stt_ib_member_t *m = stt_ib_conn_member(conn, i);
         conn->qps[i].remote_qpn = remote->qpn[i];
-        status = stt_ib_qp_to_rtr(conn, &conn->qps[i], remote, sgid_index, dgid, quiet);
+        status = stt_ib_qp_to_rtr(conn, &conn->qps[i], &remote->m[conn->qps[i].member],
+                                  m->sgid_index, m->remote_gid, quiet);
         if (status != STRATA_OK)
             return status;
     }
@@ -224,24 +254,54 @@ strata_status_t stt_ib_qp_connect(stt_ib_conn_t *conn, const stt_ib_meta_t *remo
         if (status != STRATA_OK)
             return status;
     }
-    memcpy(conn->local_gid, alt ? d->alt_gid : d->gid, 16);
-    memcpy(conn->remote_gid, dgid, 16);
     if (conn->flush_qp.qp != NULL) {
-        status = qp_flush_connect(conn, sgid_index);
+        status = qp_flush_connect(conn);
         if (status != STRATA_OK)
             return status;
     }
     conn->remote_addr = remote->addr;
-    conn->remote_rkey = remote->rkey;
     if (stu_log_level >= STU_LOG_INFO) {
-        char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
-        stt_ib_gid_format(conn->local_gid, l, sizeof(l));
-        stt_ib_gid_format(conn->remote_gid, r, sizeof(r));
-        STU_INFO(STU_LOG_NET, "ib: %s comm %s:%d <-> %s: %d QP(s) from 0x%x to 0x%x, GID %s"
-                 " (index %d) -> %s%s, MTU %d, tc %u sl %u", stt_conn_kind(&conn->head),
-                 d->ctx->name, d->port, conn->head.peer, conn->nqps, conn->qps[0].qp->qp_num,
-                 remote->qpn[0], l, sgid_index, r, alt ? " (link-local fallback)" : "",
-                 128 << (remote->mtu < d->mtu ? remote->mtu : d->mtu), conn->tc, conn->sl);
+        for (int j = 0; j < conn->nmembers; j++) {
+            const stt_ib_member_t *m = &conn->m[j];
+            const stt_ib_dev_t *d = m->dev;
+            uint8_t mtu = remote->m[j].mtu < d->mtu ? remote->m[j].mtu : (uint8_t)d->mtu;
+            char l[STT_IB_GID_STRLEN], r[STT_IB_GID_STRLEN];
+            stt_ib_gid_format(m->local_gid, l, sizeof(l));
+            stt_ib_gid_format(m->remote_gid, r, sizeof(r));
+            STU_INFO(STU_LOG_NET, "ib: %s comm %s:%d <-> %s%s: %d QP(s) from 0x%x to 0x%x, GID"
+                     " %s (index %d) -> %s%s, MTU %d, tc %u sl %u", stt_conn_kind(&conn->head),
+                     d->ctx->name, d->port, conn->head.peer, conn->nmembers > 1 ? " (member)" :
+                     "", conn->nqps / conn->nmembers, conn->qps[j].qp->qp_num, remote->qpn[j],
+                     l, m->sgid_index, r, alt ? " (link-local fallback)" : "", 128 << mtu,
+                     conn->tc, conn->sl);
+        }
     }
     return STRATA_OK;
+}
+
+int stt_ib_qp_post_cts(stt_ib_conn_t *conn, int q, const void *src, uint32_t len,
+                       uint64_t raddr, uint32_t slot, bool signal)
+{
+    stt_ib_qp_t *qp = &conn->qps[q];
+    stt_ib_member_t *m = stt_ib_conn_member(conn, q);
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)src, .length = len,
+                          .lkey = m->ctl_mr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = m->remote_rkey;
+    if (len <= qp->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    qp->sq_posted++;
+    if (signal || stt_ib_qp_room(qp) < STT_IB_CTS_SIGNAL_EVERY) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_CTS, q, (int)slot, qp->sq_posted);
+    } else {
+        wr.wr_id = stt_ib_wr_id(STT_IB_WR_NONE, q, (int)slot, 0);
+    }
+    return ibv_post_send(qp->qp, &wr, &bad);
 }

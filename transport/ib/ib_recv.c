@@ -38,7 +38,7 @@ static void recv_complete(stt_ib_recv_t *rc, stt_ib_rreq_t *req, uint32_t slot)
 {
     stt_ib_imm_t imm;
 
-    stt_ib_imm_decode(req->imm, &imm);
+    stt_ib_imm_decode_as(req->imm, stt_ib_conn_vnic(&rc->conn), &imm);
     req->slot.status = imm.trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
     if (imm.sizes) {
         for (int i = 0; i < req->slot.n; i++) {
@@ -81,8 +81,11 @@ static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
         return;
     }
     uint32_t value = ntohl(wc->imm_data);
-    stt_ib_imm_decode(value, &imm);
+    stt_ib_imm_decode_as(value, stt_ib_conn_vnic(&rc->conn), &imm);
     stt_ib_rreq_t *req = &rc->reqs[imm.slot];
+    /* A virtual device: an immediate of an older epoch is replayed in the current one. */
+    if (imm.epoch != (req->slot.state == STT_SLOT_ACTIVE ? req->epoch : rc->conn.epoch))
+        return;
     if (req->slot.state != STT_SLOT_ACTIVE || imm.nqps > (uint32_t)rc->conn.nqps) {
         stt_conn_fail(&rc->conn.head, STRATA_ERR_REMOTE, "immediate 0x%08x names slot %u (%s)"
                       " and %u QPs (the comm has %d)", value, imm.slot,
@@ -114,14 +117,37 @@ static void recv_flush_done(stt_ib_recv_t *rc, const struct ibv_wc *wc)
     rc->flushes[f].slot.state = STT_SLOT_DONE;
 }
 
-static void recv_poll_cq(stt_ib_recv_t *rc)
+/*
+ * A failed completion on a virtual device: true when it is (or follows) the
+ * loss of its QP's member, which the failover takes over. A flush read on a
+ * lost member ends: the member's writes cannot land any more.
+ */
+static bool recv_wc_lost(stt_ib_recv_t *rc, const struct ibv_wc *wc)
+{
+    int member = stt_ib_fo_member_of(&rc->conn, wc->wr_id);
+
+    if (member < 0 || rc->conn.head.failed != STRATA_OK)
+        return false;
+    if (!(rc->conn.dead & (1u << member))) {
+        if (!stt_ib_fo_link_lost(&rc->conn, wc))
+            return false;
+        stt_ib_fo_recv_lost(rc, 1u << member, stt_ib_verbs.wc_status_str(wc->status));
+    }
+    uint32_t f = (uint32_t)((wc->wr_id >> 16) & 0xffff);
+    if ((wc->wr_id & 0xff) == STT_IB_WR_FLUSH && f < STT_IB_FIFO_DEPTH &&
+        rc->flushes[f].slot.state == STT_SLOT_ACTIVE)
+        rc->flushes[f].slot.state = STT_SLOT_DONE;
+    return rc->conn.head.failed == STRATA_OK;
+}
+
+static void recv_poll_cq(stt_ib_recv_t *rc, struct ibv_cq *cq)
 {
     struct ibv_wc wc[STT_IB_CQ_BATCH];
     int repost[STT_IB_MAX_QPS] = {0};
     int n;
 
     do {
-        n = ibv_poll_cq(rc->conn.cq, STT_IB_CQ_BATCH, wc);
+        n = ibv_poll_cq(cq, STT_IB_CQ_BATCH, wc);
         if (n < 0) {
             stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
             return;
@@ -130,7 +156,8 @@ static void recv_poll_cq(stt_ib_recv_t *rc)
             int kind = (int)(wc[i].wr_id & 0xff);
             int q = (int)((wc[i].wr_id >> 8) & 0xff);
             if (wc[i].status != IBV_WC_SUCCESS) {
-                stt_ib_conn_wc_fail(&rc->conn, &wc[i]);
+                if (!recv_wc_lost(rc, &wc[i]))
+                    stt_ib_conn_wc_fail(&rc->conn, &wc[i]);
                 continue;
             }
             if (kind == STT_IB_WR_FLUSH) {
@@ -162,12 +189,16 @@ strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc)
 
     if (conn->head.failed != STRATA_OK)
         return conn->head.failed;
-    recv_poll_cq(rc);
+    for (int j = 0; j < conn->nmembers; j++)
+        recv_poll_cq(rc, conn->m[j].cq);
+    if (stt_ib_conn_vnic(conn))
+        stt_ib_fo_recv_poll(rc);
     int active = 0;
     for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
         active += rc->reqs[i].slot.state == STT_SLOT_ACTIVE;
     if (stt_ib_conn_watch(conn, active > 0) && active > 0 && conn->head.failed == STRATA_OK) {
-        recv_poll_cq(rc);                  /* whatever the peer wrote before it left */
+        for (int j = 0; j < conn->nmembers; j++)      /* what the peer wrote before it left */
+            recv_poll_cq(rc, conn->m[j].cq);
         active = 0;
         for (int i = 0; i < STT_IB_FIFO_DEPTH; i++)
             active += rc->reqs[i].slot.state == STT_SLOT_ACTIVE;
@@ -180,12 +211,8 @@ strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc)
 
 static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
 {
-    for (int i = 0; i < req->slot.n; i++) {
-        if (req->fly[i] != NULL) {
-            stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
-            req->fly[i] = NULL;
-        }
-    }
+    for (int i = 0; i < req->slot.n; i++)
+        stt_ib_mr_fly_drop(&rc->conn, req->fly[i]);
     if (req->is_flush)
         stt_slots_give(&rc->flush_slots, &req->slot);
     else
@@ -194,28 +221,30 @@ static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
 
 /* Resolves every buffer's keys; on failure releases what it took. */
 static strata_status_t recv_keys(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int n, void **data,
-                                 const size_t *sizes, void **mhs, uint32_t *rkeys)
+                                 const size_t *sizes, void **mhs,
+                                 uint32_t (*rkeys)[STT_IB_MAX_MEMBERS])
 {
+    stt_ib_keys_t keys;
+
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < rc->conn.nmembers; j++)
+            req->fly[i][j] = NULL;
     for (int i = 0; i < n; i++) {
-        uint32_t lkey;
         if (data[i] == NULL && sizes[i] > 0) {
             STU_WARN("ib: irecv from %s: buffer %d is NULL with %zu bytes", rc->conn.head.peer, i,
                      sizes[i]);
             goto err_release;
         }
-        if (stt_ib_mr_resolve(rc->conn.ctx, mhs ? mhs[i] : NULL, data[i], sizes[i], &lkey,
-                              &rkeys[i], &req->fly[i]) != STRATA_OK)
+        if (stt_ib_mr_resolve(&rc->conn, mhs ? mhs[i] : NULL, data[i], sizes[i], &keys,
+                              req->fly[i]) != STRATA_OK)
             goto err_release;
+        memcpy(rkeys[i], keys.rkey, sizeof(rkeys[i]));
     }
     return STRATA_OK;
 
 err_release:
-    req->slot.n = (uint8_t)n;
-    for (int i = 0; i < n; i++) {
-        if (req->fly[i] != NULL)
-            stt_ib_mr_fly_release(rc->conn.ctx, req->fly[i]);
-        req->fly[i] = NULL;
-    }
+    for (int i = 0; i < n; i++)
+        stt_ib_mr_fly_drop(&rc->conn, req->fly[i]);
     return STRATA_ERR_INVALID;
 }
 
@@ -223,7 +252,7 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
                              const int *tags, void **mhs, stt_req_t **req_p)
 {
     stt_ib_recv_t *rc = (stt_ib_recv_t *)stt_conn_of(comm, &stt_ib_ops, false, "irecv");
-    uint32_t rkeys[STT_MAX_RECVS];
+    uint32_t rkeys[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
 
     if (rc == NULL)
         return STRATA_ERR_INVALID;
@@ -238,7 +267,9 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
         return rc->conn.head.failed;
     uint32_t slot = rc->seq % STT_IB_FIFO_DEPTH;
     stt_ib_rreq_t *req = &rc->reqs[slot];
-    stt_ib_qp_t *q0 = &rc->conn.qps[0];
+    if (stt_ib_conn_vnic(&rc->conn))
+        stt_ib_fo_recv_poll(rc);                 /* answers a sender's DOWN while idle too */
+    stt_ib_qp_t *q0 = &rc->conn.qps[rc->cts_qp];
     if (req->slot.state != STT_SLOT_FREE || stt_ib_qp_room(q0) == 0) {
         stt_ib_recv_progress(rc);
         if (req->slot.state != STT_SLOT_FREE || stt_ib_qp_room(q0) == 0) {
@@ -249,35 +280,19 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
     if (recv_keys(rc, req, n, data, sizes, mhs, rkeys) != STRATA_OK)
         return STRATA_ERR_INVALID;
 
-    stt_ib_fifo_fill(&rc->cts[slot], rc->seq, n, data, sizes, tags, rkeys);
-    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)&rc->cts[slot],
-                          .length = (uint32_t)(n * (int)sizeof(stt_ib_fifo_entry_t)),
-                          .lkey = rc->conn.ctl_mr->lkey};
-    struct ibv_send_wr wr, *bad = NULL;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.wr.rdma.remote_addr = rc->conn.remote_addr + slot * sizeof(stt_ib_fifo_slot_t);
-    wr.wr.rdma.rkey = rc->conn.remote_rkey;
-    if (sge.length <= q0->max_inline)
-        wr.send_flags |= IBV_SEND_INLINE;
-    q0->sq_posted++;
-    if (rc->seq % STT_IB_CTS_SIGNAL_EVERY == STT_IB_CTS_SIGNAL_EVERY - 1 ||
-        stt_ib_qp_room(q0) < STT_IB_CTS_SIGNAL_EVERY) {
-        wr.send_flags |= IBV_SEND_SIGNALED;
-        wr.wr_id = stt_ib_wr_id(STT_IB_WR_CTS, 0, (int)slot, q0->sq_posted);
-    } else {
-        wr.wr_id = stt_ib_wr_id(STT_IB_WR_NONE, 0, (int)slot, 0);
-    }
-    int rc_post = ibv_post_send(q0->qp, &wr, &bad);
+    stt_ib_fifo_fill(&rc->cts[slot], rc->seq, n, data, sizes, tags,
+                     (const uint32_t(*)[STT_IB_MAX_MEMBERS])rkeys, rc->conn.nmembers);
+    for (int i = 0; i < n; i++)
+        rc->cts[slot].e[i].epoch = rc->conn.epoch;
+    int rc_post = stt_ib_recv_cts_post(rc, slot, n, rc->seq);
     if (rc_post != 0) {
-        req->slot.n = (uint8_t)n;
-        recv_req_release(rc, req);
+        for (int i = 0; i < n; i++)
+            stt_ib_mr_fly_drop(&rc->conn, req->fly[i]);
         stt_conn_fail(&rc->conn.head, STRATA_ERR_IO, "ibv_post_send of the clear-to-send on QP"
                       " 0x%x: %s", q0->qp->qp_num, strerror(rc_post));
         return rc->conn.head.failed;
     }
+    req->epoch = rc->conn.epoch;
     req->slot.state = STT_SLOT_ACTIVE;
     req->is_flush = 0;
     req->slot.n = (uint8_t)n;
@@ -299,16 +314,17 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
 static strata_status_t recv_flush_post(stt_ib_recv_t *rc, stt_ib_rreq_t *req, void *data,
                                        size_t size, void *mh)
 {
-    uint32_t lkey, rkey;
+    stt_ib_keys_t keys;
+    stt_ib_member_t *m = &rc->conn.m[rc->conn.flush_qp.member];
 
-    if (stt_ib_mr_resolve(rc->conn.ctx, mh, data, size, &lkey, &rkey, &req->fly[0]) !=
-        STRATA_OK) {
+    req->slot.n = 1;                          /* so that release drops fly[0] */
+    if (stt_ib_mr_resolve(&rc->conn, mh, data, size, &keys, req->fly[0]) != STRATA_OK) {
         recv_req_release(rc, req);
         return STRATA_ERR_INVALID;
     }
-    req->slot.n = 1;                          /* so that release drops fly[0] */
+    uint32_t rkey = keys.rkey[rc->conn.flush_qp.member];
     struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)rc->flush_sink, .length = 1,
-                          .lkey = rc->conn.ctl_mr->lkey};
+                          .lkey = m->ctl_mr->lkey};
     struct ibv_send_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = stt_ib_wr_id(STT_IB_WR_FLUSH, 0, req->slot.index, 0);
@@ -347,7 +363,8 @@ strata_status_t stt_ib_iflush(stt_comm_t *comm, int n, void **data, const int *s
     int last = n - 1;
     while (last >= 0 && (sizes == NULL || sizes[last] <= 0 || data[last] == NULL))
         last--;
-    bool read = rc->conn.flush_qp.qp != NULL && last >= 0;
+    bool read = rc->conn.flush_qp.qp != NULL && last >= 0 &&
+                !(rc->conn.dead & (1u << rc->conn.flush_qp.member));
     stt_ib_rreq_t *req = (stt_ib_rreq_t *)stt_slots_take(&rc->flush_slots, 0);
     if (req == NULL) {
         if (!read) {

@@ -40,41 +40,67 @@ typedef struct send_plan {
 
 static void send_req_release(stt_ib_send_t *sc, stt_ib_sreq_t *req)
 {
-    if (req->fly != NULL) {
-        stt_ib_mr_fly_release(sc->conn.ctx, req->fly);
-        req->fly = NULL;
-    }
+    stt_ib_mr_fly_drop(&sc->conn, req->fly);
     stt_slots_give(&sc->slots, &req->slot);
 }
 
-static void send_poll_cq(stt_ib_send_t *sc)
+/*
+ * A failed completion on a virtual device: true when it is (or follows) the
+ * loss of its QP's member, which the failover takes over; false for an error
+ * that fails the comm.
+ */
+static bool send_wc_lost(stt_ib_send_t *sc, const struct ibv_wc *wc)
+{
+    int member = stt_ib_fo_member_of(&sc->conn, wc->wr_id);
+
+    if (member < 0 || sc->conn.head.failed != STRATA_OK)
+        return false;
+    if (sc->conn.dead & (1u << member))
+        return true;                              /* flushed after the loss */
+    if (!stt_ib_fo_link_lost(&sc->conn, wc))
+        return false;
+    stt_ib_fo_send_lost(sc, 1u << member, stt_ib_verbs.wc_status_str(wc->status));
+    return sc->conn.head.failed == STRATA_OK;
+}
+
+static void send_poll_cq(stt_ib_send_t *sc, struct ibv_cq *cq)
 {
     struct ibv_wc wc[STT_IB_CQ_BATCH];
     int n;
 
     do {
-        n = ibv_poll_cq(sc->conn.cq, STT_IB_CQ_BATCH, wc);
+        n = ibv_poll_cq(cq, STT_IB_CQ_BATCH, wc);
         if (n < 0) {
             stt_conn_fail(&sc->conn.head, STRATA_ERR_IO, "ibv_poll_cq failed (%d)", n);
             return;
         }
         for (int i = 0; i < n; i++) {
-            if (wc[i].status != IBV_WC_SUCCESS) {
+            int kind = (int)(wc[i].wr_id & 0xff);
+            int qp = (int)((wc[i].wr_id >> 8) & 0xff);
+            int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
+            bool ok = wc[i].status == IBV_WC_SUCCESS;
+            if (!ok && !send_wc_lost(sc, &wc[i])) {
                 stt_ib_conn_wc_fail(&sc->conn, &wc[i]);
                 continue;
             }
-            int qp = (int)((wc[i].wr_id >> 8) & 0xff);
-            int idx = (int)((wc[i].wr_id >> 16) & 0xffff);
-            if ((wc[i].wr_id & 0xff) != STT_IB_WR_SEND || qp >= sc->conn.nqps ||
+            if (!ok && kind != STT_IB_WR_SEND)
+                continue;             /* an unsignalled write flushed: its send's turn comes */
+            if ((kind != STT_IB_WR_SEND && kind != STT_IB_WR_REPLAY) || qp >= sc->conn.nqps ||
                 idx >= STT_IB_SEND_RING) {
                 stt_conn_fail(&sc->conn.head, STRATA_ERR_INTERNAL, "completion with an unknown"
                               " work request id %016llx",
                               (unsigned long long)wc[i].wr_id);
                 continue;
             }
-            sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
+            if (ok)
+                sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
             stt_ib_sreq_t *req = &sc->reqs[idx];
-            if (req->slot.state == STT_SLOT_ACTIVE && --req->cqes_left == 0)
+            if (kind != STT_IB_WR_SEND || req->slot.state != STT_SLOT_ACTIVE)
+                continue;
+            /* Failed before the POS of its member's loss: done once replayed, or known landed. */
+            int member = stt_ib_fo_member_of(&sc->conn, wc[i].wr_id);
+            req->fo_hold = req->fo_hold || (!ok && !(sc->conn.agreed & (1u << member)));
+            if (--req->cqes_left == 0 && !req->fo_hold)
                 req->slot.state = STT_SLOT_DONE;
         }
     } while (n == STT_IB_CQ_BATCH);
@@ -90,6 +116,8 @@ static bool send_slot_load(stt_ib_send_t *sc)
 
     if (status == STRATA_INPROGRESS)
         return false;
+    if (status == STRATA_OK && sc->fifo[slot].e[0].epoch > sc->conn.epoch)
+        return false;         /* posted after a loss whose POS has not come yet */
     if (status != STRATA_OK) {
         /* Possibly a write still landing: fail only if it stays malformed. */
         uint64_t now = stu_time_ns();
@@ -104,8 +132,12 @@ static bool send_slot_load(stt_ib_send_t *sc)
         return false;
     }
     sc->slot_bad_since = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         memcpy(&sc->slot[i], (const void *)&sc->fifo[slot].e[i], sizeof(sc->slot[i]));
+        for (int j = 1; j < sc->conn.nmembers; j++)
+            sc->slot_xkeys[i][j] = sc->fifo[slot].xkeys[i][j];
+        sc->slot_xkeys[i][0] = sc->slot[i].rkey;
+    }
     sc->slot_ready = true;
     sc->slot_n = (uint8_t)n;
     sc->slot_matched = 0;
@@ -150,22 +182,6 @@ static void plan_sge(send_plan_t *p, int q, struct ibv_send_wr *wr, uint64_t add
     wr->num_sge = 1;
 }
 
-/* Which part of bytes goes on QP q: [*off, *off + *len). */
-static void send_chunk(const stt_ib_send_t *sc, uint64_t bytes, uint32_t qmask, int q,
-                       uint64_t *off, uint64_t *len)
-{
-    if (__builtin_popcount(qmask) == 1) {
-        *off = 0;
-        *len = bytes;
-        return;
-    }
-    uint64_t per = (bytes + (uint64_t)sc->conn.nqps - 1) / (uint64_t)sc->conn.nqps;
-    per = (per + STT_IB_SPLIT_ALIGN - 1) & ~(uint64_t)(STT_IB_SPLIT_ALIGN - 1);
-    uint64_t start = per * (uint64_t)q;
-    *off = start < bytes ? start : bytes;
-    *len = start < bytes ? STU_MIN(per, bytes - start) : 0;
-}
-
 /* Plans, checks room for, and posts the work requests of req into buffer i. */
 static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
 {
@@ -176,40 +192,41 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     bool trunc = req->size > e->size;
     uint64_t bytes = trunc ? 0 : req->size;
     bool last = __builtin_popcount(sc->slot_matched) + 1 == sc->slot_n;
-    bool sizes_path = sc->slot_sizes || bytes > STT_IB_IMM_SIZE_MAX;
+    bool sizes_path = sc->slot_sizes || bytes > sc->imm_size_max;
     bool ar_split = sc->ar && bytes > sc->ar_threshold;
-    uint32_t qmask;
-
-    if (conn->nqps > 1 && bytes >= sc->split_min && bytes > 0) {
-        qmask = 0;
-        for (int q = 0; q < conn->nqps; q++) {
-            uint64_t off, len;
-            send_chunk(sc, bytes, (1u << conn->nqps) - 1, q, &off, &len);
-            if (len > 0)
-                qmask |= 1u << q;
-        }
-    } else {
-        qmask = 1u << (sc->rr % (uint32_t)conn->nqps);
-    }
-    uint32_t union_mask = sc->slot_qps | qmask;
+    stt_ib_stripe_t stripe;
+    int map[STT_IB_MAX_QPS], nlive = 0;
+    for (int q = 0; q < conn->nqps; q++)          /* the plan's QP k is live QP map[k] */
+        if (conn->live & (1u << q))
+            map[nlive++] = q;
+    bool split = stt_ib_stripe_plan(bytes, nlive, sc->split_min, sc->rr, &stripe);
+    uint32_t qmask = 0;
 
     memset(plan.nwr, 0, sizeof(plan.nwr));
-    for (int q = 0; q < conn->nqps; q++) {
-        uint64_t off, len;
-        if (!(qmask & (1u << q)))
+    for (int k = 0; k < nlive; k++) {
+        int q = map[k];
+        if (stripe.qmask & (1u << k))
+            qmask |= 1u << q;
+        if (stripe.len[k] == 0)
             continue;
-        send_chunk(sc, bytes, qmask, q, &off, &len);
-        if (len == 0)
-            continue;
-        struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + off, e->rkey);
-        plan_sge(&plan, q, wr, (uint64_t)(uintptr_t)req->data + off, (uint32_t)len, req->lkey);
+        int mem = conn->qps[q].member;
+        struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + stripe.off[k],
+                                          sc->slot_xkeys[i][mem]);
+        plan_sge(&plan, q, wr, (uint64_t)(uintptr_t)req->data + stripe.off[k],
+                 (uint32_t)stripe.len[k], req->lkey[mem]);
     }
+    uint32_t union_mask = (sc->slot_qps | qmask) & conn->live;
     if (last) {
         stt_ib_imm_t imm = {.slot = slot, .nqps = (uint32_t)__builtin_popcount(union_mask),
                             .trunc = sc->slot_trunc || trunc, .sizes = sizes_path,
-                            .size = (uint32_t)bytes};
+                            .size = sizes_path ? 0 : (uint32_t)bytes,
+                            .vnic = stt_ib_conn_vnic(conn), .epoch = conn->epoch};
         uint32_t imm_be = htonl(stt_ib_imm_encode(&imm));
+        sc->hist_trunc[slot] = imm.trunc;        /* what a failover's replay repeats */
+        sc->hist_sizes[slot] = imm.sizes;
+        sc->hist_bytes[slot] = imm.size;
         int q0 = __builtin_ctz(union_mask);
+        stt_ib_member_t *m0 = stt_ib_conn_member(conn, q0);
         uint64_t sizes_raddr = conn->remote_addr +
                                (uint64_t)slot * STT_MAX_RECVS * sizeof(uint32_t);
         if (sizes_path) {
@@ -217,8 +234,8 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
             src[i] = trunc ? STT_IB_SIZE_TRUNC : (uint32_t)bytes;
             uint32_t len = sc->slot_n * (uint32_t)sizeof(uint32_t);
             struct ibv_send_wr *wr = plan_add(&plan, q0, IBV_WR_RDMA_WRITE, sizes_raddr,
-                                              conn->remote_rkey);
-            plan_sge(&plan, q0, wr, (uint64_t)(uintptr_t)src, len, conn->ctl_mr->lkey);
+                                              m0->remote_rkey);
+            plan_sge(&plan, q0, wr, (uint64_t)(uintptr_t)src, len, m0->ctl_mr->lkey);
             if (len <= conn->qps[q0].max_inline)
                 wr->send_flags |= IBV_SEND_INLINE;
         }
@@ -230,7 +247,8 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
             bool fold = !sizes_path && !ar_split && k > 0;
             struct ibv_send_wr *wr = fold ? &plan.wr[q][k - 1]
                                           : plan_add(&plan, q, IBV_WR_RDMA_WRITE_WITH_IMM,
-                                                     sizes_raddr, conn->remote_rkey);
+                                                     sizes_raddr,
+                                                     stt_ib_conn_member(conn, q)->remote_rkey);
             wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
             wr->imm_data = imm_be;
         }
@@ -263,13 +281,17 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
         }
         cqes++;
     }
-    if (!(conn->nqps > 1 && bytes >= sc->split_min && bytes > 0))
+    if (!split)
         sc->rr++;
     sc->slot_matched |= (uint8_t)(1u << i);
     sc->slot_qps = (uint8_t)union_mask;
     sc->slot_trunc = sc->slot_trunc || trunc;
     req->slot.status = trunc ? STRATA_ERR_TRUNCATED : STRATA_OK;
     req->cqes_left = (uint8_t)cqes;
+    req->recv_seq = sc->recv_seq;
+    req->buf = (uint8_t)i;
+    req->fo_hold = false;
+    sc->hist_seq[slot] = sc->recv_seq;
     req->slot.state = cqes > 0 ? STT_SLOT_ACTIVE : STT_SLOT_DONE;
     if (trunc)
         STU_INFO(STU_LOG_NET, "ib: send of %llu bytes (tag %d) to %s is larger than its receive"
@@ -316,8 +338,12 @@ strata_status_t stt_ib_send_progress(stt_ib_send_t *sc)
 
     if (conn->head.failed != STRATA_OK)
         return conn->head.failed;
-    send_poll_cq(sc);
-    send_match(sc);
+    for (int j = 0; j < conn->nmembers; j++)
+        send_poll_cq(sc, conn->m[j].cq);
+    if (stt_ib_conn_vnic(conn))
+        stt_ib_fo_send_poll(sc);
+    if (!stt_ib_fo_send_busy(sc))
+        send_match(sc);
     bool queued = sc->q_head != sc->q_tail;
     bool pending = queued || !stt_slots_idle(&sc->slots);
     if (stt_ib_conn_watch(conn, pending) && conn->head.failed == STRATA_OK) {
@@ -340,8 +366,8 @@ strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag,
 {
     stt_ib_send_t *sc = (stt_ib_send_t *)stt_conn_of(comm, &stt_ib_ops, true, "isend");
     strata_status_t status;
-    stt_ib_mrc_entry_t *fly;
-    uint32_t lkey, rkey;
+    stt_ib_mrc_entry_t *fly[STT_IB_MAX_MEMBERS];
+    stt_ib_keys_t keys;
 
     if (sc == NULL)
         return STRATA_ERR_INVALID;
@@ -360,17 +386,18 @@ strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag,
         *req_p = NULL;
         return STRATA_OK;
     }
-    status = stt_ib_mr_resolve(sc->conn.ctx, mh, data, size, &lkey, &rkey, &fly);
+    status = stt_ib_mr_resolve(&sc->conn, mh, data, size, &keys, fly);
     if (status != STRATA_OK)
         return status;
     stt_ib_sreq_t *req = (stt_ib_sreq_t *)stt_slots_take(&sc->slots, 1);
     req->slot.state = STT_IB_REQ_QUEUED;
     req->cqes_left = 0;
+    req->fo_hold = false;
     req->tag = tag;
     req->data = data;
     req->size = size;
-    req->lkey = lkey;
-    req->fly = fly;
+    memcpy(req->lkey, keys.lkey, sizeof(req->lkey));
+    memcpy(req->fly, fly, (size_t)sc->conn.nmembers * sizeof(fly[0]));
     sc->queue[sc->q_tail % STT_IB_SEND_RING] = req->slot.index;
     sc->q_tail++;
     stt_ib_send_progress(sc);

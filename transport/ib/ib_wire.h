@@ -29,6 +29,14 @@
  *      bit   8      TRUNC: a send was larger than its buffer; the receive fails
  *      bit   9      SIZES: the sizes are in the receiver's sizes array slot
  *      bits 10..31  the byte count when SIZES is clear (single buffer, < 4 MiB)
+ *    On a virtual device the top three bits carry the failover epoch instead
+ *    (bits 10..28 the byte count, < 512 KiB; larger ones go through the sizes
+ *    array): the receiver ignores an immediate of an older epoch.
+ *
+ * 4. Failover frames, on the TCP side channel of a comm on a virtual device
+ *    (STT_IB_FO_BYTES each, docs/ib-protocol.md "Failover"): DOWN (sender ->
+ *    receiver: members lost) and POS (receiver -> sender: the new epoch, the
+ *    members lost, which receives are still open).
  *    A sizes array slot holds STT_MAX_RECVS u32: the byte count of each buffer,
  *    with STT_IB_SIZE_TRUNC set for a buffer whose send was too large.
  */
@@ -42,8 +50,11 @@
 #include "transport/base/connect.h"
 #include "transport/transport.h"
 
-#define STT_IB_PROTO_VERSION 3   /* 3: HELLO and REPLY carry the handle's secret */
-#define STT_IB_MAX_QPS 8                  /* STRATA_IB_QPS_PER_CONNECTION upper bound */
+/* 3: HELLO and REPLY carry the handle's secret; 4: virtual devices (member ports in the
+ * metadata, per-member rkeys in the FIFO slot) */
+#define STT_IB_PROTO_VERSION 4
+#define STT_IB_MAX_QPS 8                  /* QPs of one connection, over all its members */
+#define STT_IB_MAX_MEMBERS STT_MAX_VDEV_MEMBERS   /* ports one virtual device fuses */
 #define STT_IB_FIFO_DEPTH STT_MAX_REQUESTS /* receives in flight: one FIFO slot each */
 
 #define STT_IB_HANDLE_MAGIC 0x48425453u   /* "STBH" */
@@ -58,7 +69,8 @@ typedef struct stt_ib_fifo_entry {
     int32_t tag;
     uint8_t n;            /* buffers in this receive */
     uint8_t index;        /* this entry's buffer */
-    uint16_t reserved;
+    uint8_t epoch;        /* virtual device: the receiver's failover epoch when it posted */
+    uint8_t reserved;
     /*
      * Receive number + 1, last: a NIC (or rxe's copy loop) places the bytes of
      * a write in ascending order, so a seq that matches means the fields
@@ -81,14 +93,39 @@ _Static_assert(offsetof(stt_ib_fifo_entry_t, seq) == 28, "seq is the entry's las
 #define STT_IB_FIFO_SETTLE_NS (100ull * 1000 * 1000)
 #define STT_IB_FIFO_SETTLE_READS 64u
 
-/* One FIFO slot: the entries of one receive. */
+/*
+ * One FIFO slot: the entries of one receive, after the rkeys of its buffers on
+ * every member port of a virtual device (xkeys[buffer][member]; e[].rkey is
+ * member 0's). A comm on one port writes only e[0..n); a comm on a virtual
+ * device writes xkeys and e[0..n) in one RDMA write, so the seq of the last
+ * entry still lands last.
+ */
 typedef struct stt_ib_fifo_slot {
+    uint32_t xkeys[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
     stt_ib_fifo_entry_t e[STT_MAX_RECVS];
 } stt_ib_fifo_slot_t;
 
-/* Fills the n entries of receive seq into slot (the receiver's CTS source). */
+_Static_assert(sizeof(((stt_ib_fifo_slot_t *)0)->xkeys) % 32 == 0, "entries stay 32-byte aligned");
+
+/* Bytes the CTS write of n entries covers, and where it starts in the slot. */
+static inline size_t stt_ib_fifo_write_off(int nmembers)
+{
+    return nmembers > 1 ? 0 : offsetof(stt_ib_fifo_slot_t, e);
+}
+
+static inline size_t stt_ib_fifo_write_len(int nmembers, int n)
+{
+    return offsetof(stt_ib_fifo_slot_t, e) - stt_ib_fifo_write_off(nmembers) +
+           (size_t)n * sizeof(stt_ib_fifo_entry_t);
+}
+
+/*
+ * Fills the n entries of receive seq into slot (the receiver's CTS source),
+ * rkeys[i][j] being buffer i's rkey on member j of nmembers.
+ */
 void stt_ib_fifo_fill(stt_ib_fifo_slot_t *slot, uint32_t seq, int n, void *const *data,
-                      const size_t *sizes, const int *tags, const uint32_t *rkeys);
+                      const size_t *sizes, const int *tags,
+                      const uint32_t (*rkeys)[STT_IB_MAX_MEMBERS], int nmembers);
 
 /*
  * Sender side: has slot for receive seq fully arrived? Reads volatile memory
@@ -115,34 +152,85 @@ strata_status_t stt_ib_fifo_check(const volatile stt_ib_fifo_slot_t *slot, uint3
 _Static_assert(STT_IB_FIFO_DEPTH - 1 <= STT_IB_IMM_SLOT_MASK, "FIFO slot must fit the immediate");
 _Static_assert(STT_IB_MAX_QPS <= 8, "QP count must fit the immediate");
 
+/* A virtual device's immediates: the epoch in the top bits, a smaller byte count below. */
+#define STT_IB_IMM_EPOCH_SHIFT 29
+#define STT_IB_IMM_EPOCHS 8                      /* failovers one comm survives: 7 < 8 members */
+#define STT_IB_IMM_SIZE_MAX_VNIC ((1u << 19) - 1)
+
 typedef struct stt_ib_imm {
     uint32_t slot;
     uint32_t nqps;        /* 1..STT_IB_MAX_QPS */
     bool trunc;
     bool sizes;
     uint32_t size;        /* when !sizes */
+    bool vnic;            /* a virtual device's immediate: epoch below, size < 512 KiB */
+    uint32_t epoch;       /* vnic: 0..STT_IB_IMM_EPOCHS - 1 */
 } stt_ib_imm_t;
 
 static inline uint32_t stt_ib_imm_encode(const stt_ib_imm_t *imm)
 {
     return (imm->slot & STT_IB_IMM_SLOT_MASK) | ((imm->nqps - 1) << STT_IB_IMM_NQPS_SHIFT) |
            (imm->trunc ? STT_IB_IMM_TRUNC : 0) | (imm->sizes ? STT_IB_IMM_SIZES : 0) |
-           (imm->sizes ? 0 : imm->size << STT_IB_IMM_SIZE_SHIFT);
+           (imm->sizes ? 0 : imm->size << STT_IB_IMM_SIZE_SHIFT) |
+           (imm->vnic ? imm->epoch << STT_IB_IMM_EPOCH_SHIFT : 0);
 }
 
 /* Decodes without judging; the receiver checks the fields against its state. */
-static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
+static inline void stt_ib_imm_decode_as(uint32_t value, bool vnic, stt_ib_imm_t *imm)
 {
     imm->slot = value & STT_IB_IMM_SLOT_MASK;
     imm->nqps = ((value >> STT_IB_IMM_NQPS_SHIFT) & 7u) + 1;
     imm->trunc = (value & STT_IB_IMM_TRUNC) != 0;
     imm->sizes = (value & STT_IB_IMM_SIZES) != 0;
-    imm->size = imm->sizes ? 0 : value >> STT_IB_IMM_SIZE_SHIFT;
+    imm->vnic = vnic;
+    imm->epoch = vnic ? value >> STT_IB_IMM_EPOCH_SHIFT : 0;
+    uint32_t size = vnic ? (value & ((1u << STT_IB_IMM_EPOCH_SHIFT) - 1)) : value;
+    imm->size = imm->sizes ? 0 : size >> STT_IB_IMM_SIZE_SHIFT;
 }
+
+/* The immediate of a comm on one port. */
+static inline void stt_ib_imm_decode(uint32_t value, stt_ib_imm_t *imm)
+{
+    stt_ib_imm_decode_as(value, false, imm);
+}
+
+/* ------------------------------------------------------------------ failover frames */
+
+#define STT_IB_FO_BYTES 32
+#define STT_IB_FO_MAGIC 0x4f465453u      /* "STFO" as bytes on the wire */
+
+enum { STT_IB_FO_DOWN = 1, STT_IB_FO_POS = 2 };
+
+/*
+ * 0 magic u32 | 4 version u16 | 6 type u8 | 7 epoch u8 | 8 dead u8 | 9..11 zero |
+ * 12 next u32 | 16 open u32 | 20..31 zero; little-endian.
+ */
+typedef struct stt_ib_fo_frame {
+    uint8_t type;         /* STT_IB_FO_* */
+    uint8_t epoch;        /* POS: the receiver's epoch after this loss */
+    uint8_t dead;         /* members lost so far, bit per member */
+    uint32_t next;        /* POS: the receiver's next receive number */
+    uint32_t open;        /* POS: bit per FIFO slot whose receive is still open */
+} stt_ib_fo_frame_t;
+
+/*
+ * The sender's reading of a POS: is receive seq still open at the receiver, whose
+ * next receive number is next and whose open receives are the FIFO slots in open?
+ * Only the STT_IB_FIFO_DEPTH receives before next can be open.
+ */
+static inline bool stt_ib_fo_is_open(uint32_t next, uint32_t open, uint32_t seq)
+{
+    return next - seq - 1 < STT_IB_FIFO_DEPTH && (open & (1u << (seq % STT_IB_FIFO_DEPTH)));
+}
+
+void stt_ib_fo_encode(const stt_ib_fo_frame_t *f, uint8_t *buf);
+/* Checks magic, version, type and ranges for nmembers; *why_p on STRATA_ERR_REMOTE. */
+strata_status_t stt_ib_fo_decode(const uint8_t *buf, int nmembers, stt_ib_fo_frame_t *f_p,
+                                 const char **why_p);
 
 /* ------------------------------------------------------------------ connection metadata */
 
-#define STT_IB_META_BYTES 160
+#define STT_IB_META_BYTES 512
 #define STT_IB_META_MAGIC 0x42495453u   /* "STIB" as bytes on the wire */
 #define STT_IB_BYTE_ORDER 0x01020304u   /* read back in host order: both ends must agree */
 
@@ -151,24 +239,31 @@ enum { STT_IB_META_HELLO = 1, STT_IB_META_REPLY = 2, STT_IB_META_READY = 3 };
 /* Which GID pair the REPLY says both ends use (see stt_ib_meta_t.alt_gid). */
 enum { STT_IB_GID_PRIMARY = 0, STT_IB_GID_ALT = 1 };
 
-typedef struct stt_ib_meta {
-    uint8_t kind;            /* STT_IB_META_* */
-    uint8_t nqps;            /* 1..STT_IB_MAX_QPS */
+/* One member port of the sender's device (a port: one; a virtual device: 2..8). */
+typedef struct stt_ib_meta_port {
     uint8_t link_layer;      /* IBV_LINK_LAYER_* */
     uint8_t mtu;             /* enum ibv_mtu, 1..5 */
     uint8_t port;
     uint8_t has_alt;         /* alt_gid is usable */
-    uint8_t gid_choice;      /* REPLY: STT_IB_GID_* */
-    uint8_t tc;              /* traffic class the sender's QPs use (informational) */
     uint16_t lid;
+    uint32_t rkey;           /* the control block (addr) on this port */
+    uint8_t gid[16];         /* the automatically chosen (or configured) GID */
+    uint8_t alt_gid[16];     /* RoCE: the link-local GID, for the fallback */
+} stt_ib_meta_port_t;
+
+typedef struct stt_ib_meta {
+    uint8_t kind;            /* STT_IB_META_* */
+    uint8_t nqps;            /* 1..STT_IB_MAX_QPS, a multiple of nmembers; QP i on member
+                                i % nmembers */
+    uint8_t nmembers;        /* 1..STT_IB_MAX_MEMBERS: ports of the device (both ends equal) */
+    uint8_t gid_choice;      /* REPLY: STT_IB_GID_*, for every member */
+    uint8_t tc;              /* traffic class the sender's QPs use (informational) */
     uint32_t byte_order;     /* STT_IB_BYTE_ORDER as the sender's host stored it */
     uint64_t listener_id;    /* HELLO: the handle's; others: echoed */
     uint64_t conn_id;        /* chosen by connect, echoed by the other two */
-    uint8_t gid[16];         /* the automatically chosen (or configured) GID */
-    uint8_t alt_gid[16];     /* RoCE: the link-local GID, for the fallback */
     uint64_t addr;           /* HELLO: FIFO address; REPLY: sizes array address */
-    uint32_t rkey;           /* its rkey */
     uint32_t qpn[STT_IB_MAX_QPS];
+    stt_ib_meta_port_t m[STT_IB_MAX_MEMBERS];
     /* HELLO: the handle's secret, proving the connector holds the handle; REPLY: the same,
      * proving the listener is the handle's; READY: zero. */
     uint8_t secret[STT_HANDLE_SECRET_BYTES];
