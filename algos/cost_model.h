@@ -56,7 +56,7 @@
 
 /* One tcp stream with a core on each side: loopback, one stream, 1 MiB writes, 3.6-4.1
  * GB/s (the low end, as STA_DEFAULT_NET_BETA_GBPS). S streams at once on a host of C cores
- * get min(1, C/(2S)) of it each (cost_model.c); 1 x 2 and 4 x 1 flat collectives from 512
+ * get min(1, C/(2S)) of it each (cost_model.c); 4 x 1 and 2 x 2 unshaped, from 512
  * KiB, quiet machine (bench/model.sh, docs/benchmarks.md "Model vs measurement"). */
 #define STA_NET_CPU_GBPS 3.6
 

@@ -3,7 +3,7 @@
 # (OpenMPI 4.1 over shared memory and over TCP, Gloo ring and halving-doubling) on the
 # same ranks and sizes, in one run, systems interleaved in time and repeated, then
 # writes per rank count a markdown table (busbw per size per system, ratios Strata /
-# peer, the targets, and on one node each system's time against the memory
+# peer, the targets docs/benchmarks.md states, and on one node each system's time against the memory
 # bound) and a busbw-vs-size plot (PNG, log-log).
 #
 #   bench/ab/run.sh [--ranks 2,4] [-b 8] [-e 256M] [-f 4] [options]

@@ -41,6 +41,12 @@ static void xcore_pin(int cpu)
     (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);   /* best effort */
 }
 
+/* The bytes of the chunk at off: a whole chunk, or what is left of the buffer. */
+static size_t xcore_len(const xcore_t *x, size_t off)
+{
+    return x->bytes - off < x->chunk ? x->bytes - off : x->chunk;
+}
+
 static void *xcore_writer(void *arg)
 {
     xcore_t *x = arg;
@@ -55,8 +61,7 @@ static void *xcore_writer(void *arg)
     for (uint64_t k = 0; src != NULL && k < nchunks; k++) {
         while (k - __atomic_load_n(&x->drained, __ATOMIC_ACQUIRE) >= XCORE_SLOTS)
             sched_yield();
-        size_t off = (size_t)k * x->chunk, len = x->bytes - off < x->chunk ? x->bytes - off
-                                                                           : x->chunk;
+        size_t off = (size_t)k * x->chunk, len = xcore_len(x, off);
         memcpy(x->slot[k % XCORE_SLOTS], src + off, len);
         __atomic_store_n(&x->filled, k + 1, __ATOMIC_RELEASE);
     }
@@ -78,8 +83,7 @@ static void *xcore_reader(void *arg)
     for (uint64_t k = 0; dst != NULL && k < nchunks; k++) {
         while (__atomic_load_n(&x->filled, __ATOMIC_ACQUIRE) <= k)
             sched_yield();
-        size_t off = (size_t)k * x->chunk, len = x->bytes - off < x->chunk ? x->bytes - off
-                                                                           : x->chunk;
+        size_t off = (size_t)k * x->chunk, len = xcore_len(x, off);
         memcpy(dst + off, x->slot[k % XCORE_SLOTS], len);
         __atomic_store_n(&x->drained, k + 1, __ATOMIC_RELEASE);
     }

@@ -201,6 +201,21 @@ static void fo_tell_last(stt_ib_conn_t *conn, uint32_t members)
     fo_flush(conn);
 }
 
+/*
+ * Members reported lost by either side: those not lost already are marked (the peer told
+ * first when they are the last). False when there is nothing to move: none new, the comm
+ * already failed, or no member is left.
+ */
+static bool fo_lose(stt_ib_conn_t *conn, uint32_t members, const char *why)
+{
+    members &= ~(uint32_t)conn->dead;
+    if (members == 0 || conn->head.failed != STRATA_OK)
+        return false;
+    if ((conn->live & ~fo_qps_of(conn, members)) == 0)
+        fo_tell_last(conn, members);
+    return fo_mark(conn, members, why);
+}
+
 /* The verdicts of the async thread and of the devices: members to lose now. */
 static uint32_t fo_found(stt_ib_conn_t *conn)
 {
@@ -261,12 +276,7 @@ void stt_ib_fo_recv_lost(stt_ib_recv_t *rc, uint32_t members, const char *why)
     stt_ib_conn_t *conn = &rc->conn;
     uint32_t open = 0;
 
-    members &= ~(uint32_t)conn->dead;
-    if (members == 0 || conn->head.failed != STRATA_OK)
-        return;
-    if ((conn->live & ~fo_qps_of(conn, members)) == 0)
-        fo_tell_last(conn, members);
-    if (!fo_mark(conn, members, why))
+    if (!fo_lose(conn, members, why))
         return;
     if (conn->epoch + 1 >= STT_IB_IMM_EPOCHS) {
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "more than %d failovers",
@@ -332,12 +342,7 @@ void stt_ib_fo_send_lost(stt_ib_send_t *sc, uint32_t members, const char *why)
 {
     stt_ib_conn_t *conn = &sc->conn;
 
-    members &= ~(uint32_t)conn->dead;
-    if (members == 0 || conn->head.failed != STRATA_OK)
-        return;
-    if ((conn->live & ~fo_qps_of(conn, members)) == 0)
-        fo_tell_last(conn, members);
-    if (!fo_mark(conn, members, why))
+    if (!fo_lose(conn, members, why))
         return;
     stt_ib_fo_frame_t down = {.type = STT_IB_FO_DOWN, .dead = conn->dead};
     fo_queue(conn, &down);
