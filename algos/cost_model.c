@@ -5,6 +5,10 @@
  * Terms: P ranks, N nodes, L = P/N ranks per node, R = nrails NICs per node,
  * n bytes (nccl-tests' size), c = STA_PIPELINE_CHUNK, k = max(1, ceil(n/c)),
  * x/β = x / (β·1e3) µs. α_s, β_s: shm; α_n, β_n: net (one NIC); γ: reduce rate.
+ * On host shared memory β_s is the collective's own: a copy rate between the cache's β_c and
+ * the DRAM rate, by the share of the working set 2·S·n (S = max(L, host_ranks) ranks sharing
+ * the host's cache) that the cache of C bytes holds (shm_beta; sta_cache_t). Every β_s below
+ * is that one.
  * p2 = the largest power of two <= P, r = P - p2, lg(x) = ceil(log2 x).
  *
  * Flat steps share the node's link. In a step of a flat algorithm (ring, recursive doubling,
@@ -195,12 +199,30 @@ static double cpu_stream_gbps(int cores, int streams)
     return STA_NET_CPU_GBPS * (share < 1.0 ? share : 1.0);
 }
 
+/*
+ * β_s for a collective of n bytes: the share f = min(1, C/W) of its working set W = 2·S·n
+ * (S ranks sharing the host's cache, each touching a source and a destination of n) that
+ * the cache holds is copied at β_c, the rest at β_s: 1/β = f/β_c + (1-f)/β_s. Beyond the
+ * cache the time n/β grows at 1/β_s with a constant saving, so costs stay continuous and
+ * increasing in n. Host shared memory only (a switch's or PCIe tree's β is a link's).
+ */
+static double shm_beta(const sta_model_t *model, const sta_dims_t *dims, double n)
+{
+    double S = STU_MAX(dims->local_size, dims->host_ranks);
+    double w = 2.0 * S * n;
+
+    if (model->intra != STA_INTRA_SHM || !(model->cache.bytes > 0.0))
+        return model->shm.beta_gbps;
+    double f = w <= model->cache.bytes ? 1.0 : model->cache.bytes / w;
+    return 1.0 / (f / model->cache.beta_gbps + (1.0 - f) / model->shm.beta_gbps);
+}
+
 static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, double bytes)
 {
     terms_t t = {
         .P = dims->nranks, .N = dims->nnodes, .L = dims->local_size, .R = dims->nrails,
         .n = bytes,
-        .a_s = model->shm.alpha_us, .b_s = model->shm.beta_gbps,
+        .a_s = model->shm.alpha_us, .b_s = shm_beta(model, dims, bytes),
         .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
         .kind = model->intra,
     };
@@ -208,6 +230,11 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
         int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
         t.oversub = dims->host_ranks > dims->host_cores;
         t.w = t.oversub ? model->wake_us : 0.0;
+        if (t.oversub && model->intra == STA_INTRA_SHM) {   /* copies and sums share cores */
+            double share = (double)dims->host_cores / (double)dims->host_ranks;
+            t.b_s *= share;
+            t.g *= share;
+        }
         t.wl = leaders > dims->host_cores ? model->wake_us : 0.0;
         if (dims->net_cpu && dims->host_ranks > 0) {
             t.c_all = cpu_stream_gbps(dims->host_cores, dims->host_ranks);
@@ -437,12 +464,28 @@ static void pipe_phases_at(const terms_t *t, sta_algo_t algo, double c, double *
     pipe_phases(&tc, algo, in, net, out);
 }
 
+/* The pipelined time of n bytes in K = n/c chunks (c clamped to 1..n; K real, so the cost
+ * stays smooth in n and the selection's bisection finds its crossings, algos/select.c; the
+ * run's K differs by under one): in(c) + net(c) + out(c) + (K-1)·max(net(c), in(c) + out(c)). */
+static double pipe_time(const terms_t *t, sta_algo_t algo, double c)
+{
+    double in, net, out;
+
+    c = STU_MIN(t->n, STU_MAX(c, 1.0));
+    double K = STU_MAX(1.0, t->n / c);
+    pipe_phases_at(t, algo, t->n / K, &in, &net, &out);
+    return in + net + out + (K - 1) * STU_MAX(net, in + out);
+}
+
 /*
- * The chunk of the pipelined two-tier allreduce (algos/hier_pipe.c). The slower stage (the
- * ring, or the node's two phases) runs K = n/c times, each paying its fixed cost a_b; the
- * faster one only fills and drains the pipe, at its per-byte cost r_o: t ≈ a_o + r_o·c +
- * (n/c)·a_b + n·r_b, least at c* = sqrt(n·a_b/r_o). No chunk smaller than each local rank's
- * share of the shm tier's crossover n*_s = α_s·β_s (below it a chunk's phases are latency).
+ * The chunk of the pipelined two-tier allreduce (algos/hier_pipe.c). Whichever stage (the
+ * ring, or the node's two phases) is the slower runs K = n/c times, each paying its fixed
+ * cost a_b; the faster one only fills and drains the pipe, at its per-byte cost r_o: t ≈ a_o
+ * + r_o·c + (n/c)·a_b + n·r_b, least at c* = sqrt(n·a_b/r_o). Both stages are tried as the
+ * slower one (which is slower depends on c: the ring's α_n against the node's bytes) and the
+ * chunk of the lower pipe_time kept, so the cost is continuous in n where β_s varies with n
+ * (the cache tier). No chunk smaller than each local rank's share of the shm tier's crossover
+ * n*_s = α_s·β_s (below it a chunk's phases are latency).
  */
 static double pipe_chunk(const terms_t *t, sta_algo_t algo)
 {
@@ -452,12 +495,14 @@ static double pipe_chunk(const terms_t *t, sta_algo_t algo)
     pipe_phases_at(t, algo, 0.0, &in0, &net0, &out0);
     pipe_phases_at(t, algo, probe, &in1, &net1, &out1);
     double r_net = (net1 - net0) / probe, r_node = (in1 + out1 - in0 - out0) / probe;
-    double a_b = r_net >= r_node ? net0 : in0 + out0;
-    double r_o = r_net >= r_node ? r_node : r_net;
     double c_min = t->L * t->a_s * t->b_s * STA_BYTES_PER_US_PER_GBPS;
-    double c = r_o > 0.0 ? sqrt(t->n * a_b / r_o) : t->n;
-    /* a_b = 0 (no α anywhere): the finer the better; one byte is the limit */
-    return STU_MIN(t->n, STU_MAX(STU_MAX(c, c_min), 1.0));
+    /* net the slower: its α per chunk against the node's bytes; and the other way round
+     * (a_b = 0, no α anywhere: the finer the better; one byte is the limit) */
+    double c_net = r_node > 0.0 ? sqrt(t->n * net0 / r_node) : t->n;
+    double c_node = r_net > 0.0 ? sqrt(t->n * (in0 + out0) / r_net) : t->n;
+    c_net = STU_MIN(t->n, STU_MAX(STU_MAX(c_net, c_min), 1.0));
+    c_node = STU_MIN(t->n, STU_MAX(STU_MAX(c_node, c_min), 1.0));
+    return pipe_time(t, algo, c_node) < pipe_time(t, algo, c_net) ? c_node : c_net;
 }
 
 /*
@@ -473,11 +518,7 @@ static double cost_hier_pipelined(const terms_t *t, sta_algo_t algo)
         pipe_phases(t, algo, &in, &net, &out);
         return in + net + out;
     }
-    /* K as a real number, not ceil(n/c*): the cost stays smooth in n, so the selection's
-     * bisection finds its crossings (algos/select.c); the run's K differs by under one */
-    double K = STU_MAX(1.0, t->n / pipe_chunk(t, algo));
-    pipe_phases_at(t, algo, t->n / K, &in, &net, &out);
-    return in + net + out + (K - 1) * STU_MAX(net, in + out);
+    return pipe_time(t, algo, pipe_chunk(t, algo));
 }
 
 size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dims,
@@ -683,6 +724,13 @@ double sta_cost_alltoall_us(const sta_model_t *model, const sta_dims_t *dims, si
     if (N > 1)
         c += ((double)(N - 2) * L + 1) * flat_step(&t, m, L);   /* the middle q, and j = 0 */
     return c;
+}
+
+double sta_cost_shm_beta_gbps(const sta_model_t *model, const sta_dims_t *dims, size_t bytes)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK)
+        return model != NULL ? model->shm.beta_gbps : STA_COST_NA;
+    return shm_beta(model, dims, (double)bytes);
 }
 
 double sta_tier_crossover_bytes(const sta_tier_t *tier)

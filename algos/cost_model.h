@@ -116,6 +116,8 @@ typedef enum sta_field {
     STA_FIELD_NET_BETA,
     STA_FIELD_GAMMA,
     STA_FIELD_WAKE,
+    STA_FIELD_SHM_CACHE_BETA,
+    STA_FIELD_SHM_CACHE_BYTES,
     STA_FIELD_COUNT
 } sta_field_t;
 
@@ -128,8 +130,23 @@ typedef enum sta_source {
     STA_SRC_COUNT
 } sta_source_t;
 
+/*
+ * The host's last-level cache as the shm tier sees it (host shared memory only): copies whose
+ * working set fits `bytes` run at `beta_gbps` instead of the shm tier's β (a DRAM rate). A
+ * collective of n bytes on a host whose S ranks share the cache touches W = 2·S·n bytes (each
+ * rank's source and destination); the share f = min(1, bytes/W) of it stays cached and its
+ * copies run at 1/β_eff = f/β_c + (1-f)/β_s (cost_model.c). bytes = 0: no cache tier.
+ */
+typedef struct sta_cache {
+    double beta_gbps;           /* β_c: copy rate, GB/s, of a cache-resident working set (> 0
+                                   where bytes > 0; unused where bytes = 0) */
+    double bytes;               /* C: the working set it holds, bytes (>= 0; 0: none, what a
+                                   zero-initialised model has) */
+} sta_cache_t;
+
 typedef struct sta_model {
     sta_tier_t shm;             /* intra-node shared memory; β = memcpy bandwidth */
+    sta_cache_t cache;          /* the host's last-level cache, for the shm tier's copies */
     sta_tier_t net;             /* the transport between nodes, per NIC */
     double gamma_gbps;          /* reduction output rate, GB/s (> 0) */
     double wake_us;             /* ω: waking a rank that blocked, µs (>= 0); paid per wait
@@ -185,10 +202,19 @@ strata_status_t sta_algo_parse(const char *text, sta_algo_t *algo_p);
  */
 void sta_dims_one_per_node(int nnodes, sta_dims_t *dims);
 
+/*
+ * The host terms of dims, by the one rule every consumer of the model uses (the library, the
+ * CollNet's table, the tuner, strata-plan): host_ranks ranks share host_cores cores (0:
+ * unknown), and net_cpu is set when the transport is tcp (its bytes move on the host's cores).
+ * transport NULL: unknown, net_cpu 0.
+ */
+void sta_dims_set_host(sta_dims_t *dims, int host_ranks, int host_cores, const char *transport);
+
 /* OK when P, N, L, nrails are consistent (see sta_dims_t); STRATA_ERR_INVALID otherwise. */
 strata_status_t sta_dims_check(const sta_dims_t *dims);
 
-/* OK when every α and ω is finite and >= 0, every β and γ finite and > 0, and intra a kind. */
+/* OK when every α and ω is finite and >= 0, every β and γ finite and > 0 (the cache's β only
+ * where its size is > 0), the cache's size finite and >= 0, and intra a kind. */
 strata_status_t sta_model_check(const sta_model_t *model);
 
 /*
@@ -255,6 +281,14 @@ double sta_cost_step_us(const sta_model_t *model, const sta_dims_t *dims, size_t
  * invalid model or dims; 0 when P = 1.
  */
 double sta_cost_alltoall_us(const sta_model_t *model, const sta_dims_t *dims, size_t bytes);
+
+/*
+ * The shm tier's copy rate in GB/s for a collective of `bytes` on these dims: β_s blended
+ * with the cache's β_c by the share of the working set W = 2·S·bytes the cache holds (S =
+ * max(L, host_ranks): the ranks sharing the host's cache), sta_cache_t. β_s itself off host
+ * shared memory, without a cache (bytes 0), or for an invalid model or dims.
+ */
+double sta_cost_shm_beta_gbps(const sta_model_t *model, const sta_dims_t *dims, size_t bytes);
 
 /* The tier's crossover n* = α·β in bytes: below it latency dominates, above it bandwidth. */
 double sta_tier_crossover_bytes(const sta_tier_t *tier);

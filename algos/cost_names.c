@@ -6,6 +6,7 @@
 #include "algos/cost_model.h"
 
 #include <math.h>
+#include <string.h>
 #include <strings.h>
 
 static const char *const coll_names[STA_COLL_COUNT] = {
@@ -84,6 +85,13 @@ void sta_dims_one_per_node(int nnodes, sta_dims_t *dims)
                          .unequal = 0, .contiguous = 1};
 }
 
+void sta_dims_set_host(sta_dims_t *dims, int host_ranks, int host_cores, const char *transport)
+{
+    dims->host_ranks = host_ranks > 0 ? host_ranks : 0;
+    dims->host_cores = host_cores > 0 ? host_cores : 0;
+    dims->net_cpu = transport != NULL && strcmp(transport, "tcp") == 0;
+}
+
 strata_status_t sta_dims_check(const sta_dims_t *dims)
 {
     if (dims == NULL || dims->nranks < 1 || dims->nnodes < 1 || dims->local_size < 1)
@@ -112,7 +120,9 @@ strata_status_t sta_model_check(const sta_model_t *model)
 {
     if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
         !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
-        !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us) || (int)model->intra < 0 ||
+        !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us) ||
+        !alpha_ok(model->cache.bytes) ||
+        (model->cache.bytes > 0.0 && !rate_ok(model->cache.beta_gbps)) || (int)model->intra < 0 ||
         model->intra >= STA_INTRA_COUNT)
         return STRATA_ERR_INVALID;
     return STRATA_OK;

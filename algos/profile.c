@@ -28,6 +28,8 @@ static const char *const field_names[STA_FIELD_COUNT] = {
     [STA_FIELD_NET_BETA] = "net.beta_gbps",
     [STA_FIELD_GAMMA] = "gamma_gbps",
     [STA_FIELD_WAKE] = "wake_us",
+    [STA_FIELD_SHM_CACHE_BETA] = "shm.cache_beta_gbps",
+    [STA_FIELD_SHM_CACHE_BYTES] = "shm.cache_bytes",
 };
 
 static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
@@ -37,6 +39,8 @@ static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
     [STA_FIELD_NET_BETA] = STU_PARAM_NET_BETA_GBPS,
     [STA_FIELD_GAMMA] = STU_PARAM_GAMMA_GBPS,
     [STA_FIELD_WAKE] = STU_PARAM_WAKE_US,
+    [STA_FIELD_SHM_CACHE_BETA] = STU_PARAM_SHM_CACHE_BETA_GBPS,
+    [STA_FIELD_SHM_CACHE_BYTES] = STU_PARAM_SHM_CACHE_BYTES,
 };
 
 static const char *const source_names[STA_SRC_COUNT] = {
@@ -60,7 +64,7 @@ const char *sta_source_name(sta_source_t source)
     return source_names[source];
 }
 
-static double *field_ptr(sta_model_t *model, sta_field_t field)
+double *sta_model_field(sta_model_t *model, sta_field_t field)
 {
     switch (field) {
     case STA_FIELD_SHM_ALPHA: return &model->shm.alpha_us;
@@ -68,26 +72,27 @@ static double *field_ptr(sta_model_t *model, sta_field_t field)
     case STA_FIELD_NET_ALPHA: return &model->net.alpha_us;
     case STA_FIELD_NET_BETA: return &model->net.beta_gbps;
     case STA_FIELD_WAKE: return &model->wake_us;
+    case STA_FIELD_SHM_CACHE_BETA: return &model->cache.beta_gbps;
+    case STA_FIELD_SHM_CACHE_BYTES: return &model->cache.bytes;
     default: return &model->gamma_gbps;
     }
 }
 
-/* Latencies (α, ω) may be 0; rates must be > 0. */
-static int field_is_alpha(sta_field_t field)
+int sta_field_may_be_zero(sta_field_t field)
 {
     return field == STA_FIELD_SHM_ALPHA || field == STA_FIELD_NET_ALPHA ||
-           field == STA_FIELD_WAKE;
+           field == STA_FIELD_WAKE || field == STA_FIELD_SHM_CACHE_BYTES;
 }
 
 static int field_value_ok(sta_field_t field, double v)
 {
-    return isfinite(v) && (field_is_alpha(field) ? v >= 0.0 : v > 0.0);
+    return isfinite(v) && (sta_field_may_be_zero(field) ? v >= 0.0 : v > 0.0);
 }
 
 /* What a field accepts, for error messages. */
 static const char *field_range(sta_field_t field)
 {
-    return field_is_alpha(field) ? "a finite number >= 0" : "a finite number > 0";
+    return sta_field_may_be_zero(field) ? "a finite number >= 0" : "a finite number > 0";
 }
 
 /* A whole-string decimal in the field's range: OK, or STRATA_ERR_INVALID. */
@@ -111,7 +116,7 @@ static int field_offer(sta_model_t *model, sta_field_t field, double v, sta_sour
 {
     if (source < model->source[field])
         return 0;
-    *field_ptr(model, field) = v;
+    *sta_model_field(model, field) = v;
     model->source[field] = source;
     return 1;
 }
@@ -125,6 +130,8 @@ void sta_model_default(sta_model_t *model)
     model->net.beta_gbps = STA_DEFAULT_NET_BETA_GBPS;
     model->gamma_gbps = STA_DEFAULT_GAMMA_GBPS;
     model->wake_us = STA_DEFAULT_WAKE_US;
+    model->cache.beta_gbps = STA_DEFAULT_SHM_CACHE_BETA_GBPS;
+    model->cache.bytes = STA_DEFAULT_SHM_CACHE_BYTES;
     for (int f = 0; f < STA_FIELD_COUNT; f++)
         model->source[f] = STA_SRC_DEFAULT;
 }
@@ -210,7 +217,8 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
         return STRATA_OK;
     }
     STU_WARN("profile %s:%d: unknown key '%s' (keys: shm.alpha_us, shm.beta_gbps, "
-             "net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, shm.kind)", path, lineno, key);
+             "net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, shm.cache_beta_gbps, "
+             "shm.cache_bytes, shm.kind)", path, lineno, key);
     return STRATA_ERR_INVALID;
 }
 
@@ -287,7 +295,7 @@ static void calibration_offer(sta_model_t *model, sta_field_t field, double v)
         return;
     if (!field_offer(model, field, v, STA_SRC_CALIBRATED))
         STU_INFO(STU_LOG_TUNING, "model: %s = %g from %s kept over calibrated %g",
-                 field_names[field], *field_ptr(model, field),
+                 field_names[field], *sta_model_field(model, field),
                  source_names[model->source[field]], v);
 }
 
@@ -346,6 +354,9 @@ void sta_model_log(const sta_model_t *model)
     STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s), wake-up %g us (%s)", model->gamma_gbps,
              source_names[model->source[STA_FIELD_GAMMA]], model->wake_us,
              source_names[model->source[STA_FIELD_WAKE]]);
+    STU_INFO(STU_LOG_TUNING, "model shm cache: beta %g GB/s (%s) while the working set fits %.0f"
+             " B (%s)", model->cache.beta_gbps, source_names[model->source[STA_FIELD_SHM_CACHE_BETA]],
+             model->cache.bytes, source_names[model->source[STA_FIELD_SHM_CACHE_BYTES]]);
     STU_INFO(STU_LOG_TUNING, "model intra-node kind: %s (%s)", sta_intra_name(model->intra),
              sta_source_name(model->intra_source));
 }
@@ -353,7 +364,7 @@ void sta_model_log(const sta_model_t *model)
 strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
                                   const char *comment)
 {
-    sta_model_t copy = *model;   /* field_ptr() reads through a non-const pointer */
+    sta_model_t copy = *model;   /* sta_model_field() reads through a non-const pointer */
     FILE *file;
     int bad;
 
@@ -371,7 +382,7 @@ strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
     }
     /* %.17g: the value reads back to the same double. */
     for (int f = 0; f < STA_FIELD_COUNT; f++)
-        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], *field_ptr(&copy, (sta_field_t)f),
+        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], *sta_model_field(&copy, (sta_field_t)f),
                 source_names[model->source[f]]);
     fprintf(file, "%-13s = %s   # %s\n", PROFILE_KEY_KIND, sta_intra_name(model->intra),
             source_names[model->intra_source]);

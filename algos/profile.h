@@ -13,8 +13,9 @@
  *
  * Profile file format: one `key = value` per line; `#` starts a comment (whole
  * line or after the value); blank lines are ignored; keys are shm.alpha_us,
- * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, whose values
- * are decimal numbers (α and ω >= 0, β and γ > 0), and shm.kind = shm|switch|pcie
+ * shm.beta_gbps, net.alpha_us, net.beta_gbps, gamma_gbps, wake_us,
+ * shm.cache_beta_gbps, shm.cache_bytes, whose values are decimal numbers (α, ω and the
+ * cache's bytes >= 0, β and γ > 0), and shm.kind = shm|switch|pcie
  * (what the shm tier is, sta_intra_t; the file is its only source besides the
  * default, shm). An unknown key, a malformed or out-of-range value, a line without
  * '=', a key given twice, a line longer than STA_PROFILE_LINE_MAX or a NUL byte
@@ -41,7 +42,7 @@
 /* One shm round with ranks on separate cores: 1 x 2, one-round shm collectives (allreduce,
  * reduce_scatter, allgather, broadcast) at 8-512 B took 0.42-0.48 µs (strata-perf --model;
  * docs/benchmarks.md "Model vs measurement"); the low end. */
-#define STA_DEFAULT_SHM_ALPHA_US 0.4
+#define STA_DEFAULT_SHM_ALPHA_US 0.15
 /* memcpy on one core: 24.9 GB/s counting read + write = 12-13 GB/s copied; the low end. */
 #define STA_DEFAULT_SHM_BETA_GBPS 12.0
 /* One way through the plugin's TCP transport on loopback, polled: α 8.5 µs (strata-netperf
@@ -49,6 +50,14 @@
 #define STA_DEFAULT_NET_ALPHA_US 9.0
 /* TCP loopback, one stream, 1 MiB writes: 3.6-4.1 GB/s; the low end (noisy shared host). */
 #define STA_DEFAULT_NET_BETA_GBPS 3.6
+/* Copies whose working set fits the cache (sta_cache_t): strata-reduce --membw 1, 256 KiB-4
+ * MiB buffers, 85-96 GB/s read + write = 42-48 GB/s copied (docs/benchmarks.md, "The shm
+ * tier's cache"); the low end. */
+#define STA_DEFAULT_SHM_CACHE_BETA_GBPS 40.0
+/* The working set copies keep that rate up to: one thread full rate to 8 MiB (4 MiB buffers),
+ * two threads to 8 MiB together; at 16 and 32 MiB the rates fall as C/W predicts. The L3 is
+ * 32 MiB (docs/machines.md); this VM's copies see a quarter of it. */
+#define STA_DEFAULT_SHM_CACHE_BYTES (8.0 * 1024 * 1024)
 /* A reduction's output rate on buffers much larger than L3: ~12-15 GB/s at best. */
 #define STA_DEFAULT_GAMMA_GBPS 12.0
 /* ω: waking a process that sleeps, from another core, 35-40 µs (docs/machines.md); the low end. */
@@ -61,6 +70,12 @@
 
 /* The profile key of a field ("shm.alpha_us", ...); "?" out of range. */
 const char *sta_field_name(sta_field_t field);
+
+/* The field of *model a sta_field_t names (never NULL: an out-of-range field is γ's). */
+double *sta_model_field(sta_model_t *model, sta_field_t field);
+
+/* 1 for the fields that may be 0 (α, ω, the cache's size), 0 for those that must be > 0. */
+int sta_field_may_be_zero(sta_field_t field);
 
 /* "default", "calibrated", "env", "profile"; "?" out of range. */
 const char *sta_source_name(sta_source_t source);

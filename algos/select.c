@@ -14,7 +14,9 @@
  *
  * Exactness: every formula except the chunked chains (ring broadcast and
  * reduce) is linear in n, and the lower envelope of lines gives each algorithm
- * one interval, so these tables are exact. The chains are staircases in n
+ * one interval, so these tables are exact. On host shared memory with a cache tier the
+ * formulas bend where the working set reaches the cache (cost_model.c, shm_beta) and are
+ * linear on each side: the sweep evaluates that size too. The chains are staircases in n
  * above one chunk; near a crossing with a line they may cross it several times
  * within one chunk-sized step, and the sweep keeps one of those crossings (a
  * true one, to the byte), not all of them. The near-tie band's edges, where
@@ -36,6 +38,7 @@ static double select_latency_us(const sta_model_t *model, const sta_dims_t *dims
 {
     sta_model_t lat = *model;
     lat.shm.beta_gbps = lat.net.beta_gbps = lat.gamma_gbps = STA_SELECT_RATE_INF;
+    lat.cache.beta_gbps = STA_SELECT_RATE_INF;
     return sta_cost_us(&lat, dims, coll, algo, bytes);
 }
 
@@ -102,16 +105,35 @@ static const char *select_unfit(const sta_model_t *model, const sta_dims_t *dims
     return why;
 }
 
+/*
+ * The size at which the shm tier's working set 2·S·n reaches the cache (sta_cache_t): the
+ * formulas bend there (linear on each side), so the sweep evaluates it too. 0: no bend.
+ */
+static size_t select_cache_knee(const sta_model_t *model, const sta_dims_t *dims)
+{
+    double S = dims->local_size > dims->host_ranks ? dims->local_size : dims->host_ranks;
+
+    if (model->intra != STA_INTRA_SHM || !(model->cache.bytes > 0.0) || S < 1)
+        return 0;
+    double n = model->cache.bytes / (2.0 * S);
+    return n >= 1.0 && n < (double)((size_t)1 << STA_SELECT_MAX_LOG2) ? (size_t)n : 0;
+}
+
 /* Fills one collective's ranges; STRATA_ERR_INTERNAL if they do not fit. */
 static strata_status_t select_sweep(const sta_model_t *model, const sta_dims_t *dims,
                                     sta_coll_t coll, sta_select_range_t *ranges, int *nranges_p)
 {
     sta_algo_t cur = select_best(model, dims, coll, 0);
-    size_t pos = 0;
+    size_t pos = 0, knee = select_cache_knee(model, dims);
     int nr = 0;
 
     for (int e = 0; e <= STA_SELECT_MAX_LOG2; e++) {
         size_t s = (size_t)1 << e;
+        if (knee > pos && knee < s) {   /* the bend first, then this power of two */
+            s = knee;
+            knee = 0;
+            e--;
+        }
         while (select_best(model, dims, coll, s) != cur) {
             size_t lo = pos, hi = s;
             while (hi - lo > 1) {

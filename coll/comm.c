@@ -253,9 +253,8 @@ static strata_status_t comm_select(strata_comm_t *comm)
     if ((status = sta_algo_parse(stu_param_str(STU_PARAM_ALGO), &forced)) != STRATA_OK)
         return sta_ctx_fail(ctx, status, "STRATA_ALGO='%s'", stu_param_str(STU_PARAM_ALGO));
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
-                       .local_size = ctx->local_size, .nrails = comm->nrails,
-                       .host_ranks = comm->host_ranks, .host_cores = comm->host_cores,
-                       .net_cpu = strcmp(stt_name(comm->ops), "tcp") == 0};
+                       .local_size = ctx->local_size, .nrails = comm->nrails};
+    sta_dims_set_host(&dims, comm->host_ranks, comm->host_cores, stt_name(comm->ops));
     /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
     dims.contiguous = 1;
     for (int i = 0; i < ctx->nranks; i++)
@@ -303,12 +302,10 @@ static strata_status_t comm_check_same_tables(strata_comm_t *comm)
     }
     /* the two-tier pipeline's chunks (model and STRATA_HIER_CHUNK): a node's ranks must run
      * the same shm rounds */
-    const sta_model_t *m = &comm->select.model;
-    const double terms[] = {m->shm.alpha_us, m->shm.beta_gbps, m->net.alpha_us,
-                            m->net.beta_gbps, m->gamma_gbps, m->wake_us};
-    for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
+    sta_model_t m = comm->select.model;
+    for (int f = 0; f < STA_FIELD_COUNT; f++) {
         uint64_t bits;
-        memcpy(&bits, &terms[i], sizeof(bits));
+        memcpy(&bits, sta_model_field(&m, (sta_field_t)f), sizeof(bits));
         COMM_HASH(bits);
     }
     COMM_HASH(comm->ctx.hier_chunk);

@@ -452,10 +452,11 @@ static void test_node_yield_waits(void **state)
     assert_us(costw(&node4_over, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, 0), 1 + y);
     /* leader: a reduce round every rank waits in, then a broadcast */
     assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), (1 + y) + (1 + y / 2));
-    /* the one-pass allreduce pays ω_y in each of its rounds: 4 rounds at 3 chunks */
+    /* the one-pass allreduce pays ω_y in each of its rounds: 4 rounds at 3 chunks; its 4
+     * ranks copy and sum at once on 2 cores, each at half of β_s and γ */
     double n = 3.0 * STA_MODEL_SHM_CHUNK;
     assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, (size_t)n),
-              4 * (1 + y) + 0.75 * n / 1e4 + 5.0 / 3 * (n / 4) / 1e4 + n / 1e4);
+              4 * (1 + y) + 2 * (0.75 * n / 1e4 + 5.0 / 3 * (n / 4) / 1e4 + n / 1e4));
     /* flat ring over loopback: 2·3 steps of α_n + ω */
     assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 6 * (20 + 30));
     /* cores enough: no wait terms at all */
@@ -485,8 +486,9 @@ static void test_multi_node_blocking_waits(void **state)
  * Net bytes on the host's cores (net_cpu): 4 one-rank nodes on a 2-core host, a model whose
  * link (β_n = 10 GB/s) is faster than the cores: each of the 4 streams gets
  * β_c·min(1, 2/8) = 0.9 GB/s. The ring allreduce of 4 MB moves 1 MB a step: 2·3 steps of
- * 20 + max(10^6/10^4, 10^6/900) = 20 + 1111.1 µs, + the copy 400 and the reduction 300
- * (without the term: 400 + 6·(20 + 100) + 300 = 1420).
+ * 20 + max(10^6/10^4, 10^6/900) = 20 + 1111.1 µs, + the copy 800 and the reduction 600
+ * (4 ranks on 2 cores copy and sum at half of β_s and γ; without the term: 800 + 6·(20 +
+ * 100) + 600 = 2120).
  * With a link slower than the cores' share (β_n = 0.5) nothing changes; rooted collectives
  * are never charged; without net_cpu the term is absent.
  */
@@ -503,8 +505,8 @@ static void test_net_on_cores(void **state)
     (void)state;
     fast.wake_us = 0.0;
     assert_us(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
-              400 + 6 * (20 + MB / (per_stream * 1e3)) + 300);
-    assert_us(sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB), 1420.0);
+              800 + 6 * (20 + MB / (per_stream * 1e3)) + 600);
+    assert_us(sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB), 2120.0);
     assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB) >
                 sta_cost_us(&fast, &plain, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB));
     assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB) >

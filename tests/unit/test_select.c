@@ -52,6 +52,7 @@ static double latency(const sta_select_t *t, sta_coll_t c, sta_algo_t a, size_t 
 {
     sta_model_t m = t->model;
     m.shm.beta_gbps = m.net.beta_gbps = m.gamma_gbps = STA_SELECT_RATE_INF;
+    m.cache.beta_gbps = STA_SELECT_RATE_INF;
     return sta_cost_us(&m, &t->dims, c, a, n);
 }
 

@@ -132,9 +132,13 @@ int main(int argc, char **argv)
     printf("# wake-up  : %.3f us (%s), paid per wait: %d rank(s) on a host of %d core(s)%s\n",
            model.wake_us, source_of(&o, &model, STA_FIELD_WAKE), o.host_ranks, o.host_cores,
            o.host_cores > 0 ? "" : " (unknown: never)");
-    if (o.net_cpu)
-        printf("# net cpu  : the net's bytes on the host's cores, %.1f GB/s a stream with a "
-               "core each side\n", STA_NET_CPU_GBPS);
+    printf("# shm cache: beta %.3f GB/s (%s) while the working set fits %.0f B (%s)\n",
+           model.cache.beta_gbps, source_of(&o, &model, STA_FIELD_SHM_CACHE_BETA),
+           model.cache.bytes, source_of(&o, &model, STA_FIELD_SHM_CACHE_BYTES));
+    if (dims.net_cpu)
+        printf("# net cpu  : transport %s: the net's bytes on the host's cores, %.1f GB/s a "
+               "stream with a core each side%s\n", o.transport, STA_NET_CPU_GBPS,
+               dims.host_cores > 0 ? "" : " (host cores unknown: never charged)");
     for (int c = 0; c < STA_COLL_COUNT; c++)
         if (o.all_colls || (sta_coll_t)c == o.coll)
             print_ranges(&table, (sta_coll_t)c);

@@ -8,14 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algos/profile.h"
 #include "tools/lib/tool_util.h"
 #include "bench/perf/perf_opts.h"
+#include "util/param.h"
 
 /* Command-line names of the model's fields, in sta_field_t order. */
 static const char *const field_flags[STA_FIELD_COUNT] = {
     [STA_FIELD_SHM_ALPHA] = "--shm-alpha", [STA_FIELD_SHM_BETA] = "--shm-beta",
     [STA_FIELD_NET_ALPHA] = "--net-alpha", [STA_FIELD_NET_BETA] = "--net-beta",
     [STA_FIELD_GAMMA] = "--gamma", [STA_FIELD_WAKE] = "--wake",
+    [STA_FIELD_SHM_CACHE_BETA] = "--shm-cache-beta", [STA_FIELD_SHM_CACHE_BYTES] = "--shm-cache",
 };
 
 void stb_plan_opts_default(stb_plan_opts_t *opts)
@@ -50,8 +53,11 @@ const char *stb_plan_usage(void)
            "  --gamma GBPS        reduction rate\n"
            "  --wake US           waking a blocked rank, paid where ranks outnumber cores\n"
            "  --host-ranks N --host-cores C   ranks sharing a host's cores, and its cores\n"
-           "  --net-cpu           the net transport's bytes move on the host's cores (tcp, as\n"
-           "                      the library over STRATA_TRANSPORT=tcp); not with RDMA\n"
+           "  --shm-cache-beta GBPS --shm-cache SIZE   copies whose working set fits SIZE\n"
+           "                      (the host's cache; 0: none) run at GBPS\n"
+           "  --transport NAME    tcp, ib, ucx or loop (default STRATA_TRANSPORT, else tcp):\n"
+           "                      over tcp the net's bytes move on the host's cores, as in the\n"
+           "                      library, its CollNet and its NCCL tuner (--net-cpu: tcp)\n"
            "Values not given come from the profile, then STRATA_* variables, then the defaults.\n";
 }
 
@@ -124,9 +130,14 @@ static int parse_one(int argc, char *const argv[], int *i, stb_plan_opts_t *o, c
         o->help = 1;
         return 1;
     }
-    if (strcmp(arg, "--net-cpu") == 0) {
-        o->net_cpu = 1;
+    if (strcmp(arg, "--net-cpu") == 0) {   /* the tcp rule, by its effect's name */
+        o->transport = "tcp";
         return 1;
+    }
+    if (opt_is(arg, NULL, "--transport", &len)) {
+        o->transport = opt_value(argc, argv, i, arg, len);
+        return o->transport != NULL && *o->transport != '\0'
+                   ? 1 : fail(err, errlen, arg, "a transport name (tcp, ib, ucx, loop)");
     }
     if (strcmp(arg, "--interleaved") == 0) {
         o->interleaved = 1;
@@ -179,9 +190,15 @@ static int parse_one(int argc, char *const argv[], int *i, stb_plan_opts_t *o, c
     }
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         if (opt_is(arg, NULL, field_flags[f], &len)) {
-            int positive = f != STA_FIELD_SHM_ALPHA && f != STA_FIELD_NET_ALPHA &&
-                           f != STA_FIELD_WAKE;
+            int positive = !sta_field_may_be_zero((sta_field_t)f);
             v = opt_value(argc, argv, i, arg, len);
+            if (f == STA_FIELD_SHM_CACHE_BYTES) {   /* a size: 8M as well as 8388608 */
+                size_t bytes;
+                if (v == NULL || stb_perf_size_parse(v, &bytes) != STRATA_OK)
+                    return fail(err, errlen, arg, "a size such as 0, 8M, 32M");
+                o->value[f] = (double)bytes;
+                return 1;
+            }
             return v != NULL && parse_double(v, positive, &o->value[f])
                        ? 1 : fail(err, errlen, arg, "a finite number (alpha >= 0 us, beta and"
                                                " gamma > 0 GB/s)");
@@ -199,6 +216,11 @@ strata_status_t stb_plan_opts_parse(int argc, char *const argv[], stb_plan_opts_
             return STRATA_ERR_INVALID;
     if (opts->rails == 0)
         opts->rails = 1;
+    if (opts->transport == NULL) {
+        const char *env = stu_param_str(STU_PARAM_TRANSPORT);
+        opts->transport = *env != '\0' && strcmp(env, "auto") != 0 ? env
+                                                                     : STB_PLAN_DEFAULT_TRANSPORT;
+    }
     if (opts->rails > opts->per_node) {
         fail(err, errlen, "--rails", "more rails than ranks per node");
         return STRATA_ERR_INVALID;
@@ -214,21 +236,16 @@ sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts)
 {
     sta_dims_t d = {.nranks = opts->nodes * opts->per_node, .nnodes = opts->nodes,
                     .local_size = opts->per_node, .nrails = opts->rails,
-                    .contiguous = !opts->interleaved, .host_ranks = opts->host_ranks,
-                    .host_cores = opts->host_cores, .net_cpu = opts->net_cpu};
+                    .contiguous = !opts->interleaved};
+    sta_dims_set_host(&d, opts->host_ranks, opts->host_cores, opts->transport);
     return d;
 }
 
 void stb_plan_model_apply(const stb_plan_opts_t *opts, sta_model_t *model)
 {
-    double *field[STA_FIELD_COUNT] = {
-        [STA_FIELD_SHM_ALPHA] = &model->shm.alpha_us, [STA_FIELD_SHM_BETA] = &model->shm.beta_gbps,
-        [STA_FIELD_NET_ALPHA] = &model->net.alpha_us, [STA_FIELD_NET_BETA] = &model->net.beta_gbps,
-        [STA_FIELD_GAMMA] = &model->gamma_gbps, [STA_FIELD_WAKE] = &model->wake_us,
-    };
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         if (opts->value[f] >= 0.0) {
-            *field[f] = opts->value[f];
+            *sta_model_field(model, (sta_field_t)f) = opts->value[f];
             model->source[f] = STA_SRC_PROFILE;   /* the highest precedence: it was asked for */
         }
     }

@@ -20,6 +20,8 @@
 #define STB_PLAN_DEFAULT_MIN ((size_t)8)
 #define STB_PLAN_DEFAULT_MAX ((size_t)1 << 30)
 #define STB_PLAN_DEFAULT_FACTOR ((size_t)4)
+/* The library's transport where no RDMA device is found (transport/registry.c's order). */
+#define STB_PLAN_DEFAULT_TRANSPORT "tcp"
 /* Bounds of the shape; their product (2^30 ranks) fits the model's int rank counts. */
 #define STB_PLAN_MAX_NODES (1 << 20)
 #define STB_PLAN_MAX_PER_NODE 1024
@@ -29,7 +31,8 @@ typedef struct stb_plan_opts {
     int per_node;               /* -L, --per-node: ranks per node */
     int rails;                  /* -R, --rails: NICs per node in use (default: min(L, 1)) */
     int interleaved;            /* --interleaved: rank order is not node-major */
-    int net_cpu;                /* --net-cpu: net bytes on the host's cores (tcp) */
+    const char *transport;      /* --transport NAME (STRATA_TRANSPORT, else tcp): the net
+                                   transport, whose bytes move on the host's cores if tcp */
     int host_ranks, host_cores; /* --host-ranks, --host-cores: 0 unknown (no wake-ups) */
     int all_colls;              /* --coll all */
     sta_coll_t coll;            /* --coll */
@@ -53,9 +56,10 @@ typedef struct stb_plan_row {
 void stb_plan_opts_default(stb_plan_opts_t *opts);
 
 /*
- * Parses argv[1..argc): -N/--nodes, -L/--per-node, -R/--rails, --interleaved, --net-cpu, --coll
+ * Parses argv[1..argc): -N/--nodes, -L/--per-node, -R/--rails, --interleaved, --transport, --coll
  * NAME|all, -b/-e/-f (sizes with K/M/G), --profile FILE, --shm-alpha, --shm-beta,
- * --net-alpha, --net-beta, --gamma, --wake (µs and GB/s), --host-ranks, --host-cores, -h. STRATA_ERR_INVALID with a one-line
+ * --net-alpha, --net-beta, --gamma, --wake (µs and GB/s), --shm-cache-beta (GB/s),
+ * --shm-cache (a size), --host-ranks, --host-cores, -h. STRATA_ERR_INVALID with a one-line
  * reason in err for anything unknown, malformed or inconsistent (R > L, min > max, ...).
  */
 strata_status_t stb_plan_opts_parse(int argc, char *const argv[], stb_plan_opts_t *opts,

@@ -266,14 +266,9 @@ strata_status_t stb_train_opts_fabric(stb_train_opts_t *opts)
     }
     if (m.shm.alpha_us < 0.0)   /* neither the profile nor the command line set it */
         m.shm.alpha_us = kind_alpha(m.intra);
-    double *field[STA_FIELD_COUNT] = {
-        [STA_FIELD_SHM_ALPHA] = &m.shm.alpha_us, [STA_FIELD_SHM_BETA] = &m.shm.beta_gbps,
-        [STA_FIELD_NET_ALPHA] = &m.net.alpha_us, [STA_FIELD_NET_BETA] = &m.net.beta_gbps,
-        [STA_FIELD_GAMMA] = &m.gamma_gbps,
-    };
     for (int f = 0; f < STA_FIELD_COUNT; f++) {
         if (opts->value[f] >= 0.0) {
-            *field[f] = opts->value[f];
+            *sta_model_field(&m, (sta_field_t)f) = opts->value[f];
             m.source[f] = STA_SRC_ENV;   /* marks "command line" for stb_train_opts_source */
         }
     }
