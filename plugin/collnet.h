@@ -65,7 +65,7 @@
 /* The CollNet's handle: the transport's listen bytes, then ours (collnet_wire.c). */
 #define STP_CN_HANDLE_XPORT_BYTES 64    /* what the transports' listen writes (<= 64 each) */
 #define STP_CN_HELLO_BYTES 32
-#define STP_CN_RECORD_BYTES 96
+#define STP_CN_RECORD_BYTES 128
 
 /* ------------------------------------------------------------------ wire (collnet_wire.c) */
 
@@ -94,6 +94,7 @@ typedef struct stp_cn_record {
     uint32_t chunk;          /* member 0's STRATA_COLLNET_CHUNK */
     uint64_t host;           /* stp_cn_host_id of the member's host name: members on one
                                 host share its cores */
+    int32_t cores;           /* cores online on the member's host (0: unknown) */
 } stp_cn_record_t;
 
 /* Writes the handle (NCCL_NET_HANDLE_MAXSIZE bytes): xport's listen bytes, then ours.
@@ -362,8 +363,17 @@ stp_cn_req_t *stp_cn_req_alloc(stp_cn_comm_t *c);
 /* STRATA_COLLNET_ALGO as an algorithm (auto, ring or recursive; anything else: auto, warned). */
 sta_algo_t stp_cn_forced_algo(void);
 strata_status_t stp_cn_record_local(stp_cn_record_t *r);
-/* Builds c->table from member 0's record and logs it at INFO. */
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0);
+/*
+ * The dims of the CollNet's group from every member's record (nranks records of
+ * STP_CN_RECORD_BYTES in recs): one member per node, and the host terms by the library's rule
+ * (sta_dims_set_host): the most members on one host, that host's cores (the fewest its
+ * members report), net_cpu when `transport` is tcp. A garbled record counts as a host alone.
+ */
+void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dims_t *dims);
+/* Builds c->table from member 0's record and the group's dims (stp_cn_dims) and logs it at
+ * INFO. */
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0,
+                                    const uint8_t *recs);
 /* The schedule for a collective of `bytes` (AG: the window) on c. */
 sta_sched_kind_t stp_cn_select(const stp_cn_comm_t *c, sta_coll_t coll, size_t bytes);
 

@@ -350,6 +350,8 @@ static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint6
     r.rank = (uint32_t)rank;
     r.nranks = (uint32_t)c->nranks;
     r.host = cn_host_id();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    r.cores = ncpu > 0 && ncpu < INT32_MAX ? (int32_t)ncpu : 0;
     c->chunk = r.chunk;
     stp_cn_record_encode(mine, &r);
     size_t bytes = (size_t)c->nranks * STP_CN_RECORD_BYTES;
@@ -464,7 +466,7 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
     if ((status = cn_decide(c, recs, &r0)) != STRATA_OK)
         goto out;
     c->poll_idle = cn_poll_idle(c, recs);
-    status = stp_cn_select_build(c, &r0);
+    status = stp_cn_select_build(c, &r0, recs);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */
         if (b.acc != NULL && b.acc[i].recv != NULL)

@@ -1,7 +1,8 @@
 /*
  * The CollNet's choice of schedule per size: the collective library's cost model and
  * selection (algos/cost_model.h, algos/select.h) over a group of one rank per node
- * (sta_dims_one_per_node), the net tier's α and β from member 0. Above the crossover the
+ * (sta_dims_one_per_node; the host terms from the members' records, stp_cn_dims), member
+ * 0's model. Above the crossover the
  * ring (each head's collComm rides its own NIC, the device NCCL listened on: one ring per
  * rail); below it recursive doubling. STRATA_COLLNET_ALGO forces one.
  */
@@ -46,11 +47,8 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
     if (chunk > 0 && chunk < STP_CN_MIN_PIECE)
         chunk = STP_CN_MIN_PIECE;
     memset(r, 0, sizeof(*r));
-    r->model[STA_FIELD_SHM_ALPHA] = model.shm.alpha_us;
-    r->model[STA_FIELD_SHM_BETA] = model.shm.beta_gbps;
-    r->model[STA_FIELD_NET_ALPHA] = model.net.alpha_us;
-    r->model[STA_FIELD_NET_BETA] = model.net.beta_gbps;
-    r->model[STA_FIELD_GAMMA] = model.gamma_gbps;
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        r->model[f] = *sta_model_field(&model, (sta_field_t)f);
     r->intra = (int32_t)model.intra;
     r->forced = forced;
     r->chunk = (uint32_t)chunk;
@@ -85,14 +83,42 @@ static void select_log_coll(const stp_cn_comm_t *c, sta_coll_t coll)
              sta_coll_name(coll), line, at1m);
 }
 
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0)
+void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dims_t *dims)
 {
+    int host_ranks = 0, host_cores = 0;
+
+    for (int p = 0; p < nranks; p++) {
+        stp_cn_record_t r, q;
+        int n = 0, cores = 0;
+        if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) != STRATA_OK)
+            continue;
+        for (int k = 0; k < nranks; k++) {   /* r's host: its members, its fewest cores */
+            if (stp_cn_record_decode(recs + (size_t)k * STP_CN_RECORD_BYTES, &q) != STRATA_OK ||
+                q.host != r.host)
+                continue;
+            n++;
+            if (q.cores > 0 && (cores == 0 || q.cores < cores))
+                cores = q.cores;
+        }
+        if (n > host_ranks || (n == host_ranks && cores < host_cores)) {
+            host_ranks = n;
+            host_cores = cores;
+        }
+    }
+    sta_dims_one_per_node(nranks, dims);
+    sta_dims_set_host(dims, host_ranks, host_cores, transport);
+}
+
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0,
+                                    const uint8_t *recs)
+{
+    const stt_ops_t *ops = stp_state_transport();
     sta_model_t model;
     sta_dims_t dims;
     strata_status_t status;
 
     stp_cn_record_model(r0, &model);
-    sta_dims_one_per_node(c->nranks, &dims);
+    stp_cn_dims(recs, c->nranks, ops != NULL ? stt_name(ops) : NULL, &dims);
     status = sta_select_build(&model, &dims, (sta_algo_t)r0->forced, &c->table);
     if (status != STRATA_OK)
         return status;

@@ -9,9 +9,10 @@
  *   hello   0 magic u32 "STCH" | 4 version u16 | 6 zero u16 | 8 group u64 | 16 from u32 |
  *           20 to u32 | 24 nranks u32 | 28 zero u32
  *   record  0 magic u32 "STCA" | 4 version u16 | 6 ok u16 | 8 group u64 | 16 rank u32 |
- *           20 nranks u32 | 24 model: 5 x f64 bits (shm alpha, shm beta, net alpha, net beta,
- *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76 zero u32 |
- *           80 host u64 | 88..95 zero
+ *           20 nranks u32 | 24 model: 8 x f64 bits (shm alpha, shm beta, net alpha, net beta,
+ *           gamma, wake-up, shm cache beta, shm cache bytes: sta_field_t's order) | 88 forced
+ *           algo i32 | 92 chunk u32 | 96 intra-node kind i32 | 100 cores u32 | 104 host u64 |
+ *           112..127 zero
  */
 #include <string.h>
 
@@ -24,11 +25,12 @@
 #define CN_HANDLE_MAGIC 0x4e435453u   /* "STCN" */
 #define CN_HELLO_MAGIC 0x48435453u    /* "STCH" */
 #define CN_RECORD_MAGIC 0x41435453u   /* "STCA" */
-#define CN_WIRE_VERSION 1
-/* The model fields a record carries, at 24..63: shm α, β, net α, β, γ (not the wake-up
- * cost, which the executor does not use; the fields after it are the record's own). */
-#define CN_RECORD_FIELDS 5
-_Static_assert(STA_FIELD_GAMMA == CN_RECORD_FIELDS - 1, "the record's model fields come first");
+#define CN_WIRE_VERSION 2
+/* The model fields a record carries, at 24..87: every one (the CollNet's table prices the
+ * wake-ups and the cache tier as the library does). */
+#define CN_RECORD_FIELDS 8
+_Static_assert(STA_FIELD_COUNT == CN_RECORD_FIELDS, "the record carries every model field");
+#define CN_RECORD_AFTER_MODEL (24 + 8 * CN_RECORD_FIELDS)
 
 _Static_assert(STP_CN_HANDLE_XPORT_BYTES + 20 <= NCCL_NET_HANDLE_MAXSIZE,
                "the CollNet handle fits NCCL's 128 bytes");
@@ -124,10 +126,12 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
     stu_le_put32(p + 20, r->nranks);
     for (int f = 0; f < CN_RECORD_FIELDS; f++)
         stu_le_put64(p + 24 + 8 * f, double_bits(r->model[f]));
-    stu_le_put32(p + 64, (uint32_t)r->forced);
-    stu_le_put32(p + 68, r->chunk);
-    stu_le_put32(p + 72, (uint32_t)r->intra);
-    stu_le_put64(p + 80, r->host);
+    p += CN_RECORD_AFTER_MODEL;
+    stu_le_put32(p, (uint32_t)r->forced);
+    stu_le_put32(p + 4, r->chunk);
+    stu_le_put32(p + 8, (uint32_t)r->intra);
+    stu_le_put32(p + 12, (uint32_t)r->cores);
+    stu_le_put64(p + 16, r->host);
 }
 
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
@@ -140,12 +144,14 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
     r->group = stu_le_get64(p + 8);
     r->rank = stu_le_get32(p + 16);
     r->nranks = stu_le_get32(p + 20);
-    for (int f = 0; f < STA_FIELD_COUNT; f++)
-        r->model[f] = f < CN_RECORD_FIELDS ? bits_double(stu_le_get64(p + 24 + 8 * f)) : 0.0;
-    r->forced = (int32_t)stu_le_get32(p + 64);
-    r->chunk = stu_le_get32(p + 68);
-    r->intra = (int32_t)stu_le_get32(p + 72);
-    r->host = stu_le_get64(p + 80);
+    for (int f = 0; f < CN_RECORD_FIELDS; f++)
+        r->model[f] = bits_double(stu_le_get64(p + 24 + 8 * f));
+    p += CN_RECORD_AFTER_MODEL;
+    r->forced = (int32_t)stu_le_get32(p);
+    r->chunk = stu_le_get32(p + 4);
+    r->intra = (int32_t)stu_le_get32(p + 8);
+    r->cores = (int32_t)stu_le_get32(p + 12);
+    r->host = stu_le_get64(p + 16);
     return STRATA_OK;
 }
 
@@ -161,11 +167,8 @@ strata_status_t stp_cn_hello_check(const void *buf, uint64_t group, int pos, int
 void stp_cn_record_model(const stp_cn_record_t *r, sta_model_t *m)
 {
     sta_model_default(m);
-    m->shm.alpha_us = r->model[STA_FIELD_SHM_ALPHA];
-    m->shm.beta_gbps = r->model[STA_FIELD_SHM_BETA];
-    m->net.alpha_us = r->model[STA_FIELD_NET_ALPHA];
-    m->net.beta_gbps = r->model[STA_FIELD_NET_BETA];
-    m->gamma_gbps = r->model[STA_FIELD_GAMMA];
+    for (int f = 0; f < STA_FIELD_COUNT; f++)
+        *sta_model_field(m, (sta_field_t)f) = r->model[f];
     m->intra = (sta_intra_t)r->intra;
 }
 

@@ -19,7 +19,10 @@
  *
  * Every rank computes the same table: the costs depend only on NCCL's
  * arguments (nRanks, nNodes, ranks per node, constants), the device count and
- * speed property (which NCCL's own model reads too), and the model from its
+ * speed property (which NCCL's own model reads too), the transport's name and
+ * the host's cores (the library's host rule, sta_dims_set_host: with one
+ * CollNet member per host the cores only count below 2, so hosts of 2 cores or
+ * more give the same table), and the model from its
  * defaults, STRATA_* variables and STRATA_PROFILE, which must be the same on
  * every rank (as for the collective library). The
  * tuner never measures anything: NCCL applies each rank's choice with no
@@ -33,7 +36,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algos/profile.h"
 #include "algos/rail.h"
@@ -179,6 +184,9 @@ static ncclResult_t tuner_init(void **ctx, uint64_t comm_id, size_t nranks, size
     shape.ppn = nvl != NULL && nvl->maxRanksPerNvlDomain >= 1
                     ? nvl->maxRanksPerNvlDomain : (int)((nranks + nnodes - 1) / nnodes);
     shape.nrails = sta_rail_count(shape.ppn, ndev > 0 ? ndev : 1, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    shape.host_cores = ncpu > 0 && ncpu < INT32_MAX ? (int)ncpu : 0;
+    shape.transport = stp_state_transport() != NULL ? stt_name(stp_state_transport()) : NULL;
     /* The CollNet's inter-node schedule as it will run: the model's choice per size, or the
      * one STRATA_COLLNET_ALGO forces (STRATA_ALGO is the library's knob, not the CollNet's). */
     inter_forced = stp_cn_forced_algo();

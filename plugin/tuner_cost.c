@@ -70,6 +70,7 @@ strata_status_t stp_tuner_build(stp_tuner_t *t, stp_tuner_mode_t mode,
     /* The CollNet's members: one per node, the library's algorithms over the net tier. */
     sta_dims_t inter_dims;
     sta_dims_one_per_node(s->nnodes, &inter_dims);
+    sta_dims_set_host(&inter_dims, 1, s->host_cores, s->transport);
     sta_select_t inter;
     if (sta_select_build(model, &inter_dims, inter_forced, &inter) != STRATA_OK)
         return STRATA_ERR_INVALID;

@@ -101,6 +101,10 @@ typedef struct stp_tuner_shape {
     int nnodes;                 /* N >= 2 */
     int ppn;                    /* L: NCCL's maxRanksPerNvlDomain, >= 1 */
     int nrails;                 /* R, 1..L: NICs the node's ranks use (algos/rail.h) */
+    int host_cores;             /* this host's cores (0: unknown); NCCL's nodes are hosts, so
+                                   the CollNet's members are one per host */
+    const char *transport;      /* the net transport's name (NULL: unknown): over tcp its
+                                   bytes move on the host's cores (sta_dims_set_host) */
 } stp_tuner_shape_t;
 
 typedef struct stp_tuner {

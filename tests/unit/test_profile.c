@@ -150,6 +150,37 @@ static void test_profile_bad(void **state)
     expect_bad("NET.ALPHA_US = 3\n", "1:", STRATA_ERR_INVALID);        /* keys are exact */
 }
 
+/* The shm tier's cache: its two keys and variables, a size of 0 (no cache tier) allowed, a
+ * negative size or a zero rate refused; every field reaches the profile writer. */
+static void test_profile_cache(void **state)
+{
+    const char *path = profile_write("shm.cache_beta_gbps = 55\nshm.cache_bytes = 0\n");
+    sta_model_t m;
+
+    (void)state;
+    sta_model_default(&m);
+    assert_true(m.cache.beta_gbps == STA_DEFAULT_SHM_CACHE_BETA_GBPS);
+    assert_true(m.cache.bytes == STA_DEFAULT_SHM_CACHE_BYTES);
+    assert_int_equal(sta_profile_read(path, &m), STRATA_OK);
+    unlink(path);
+    assert_true(m.cache.beta_gbps == 55.0);
+    assert_true(m.cache.bytes == 0.0);
+    assert_int_equal(m.source[STA_FIELD_SHM_CACHE_BYTES], STA_SRC_PROFILE);
+    assert_string_equal(sta_field_name(STA_FIELD_SHM_CACHE_BETA), "shm.cache_beta_gbps");
+    assert_true(sta_model_field(&m, STA_FIELD_SHM_CACHE_BYTES) == &m.cache.bytes);
+    assert_true(sta_field_may_be_zero(STA_FIELD_SHM_CACHE_BYTES));
+    assert_false(sta_field_may_be_zero(STA_FIELD_SHM_CACHE_BETA));
+    expect_bad("shm.cache_bytes = -1\n", "1:", STRATA_ERR_INVALID);
+    expect_bad("shm.cache_beta_gbps = 0\n", "1:", STRATA_ERR_INVALID);
+    setenv("STRATA_SHM_CACHE_BYTES", "16777216", 1);
+    stu_param_reload();
+    assert_int_equal(sta_model_load(&m), STRATA_OK);
+    assert_true(m.cache.bytes == 16777216.0);
+    assert_int_equal(m.source[STA_FIELD_SHM_CACHE_BYTES], STA_SRC_ENV);
+    unsetenv("STRATA_SHM_CACHE_BYTES");
+    stu_param_reload();
+}
+
 static void test_profile_missing(void **state)
 {
     sta_model_t m, before;
@@ -448,6 +479,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_bad, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_not_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_too_big, setup, teardown),

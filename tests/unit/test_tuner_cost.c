@@ -1,8 +1,8 @@
 /*
  * The tuner's pure parts (plugin/tuner_cost.h): which functions NCCL_ALGO and
  * NCCL_PROTO constrain, the shapes and modes it accepts, what each mode
- * prices, that CollNet costs follow the library's model, and getChunkSize's
- * rule.
+ * prices, that CollNet costs follow the library's model, that the tuner, the
+ * CollNet and the library cost one shape alike, and getChunkSize's rule.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "algos/profile.h"
+#include "plugin/collnet.h"
 #include "plugin/tuner_cost.h"
 #include "tools/lib/nccl_model.h"
 
@@ -193,6 +194,82 @@ static void cost_apply_rules(void **state)
     assert_int_equal(stp_tuner_apply(&all, ncclFuncAllReduce, 4096, t), 0);
 }
 
+/* Records of n CollNet members, hosts[p] the host of member p, each reporting `cores`. */
+static void records(uint8_t *recs, int n, const uint64_t *hosts, int cores)
+{
+    for (int p = 0; p < n; p++) {
+        stp_cn_record_t r;
+        memset(&r, 0, sizeof(r));
+        assert_int_equal(stp_cn_record_local(&r), STRATA_OK);
+        r.ok = 1;
+        r.rank = (uint32_t)p;
+        r.nranks = (uint32_t)n;
+        r.host = hosts[p];
+        r.cores = cores;
+        stp_cn_record_encode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r);
+    }
+}
+
+/*
+ * One shape, three consumers, one set of costs: the tuner's CollNet stage (init's arguments:
+ * 4 nodes, this host's 2 cores, tcp), the CollNet's own table (4 members' records, one per
+ * host, 2 cores each, over tcp) and the collective library's dims for 4 one-rank nodes on
+ * 4 hosts of 2 cores over tcp (coll/comm.c's rule, written out). The tcp rule is on in all
+ * three, and with a NIC faster than a core's stream it costs the large sizes more than ib.
+ */
+static void cost_consumers_agree(void **state)
+{
+    enum { N = 4 };
+    const uint64_t own[N] = {11, 22, 33, 44}, shared[N] = {7, 7, 7, 7};
+    uint8_t recs[N * STP_CN_RECORD_BYTES];
+    ncclTunerConstants_v5_t k;
+    stp_tuner_shape_t s = {.nranks = N * 2, .nnodes = N, .ppn = 2, .nrails = 1,
+                           .host_cores = 2, .transport = "tcp"};
+    const sta_dims_t lib = {.nranks = N, .nnodes = N, .local_size = 1, .nrails = 1,
+                            .contiguous = 1, .host_ranks = 1, .host_cores = 2, .net_cpu = 1};
+    sta_model_t m = model_of(9, 12.5);
+    stp_tuner_t t, t2;
+    sta_dims_t cn;
+
+    (void)state;
+    stb_nccl_constants_default(&k);
+    assert_int_equal(stp_tuner_build(&t, STP_TUNER_COLLNET, &s, &m, STA_ALGO_AUTO, &k, NULL,
+                                     NULL, STP_TUNER_CHAIN_CHUNK), STRATA_OK);
+    records(recs, N, own, 2);
+    stp_cn_dims(recs, N, "tcp", &cn);
+    assert_memory_equal(&cn, &lib, sizeof(lib));
+    assert_memory_equal(&t.inter.dims, &lib, sizeof(lib));
+    sta_select_t cn_table;
+    assert_int_equal(sta_select_build(&m, &cn, STA_ALGO_AUTO, &cn_table), STRATA_OK);
+    for (int c = 0; c < STA_COLL_COUNT; c++) {
+        assert_int_equal(cn_table.nranges[c], t.inter.nranges[c]);
+        for (size_t n = 8; n <= ((size_t)1 << 30); n *= 4)
+            for (int a = 0; a < STA_ALGO_COUNT; a++)
+                assert_true(sta_cost_us(&m, &cn, (sta_coll_t)c, (sta_algo_t)a, n) ==
+                            sta_cost_us(&m, &t.inter.dims, (sta_coll_t)c, (sta_algo_t)a, n));
+    }
+    /* a second context: the same table */
+    assert_int_equal(stp_tuner_build(&t2, STP_TUNER_COLLNET, &s, &m, STA_ALGO_AUTO, &k, NULL,
+                                     NULL, STP_TUNER_CHAIN_CHUNK), STRATA_OK);
+    assert_memory_equal(&t.inter, &t2.inter, sizeof(t.inter));
+    /* over ib the cores carry no bytes: cheaper at 64 MiB with a 12.5 GB/s NIC */
+    stp_tuner_shape_t ib = s;
+    ib.transport = "ib";
+    assert_int_equal(stp_tuner_build(&t2, STP_TUNER_COLLNET, &ib, &m, STA_ALGO_AUTO, &k, NULL,
+                                     NULL, STP_TUNER_CHAIN_CHUNK), STRATA_OK);
+    assert_int_equal(t2.inter.dims.net_cpu, 0);
+    assert_true(stp_tuner_cost_us(&t2, ncclFuncAllReduce, NCCL_ALGO_COLLNET_CHAIN,
+                                  NCCL_PROTO_SIMPLE, (size_t)64 << 20) <
+                stp_tuner_cost_us(&t, ncclFuncAllReduce, NCCL_ALGO_COLLNET_CHAIN,
+                                  NCCL_PROTO_SIMPLE, (size_t)64 << 20));
+    /* members sharing one host (emulated nodes): the CollNet counts them, as the library
+     * counts ranks sharing a host */
+    records(recs, N, shared, 2);
+    stp_cn_dims(recs, N, "tcp", &cn);
+    assert_int_equal(cn.host_ranks, N);
+    assert_int_equal(cn.host_cores, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest cases[] = {
@@ -202,6 +279,7 @@ int main(void)
         cmocka_unit_test(cost_collnet_small),
         cmocka_unit_test(cost_chunk_rule),
         cmocka_unit_test(cost_apply_rules),
+        cmocka_unit_test(cost_consumers_agree),
     };
     return cmocka_run_group_tests_name("tuner_cost", cases, NULL, NULL);
 }
