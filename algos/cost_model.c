@@ -52,9 +52,12 @@
  * they outnumber the cores (dims->host_ranks > dims->host_cores: the busiest host, emulated
  * nodes sharing one included) a peer is off-core at most waits and must be woken: every
  * step and every shm phase then costs ω more.
- *   w   = ω when host_ranks > host_cores, else 0: flat steps, and the per-rail rings of the
- *         hierarchical algorithms (all ranks take part)
- *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring
+ *   w   = ω when host_ranks > host_cores, else 0: flat steps (one ring of every rank)
+ *   wl  = ω when ceil(host_ranks/L) > host_cores, else 0: the leaders' ring, and each of
+ *         the hierarchical algorithms' per-rail rings: a rail's ring has ceil(host_ranks/L)
+ *         ranks on a host, and the L rings interleave on its cores, a rank of one running
+ *         while one of another waits (2 x 2 on 2 cores, allreduce at 8 B-32 KiB:
+ *         hierarchical 64-98 µs measured, 140-166 modelled with w, 71-100 with wl)
  *   step(m, s, ρ) above gains w; shm(n) = α_s + ws + n/β_s is one shm phase and shmb(n) =
  *   α_s + wb + n/β_s a broadcast phase. With L = 1 (a one-rank node waits for nobody) or the
  *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = 0.75·w (a
@@ -70,6 +73,12 @@
  * steps and the per-rail rings, the host's node heads for leader's ring. Rooted collectives
  * are not charged (a tree's levels and a filling chain do not all stream at once). Without
  * net_cpu or host_cores the term is absent.
+ * Copies and sums on the host's cores: on host shared memory, where the host's ranks
+ * outnumber its cores (host_ranks > host_cores), the node's copies and reductions run at
+ * once on shared cores, each at C/S of a core: β_s and γ are taken times host_cores /
+ * host_ranks (1 x 4 on 2 cores, 512 KiB-8 MiB: hierarchical allreduce, allgather and
+ * reduce_scatter 36-53 % under their measured times with a core each, within 25 % with the
+ * share).
  * Reductions on shm are one pass over k inputs: red_k(x) = (k+1)/3·x/γ (γ prices a pair:
  * two reads and a write), 0 for k < 2.
  *
@@ -84,10 +93,11 @@
  *   recursive     cp + Σ_{d=1,2,4..p2/2} [step(n, srd(d), ρrd(d)) + n/γ]
  *                 + [r > 0]·(2·step(n, sfold) + n/γ)
  *   hierarchical  in + net + out + (K-1)·max(net, in + out), per chunk of c = n/K bytes:
- *                 in = RS_s, net = 2(N-1)(α_n + w) + 2(N-1)/N·c/(R·β_n) + (N-1)/N·(c/L)/γ,
+ *                 in = RS_s, net = 2(N-1)(α_n + wl) + 2(N-1)/N·c/(R·β_n) + (N-1)/N·(c/L)/γ,
  *                 out = AG_s; K = max(1, n/c*), a real number (smooth in n); c* =
  *                 sqrt(n·a_b/r_o) (pipe_chunk: a_b the slower stage's fixed cost, r_o the
- *                 faster one's per byte)
+ *                 faster one's per byte), with either stage taken as the slower and the
+ *                 cheaper kept
  *                 shm, N = 1, n <= STA_NODE_SMALL_BYTES: one round, shm(n) + red_L(n)
  *                 shm, N = 1, larger: one pass (sta_node_allreduce), c = STA_MODEL_SHM_CHUNK:
  *                   (max(1, ceil(n/c)) + 1)·(α_s + ws) + (L-1)/L·n/β_s + red_L(n/L) + n/β_s
@@ -96,14 +106,14 @@
  *                 (shm only)
  * reduce_scatter
  *   ring          (1 + 1/P)·cp + (P-1)·step(n/P, so) + (P-1)/P·n/γ
- *   hierarchical  perm + RS_s + [(N-1)(α_n + w) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
+ *   hierarchical  perm + RS_s + [(N-1)(α_n + wl) + (N-1)/N·n/(R·β_n) + (N-1)/N·(n/L)/γ]
  *                 (perm = n/β_s: blocks permuted into rail-major order; 0 when that is rank
  *                 order, ranks contiguous and N = 1 or L = 1, and 0 off shm, where the
  *                 intra-node ring's block order does it)
  * allgather
  *   ring          cp/P + (P-1)·step(n/P, so)
  *   recursive     cp/P + Σ_{d=1,2,4..P/2} step(d·n/P, srd(d), ρrd(d))      (P a power of two)
- *   hierarchical  [(N-1)(α_n + w) + (N-1)/N·(n/L)/β_n·(L/R)] + AG_s + perm
+ *   hierarchical  [(N-1)(α_n + wl) + (N-1)/N·(n/L)/β_n·(L/R)] + AG_s + perm
  *                 (perm: blocks permuted back into rank order; 0 as above)
  * Rooted collectives are costed as they run back to back (nccl-tests, strata-perf, a
  * training loop): a rank downstream of the root starts the next call while the root is
@@ -184,7 +194,8 @@ typedef struct terms {
                                    transport (dims->net_cpu): every rank of the host streaming
                                    at once, resp. one rank per node; 0: no such limit */
     sta_intra_t kind;
-    double w, wl;               /* ω where every rank resp. one rank per node waits, or 0 */
+    double w, wl;               /* ω where every rank, resp. ceil(host_ranks/L) a host (the
+                                   leaders' ring, a rail's ring), waits, or 0 */
     int oversub;                /* the busiest host runs more ranks than it has cores */
 } terms_t;
 
@@ -449,7 +460,7 @@ static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *n
         return;
     }
     *in = intra_rs(t);
-    *net = 2 * (N - 1) * (t->a_n + t->w) +
+    *net = 2 * (N - 1) * (t->a_n + t->wl) +
            2 * (N - 1) / N * net_xfer(n, t->R * t->b_n, n / L, t->c_all) +
            (N - 1) / N * xfer(n / L, t->g);
     *out = intra_ag(t);
@@ -502,6 +513,8 @@ static double pipe_chunk(const terms_t *t, sta_algo_t algo)
     double c_node = r_net > 0.0 ? sqrt(t->n * (in0 + out0) / r_net) : t->n;
     c_net = STU_MIN(t->n, STU_MAX(STU_MAX(c_net, c_min), 1.0));
     c_node = STU_MIN(t->n, STU_MAX(STU_MAX(c_node, c_min), 1.0));
+    if (!(net0 > 0.0 || r_net > 0.0))
+        return c_node;              /* no net stage (one node): nothing to overlap */
     return pipe_time(t, algo, c_node) < pipe_time(t, algo, c_net) ? c_node : c_net;
 }
 
@@ -596,7 +609,7 @@ static double cost_reduce_scatter(const terms_t *t, const sta_dims_t *d, sta_alg
                (P - 1) / P * xfer(n, t->g);
     case STA_ALGO_HIERARCHICAL:
         return blocks_permute(t, d) + intra_rs(t) +
-               ((N - 1) * (t->a_n + t->w) +
+               ((N - 1) * (t->a_n + t->wl) +
                 (N - 1) / N * net_xfer(n, t->R * t->b_n, n / L, t->c_all) +
                 (N - 1) / N * xfer(n / L, t->g));
     default:
@@ -621,7 +634,7 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
         return c;
     }
     case STA_ALGO_HIERARCHICAL:
-        return ((N - 1) * (t->a_n + t->w) +
+        return ((N - 1) * (t->a_n + t->wl) +
                 (N - 1) / N * net_xfer(n / L * (L / t->R), t->b_n, n / L, t->c_all)) +
                intra_ag(t) + blocks_permute(t, d);
     default:

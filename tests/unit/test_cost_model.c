@@ -223,9 +223,10 @@ static void test_wakeups(void **state)
     d.host_cores = 2;
     /* ring: 2·3 steps of 20 + 30 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 300.0);
-    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' ring 2·(20 + 30), shm
-     * phase 1 + 22.5 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 147.0);
+    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' ring 2·20 (each rail's
+     * ring has two ranks on the host's two cores, and the two rings interleave), shm phase
+     * 1 + 22.5 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 87.0);
     /* leader: two leaders on the host's two cores spin: 2·(1 + 22.5) + 2·20 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 87.0);
     /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
@@ -473,8 +474,9 @@ static void test_multi_node_blocking_waits(void **state)
     sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
                     .host_ranks = 4, .host_cores = 2};
     const double ws = STA_SHM_WAKE_RATIO * 30;
-    /* shm phase 1 + ws, the rails' ring 2·(20 + 30), shm phase 1 + ws */
-    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 100);
+    /* shm phase 1 + ws, the rails' ring 2·20 (a rail's two ranks on two cores), shm phase
+     * 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 40);
     /* leader: 1 + ws, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + ws */
     assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 40);
     /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
