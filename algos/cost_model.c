@@ -5,7 +5,7 @@
  * Terms: P ranks, N nodes, L = P/N ranks per node, R = nrails NICs per node,
  * n bytes (nccl-tests' size), c = STA_PIPELINE_CHUNK, k = max(1, ceil(n/c)),
  * x/β = x / (β·1e3) µs. α_s, β_s: shm; α_n, β_n: net (one NIC); γ: reduce rate.
- * On host shared memory β_s is the collective's own: a copy rate between the cache's β_c and
+ * On host shared memory β_s is the collective's own: a copy rate between the cache's β_llc and
  * the DRAM rate, by the share of the working set 2·S·n (S = max(L, host_ranks) ranks sharing
  * the host's cache) that the cache of C bytes holds (shm_beta; sta_cache_t). Every β_s below
  * is that one.
@@ -70,9 +70,10 @@
  * moves β_c = STA_NET_CPU_GBPS; S streams at once on C cores get β_c(S) = β_c·min(1, C/2S)
  * each. Every net transfer of allreduce, reduce_scatter and allgather takes the longer of
  * its NIC time (above) and its per-stream bytes at β_c(S): S = host_ranks for the flat
- * steps and the per-rail rings, the host's node heads for leader's ring. Rooted collectives
- * are not charged (a tree's levels and a filling chain do not all stream at once). Without
- * net_cpu or host_cores the term is absent.
+ * steps and the per-rail rings, the host's node heads for leader's ring. Of the rooted
+ * collectives only a chain of k > 1 chunks is charged, S = min(host_ranks, P-1) (a full
+ * chain's hops stream at once; a tree's levels do not). Without net_cpu or host_cores the
+ * term is absent.
  * Copies and sums on the host's cores: on host shared memory, where the host's ranks
  * outnumber its cores (host_ranks > host_cores), the node's copies and reductions run at
  * once on shared cores, each at C/S of a core: β_s and γ are taken times host_cores /
@@ -213,7 +214,7 @@ static double cpu_stream_gbps(int cores, int streams)
 /*
  * β_s for a collective of n bytes: the share f = min(1, C/W) of its working set W = 2·S·n
  * (S ranks sharing the host's cache, each touching a source and a destination of n) that
- * the cache holds is copied at β_c, the rest at β_s: 1/β = f/β_c + (1-f)/β_s. Beyond the
+ * the cache holds is copied at β_llc, the rest at β_s: 1/β = f/β_llc + (1-f)/β_s. Beyond the
  * cache the time n/β grows at 1/β_s with a constant saving, so costs stay continuous and
  * increasing in n. Host shared memory only (a switch's or PCIe tree's β is a link's).
  */
@@ -643,9 +644,11 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
 }
 
 /* Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms.
- * Their streams do not all run at once (a tree's levels, a chain filling), so the host's
- * cores are not charged as shared: 2 x 2 unshaped, 2-8 MiB, they fit without (quiet machine,
- * docs/benchmarks.md "Model vs measurement"). */
+ * A tree's levels do not all stream at once, so trees are not charged the host's cores; a
+ * chain of more than one chunk is full most of the time, its hops streaming at once: its
+ * bytes take the cores' share of S = min(host_ranks, P-1) streams (2 x 2 and 4 x 1 on 2
+ * cores, unshaped, 512 KiB-8 MiB: the ring broadcast 36-51 % slower than modelled without
+ * it, docs/benchmarks.md "Model vs measurement"). */
 static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t algo,
                           int with_reduce)
 {
@@ -667,6 +670,12 @@ static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t 
         double hops = t->P > 2 ? 2.0 : 1.0;   /* a middle rank receives and forwards */
         if (k < 1)
             k = 1;
+        if (t_all->c_all > 0.0 && k > 1) {    /* a full chain: its hops stream at once */
+            terms_t tc = *t_all;
+            int streams = STU_MIN(d->host_ranks, d->nranks - 1);
+            tc.c_all = cpu_stream_gbps(d->host_cores, STU_MAX(streams, 1));
+            bytes_n = flat_step(&tc, n, s1) - flat_step(&tc, 0.0, s1);
+        }
         return root_copy + k * (hops * lat1 + red * xfer(piece, t->g)) + bytes_n;
     }
     case STA_ALGO_RECURSIVE:

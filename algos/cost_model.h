@@ -135,10 +135,10 @@ typedef enum sta_source {
  * working set fits `bytes` run at `beta_gbps` instead of the shm tier's β (a DRAM rate). A
  * collective of n bytes on a host whose S ranks share the cache touches W = 2·S·n bytes (each
  * rank's source and destination); the share f = min(1, bytes/W) of it stays cached and its
- * copies run at 1/β_eff = f/β_c + (1-f)/β_s (cost_model.c). bytes = 0: no cache tier.
+ * copies run at 1/β_eff = f/β_llc + (1-f)/β_s (cost_model.c). bytes = 0: no cache tier.
  */
 typedef struct sta_cache {
-    double beta_gbps;           /* β_c: copy rate, GB/s, of a cache-resident working set (> 0
+    double beta_gbps;           /* β_llc: copy rate, GB/s, of a cache-resident working set (> 0
                                    where bytes > 0; unused where bytes = 0) */
     double bytes;               /* C: the working set it holds, bytes (>= 0; 0: none, what a
                                    zero-initialised model has) */
@@ -284,7 +284,7 @@ double sta_cost_alltoall_us(const sta_model_t *model, const sta_dims_t *dims, si
 
 /*
  * The shm tier's copy rate in GB/s for a collective of `bytes` on these dims: β_s blended
- * with the cache's β_c by the share of the working set W = 2·S·bytes the cache holds (S =
+ * with the cache's β_llc by the share of the working set W = 2·S·bytes the cache holds (S =
  * max(L, host_ranks): the ranks sharing the host's cache), sta_cache_t. β_s itself off host
  * shared memory, without a cache (bytes 0), or for an invalid model or dims.
  */

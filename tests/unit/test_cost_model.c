@@ -491,8 +491,9 @@ static void test_multi_node_blocking_waits(void **state)
  * 20 + max(10^6/10^4, 10^6/900) = 20 + 1111.1 µs, + the copy 800 and the reduction 600
  * (4 ranks on 2 cores copy and sum at half of β_s and γ; without the term: 800 + 6·(20 +
  * 100) + 600 = 2120).
- * With a link slower than the cores' share (β_n = 0.5) nothing changes; rooted collectives
- * are never charged; without net_cpu the term is absent.
+ * With a link slower than the cores' share (β_n = 0.5) nothing changes; of the rooted
+ * collectives the tree is never charged, a chain of more than one chunk is (its hops stream
+ * at once: S = min(host_ranks, P-1) = 3); without net_cpu the term is absent.
  */
 static void test_net_on_cores(void **state)
 {
@@ -513,8 +514,14 @@ static void test_net_on_cores(void **state)
                 sta_cost_us(&fast, &plain, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB));
     assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB) >
                 sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB));
-    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB),
-              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB));
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 4 * MB),
+              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 4 * MB));
+    /* the chain's 4 MB at 3 streams' share, 3.6·2/6 = 1.2 GB/s, instead of the link's 10 */
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB) -
+                  sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB),
+              4 * MB / (STA_NET_CPU_GBPS * 2.0 / 6.0 * 1e3) - 4 * MB / 1e4);
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 1000),
+              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 1000));
     sta_model_t slow = fast;
     slow.net.beta_gbps = 0.5;
     assert_us(sta_cost_us(&slow, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
