@@ -51,7 +51,7 @@
 /* TCP loopback, one stream, 1 MiB writes: 3.6-4.1 GB/s; the low end (noisy shared host). */
 #define STA_DEFAULT_NET_BETA_GBPS 3.6
 /* Copies whose working set fits the cache (sta_cache_t): strata-reduce --membw 1, 256 KiB-4
- * MiB buffers, 85-96 GB/s read + write = 42-48 GB/s copied (docs/benchmarks.md, "The shm
+ * MiB buffers, 83-96 GB/s read + write = 42-48 GB/s copied (docs/benchmarks.md, "The shm
  * tier's cache"); the low end. */
 #define STA_DEFAULT_SHM_CACHE_BETA_GBPS 40.0
 /* The working set copies keep that rate up to: one thread full rate to 8 MiB (4 MiB buffers),
