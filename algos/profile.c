@@ -355,8 +355,9 @@ void sta_model_log(const sta_model_t *model)
              source_names[model->source[STA_FIELD_GAMMA]], model->wake_us,
              source_names[model->source[STA_FIELD_WAKE]]);
     STU_INFO(STU_LOG_TUNING, "model shm cache: beta %g GB/s (%s) while the working set fits %.0f"
-             " B (%s)", model->cache.beta_gbps, source_names[model->source[STA_FIELD_SHM_CACHE_BETA]],
-             model->cache.bytes, source_names[model->source[STA_FIELD_SHM_CACHE_BYTES]]);
+             " B (%s)", model->cache.beta_gbps,
+             source_names[model->source[STA_FIELD_SHM_CACHE_BETA]], model->cache.bytes,
+             source_names[model->source[STA_FIELD_SHM_CACHE_BYTES]]);
     STU_INFO(STU_LOG_TUNING, "model intra-node kind: %s (%s)", sta_intra_name(model->intra),
              sta_source_name(model->intra_source));
 }
@@ -382,8 +383,8 @@ strata_status_t sta_profile_write(const char *path, const sta_model_t *model,
     }
     /* %.17g: the value reads back to the same double. */
     for (int f = 0; f < STA_FIELD_COUNT; f++)
-        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f], *sta_model_field(&copy, (sta_field_t)f),
-                source_names[model->source[f]]);
+        fprintf(file, "%-13s = %.17g   # %s\n", field_names[f],
+                *sta_model_field(&copy, (sta_field_t)f), source_names[model->source[f]]);
     fprintf(file, "%-13s = %s   # %s\n", PROFILE_KEY_KIND, sta_intra_name(model->intra),
             source_names[model->intra_source]);
     bad = ferror(file);

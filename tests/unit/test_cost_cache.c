@@ -177,7 +177,8 @@ static void test_cache_tables_identical(void **state)
     assert_int_equal(sta_select_build(&m, &d, STA_ALGO_AUTO, &b), STRATA_OK);
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         assert_int_equal(a.nranges[c], b.nranges[c]);
-        assert_memory_equal(a.ranges[c], b.ranges[c], sizeof(a.ranges[c][0]) * (size_t)a.nranges[c]);
+        assert_memory_equal(a.ranges[c], b.ranges[c],
+                            sizeof(a.ranges[c][0]) * (size_t)a.nranges[c]);
         if (c == STA_COLL_BROADCAST || c == STA_COLL_REDUCE)
             continue;   /* chains are staircases: the table keeps one crossing (select.c) */
         for (size_t n = 1; n <= ((size_t)1 << 28); n = n * 3 / 2 + 1) {
