@@ -63,6 +63,11 @@ static bool fo_acked_read(stt_tcp_send_t *sc, int j)
     return true;
 }
 
+bool stt_tcp_send_acked_read(stt_tcp_send_t *sc, int j)
+{
+    return fo_acked_read(sc, j);
+}
+
 /* Closes socket j with a reset, so that the peer sees an error rather than an orderly close
  * (which a receiver takes for the end of the comm). */
 static void fo_abort(stt_tcp_conn_t *conn, int j)

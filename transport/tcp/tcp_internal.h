@@ -431,6 +431,8 @@ void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
 /* tcp_send.c: lays req (size and data set) out as message seq on the sockets alive now,
  * with its header for the lead socket. */
 void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag);
+/* tcp_fo_send.c: refreshes acked[j] from the kernel (SIOCOUTQ); false when it will not say. */
+bool stt_tcp_send_acked_read(stt_tcp_send_t *sc, int j);
 /* tcp_fo_send.c, virtual devices: true once the peer's kernel acknowledged req's header
  * (asks the kernel when not known yet), so other sockets may carry its payload. */
 bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req);
