@@ -18,7 +18,7 @@
  * algorithm per size (the 4 MiB allreduce goes to the pipelined two-tier one, hier_pipe.c,
  * the others to the ring and recursive doubling), and with STRATA_ALGO=hierarchical, which
  * gives every size to the pipelined two-tier allreduce, cut into chunks of
- * RAILS_HIER_CHUNK so that two chunks' rings are in flight when the rail dies: a failover
+ * RAILS_HIER_CHUNK so that two chunks' rings can be in flight when the rail dies: a failover
  * then needs each end to answer the other's frames on a comm it may have nothing posted on
  * (the library progresses its comms while it waits, sta_ctx_progress_idle). Needs root
  * (namespaces); skips otherwise. Nothing outlives a test.
@@ -49,8 +49,10 @@
 #define RAILS_AFTER 8              /* rounds after both ranks saw the cut */
 #define RAILS_MAX_ROUNDS 100000    /* a bound; the wall-clock deadline comes first */
 #define RAILS_USER_TIMEOUT_MS "3000"
-/* STRATA_HIER_CHUNK of the hierarchical cases: 64 chunks for the 4 MiB allreduce. */
-#define RAILS_HIER_CHUNK "65536"
+/* STRATA_HIER_CHUNK of the hierarchical cases: 4 chunks for the 4 MiB allreduce, 2 for the
+ * 1.2 MB one, with 512 KiB per ring step: striped over both members (smaller steps travel
+ * whole, and a lone one on an idle connection takes the lead's member only). */
+#define RAILS_HIER_CHUNK "1048576"
 
 /* Elements of each allreduce of a round: striped, rotated and small messages. */
 static const size_t rails_counts[] = {1u << 20, 300000, 65536, 4099};

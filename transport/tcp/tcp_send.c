@@ -232,7 +232,7 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
  * messages laid out on the lost sockets wait for their replay. Returns how
  * many completed.
  */
-static uint32_t send_retire(stt_tcp_send_t *sc)
+uint32_t stt_tcp_send_retire(stt_tcp_send_t *sc)
 {
     uint32_t done = sc->tail - sc->head, n = 0;
 
@@ -300,7 +300,9 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
     for (int j = 0; j < sc->conn.nsocks; j++)
         if (j != sc->conn.lead)
             send_sockj_push(sc, j);
-    uint32_t retired = send_retire(sc);
+    uint32_t retired = stt_tcp_send_retire(sc);
+    if (STU_UNLIKELY(sc->eof_ns != 0))
+        stt_tcp_send_eof_check(sc);
     /* A virtual device's peer may have news (a lost socket) when a pass is stuck. */
     if (stt_tcp_fused(&sc->conn) && sc->conn.head.failed == STRATA_OK &&
         (sc->conn.fo.state != STT_TCP_FO_NONE || (retired == 0 && sc->head != sc->tail))) {
@@ -308,7 +310,7 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
             stt_tcp_send_watch(sc);
         stt_tcp_send_fo_progress(sc);
         send_lead_pass(sc);
-        send_retire(sc);
+        stt_tcp_send_retire(sc);
     }
     return sc->conn.head.failed;
 }
