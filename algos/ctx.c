@@ -32,6 +32,14 @@
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
 #define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
 #define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
+/*
+ * A sleeping wait progresses its context's other comms at most this often: a failover frame
+ * then waits at most 1 ms on top of its round trip, against detection bounds of seconds
+ * (STRATA_SOCKET_USER_TIMEOUT), and an idle tcp virtual NIC's receive comm costs one recv
+ * per ms (the tcp send comm's watch of its acknowledgements, STT_TCP_WATCH_NS, uses the
+ * same period).
+ */
+#define STA_IDLE_PROGRESS_NS 1000000ull
 
 strata_status_t sta_ctx_fail(sta_ctx_t *ctx, strata_status_t status, const char *fmt, ...)
 {
@@ -60,18 +68,43 @@ strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p)
     return STRATA_OK;
 }
 
+void sta_ctx_progress_idle(const sta_ctx_t *ctx)
+{
+    if (ctx->peers == NULL)
+        return;
+    for (int r = 0; r < ctx->nranks; r++) {
+        if (ctx->peers[r].send != NULL)
+            (void)stt_progress(ctx->peers[r].send);
+        if (ctx->peers[r].recv != NULL)
+            (void)stt_progress(ctx->peers[r].recv);
+    }
+}
+
 void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed)
 {
     b->start_ns = stu_time_ns();
     b->deadline_ns = b->start_ns + timeout_ns;
     b->nap_ns = BACKOFF_NAP_MIN_NS;
+    b->idle_ns = b->start_ns;
     b->polls = 0;
     b->oversubscribed = oversubscribed;
+    b->ctx = NULL;
 }
 
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
 {
     sta_backoff_init(b, ctx->timeout_ns, ctx->oversubscribed);
+    b->ctx = ctx;
+}
+
+void sta_backoff_idle(sta_backoff_t *b)
+{
+    uint64_t now = stu_time_ns();
+
+    if (b->ctx == NULL || now - b->idle_ns < STA_IDLE_PROGRESS_NS)
+        return;
+    b->idle_ns = now;
+    sta_ctx_progress_idle(b->ctx);
 }
 
 int sta_backoff_spinning(const sta_backoff_t *b)
@@ -108,6 +141,7 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
         return STRATA_ERR_TIMEOUT;
     if (spent < spin)
         return STRATA_OK;
+    sta_backoff_idle(b);
     if (nfds > 0 && b->oversubscribed) {
         /*
          * More ranks than cores: the peer we wait for may need our core to run at

@@ -69,6 +69,14 @@ struct sta_ctx {
 strata_status_t sta_ctx_fail(sta_ctx_t *ctx, strata_status_t status, const char *fmt, ...)
     STU_PRINTF(3, 4);
 
+/*
+ * stt_progress on every connected comm of ctx (both directions of every peer), so that
+ * what a comm moves without a request (a tcp virtual NIC's failover frames) moves while
+ * this rank has nothing posted on it. Errors stay with the comms: the next post or test
+ * reports them. Cheap for comms with nothing of the kind (a call and a few loads each).
+ */
+void sta_ctx_progress_idle(const sta_ctx_t *ctx);
+
 /* Scratch of at least bytes, kept and reused across calls (no page faults per call). */
 strata_status_t sta_ctx_scratch(sta_ctx_t *ctx, size_t bytes, void **buf_p);
 
@@ -81,11 +89,21 @@ typedef struct sta_backoff {
     uint64_t start_ns;
     uint64_t deadline_ns;
     uint64_t nap_ns;
+    uint64_t idle_ns;           /* the last sta_ctx_progress_idle of this wait */
     unsigned polls;
     int oversubscribed;
+    const sta_ctx_t *ctx;       /* whose comms a sleeping wait progresses; NULL: none */
 } sta_backoff_t;
 
+/*
+ * A wait of ctx: past its spin phase, before it yields or sleeps (at most every
+ * STA_IDLE_PROGRESS_NS), each step also progresses every comm of ctx
+ * (sta_ctx_progress_idle), since a peer's send may wait for this end's comm even while
+ * this rank has nothing posted on it (a tcp virtual NIC's failover, transport.h).
+ */
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
+/* That progress of the context's comms, for a wait that blocks its own way (a futex). */
+void sta_backoff_idle(sta_backoff_t *b);
 /* The same without a context: the wait's deadline and whether ranks outnumber the cores. */
 void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed);
 strata_status_t sta_backoff_step(sta_backoff_t *b);

@@ -195,8 +195,10 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, size_t field,
                 return status;
         }
         strata_status_t expired;
-        if (sta_backoff_should_block(&b, &expired))
+        if (sta_backoff_should_block(&b, &expired)) {
+            sta_backoff_idle(&b);
             node_block(node, k, c, target);
+        }
         else if (sta_backoff_step(&b) != STRATA_OK)
             expired = STRATA_ERR_TIMEOUT;
         if (expired != STRATA_OK)

@@ -92,7 +92,7 @@ done
 # ops table (transport/ implements the tables; a test of one transport calls its functions
 # by name).
 ops_members='probe|init|fini|devices|get_props|listen|connect|accept|reg_mr|reg_mr_dmabuf'
-ops_members+='|dereg_mr|isend|irecv|iflush|test|close_send|close_recv|close_listen|poll_fds|name'
+ops_members+='|dereg_mr|isend|irecv|iflush|test|close_send|close_recv|close_listen|poll_fds|progress|name'
 while IFS= read -r hit; do
     [ -n "$hit" ] && report "$hit: calls through an ops table (use the stt_* wrapper)"
 done < <(grep -rnE "(^|[^A-Za-z0-9_])([A-Za-z0-9_]+_)?ops(\[[^]]*\])?(->|\.)($ops_members)\b" \

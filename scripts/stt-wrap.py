@@ -21,7 +21,7 @@ import sys
 
 TABLE_OPS = {'probe', 'init', 'fini', 'devices', 'get_props', 'listen', 'connect'}
 OBJ_OPS = {'accept', 'reg_mr', 'reg_mr_dmabuf', 'dereg_mr', 'isend', 'irecv', 'iflush', 'test',
-           'close_send', 'close_recv', 'close_listen', 'poll_fds'}
+           'close_send', 'close_recv', 'close_listen', 'poll_fds', 'progress'}
 EXPR = r'((?<![\w.>])(?:[A-Za-z_]\w*(?:\[[^\]]*\])?(?:->|\.))*(?:[A-Za-z_]\w*_)?ops)'
 OPS = '|'.join(sorted(TABLE_OPS | OBJ_OPS, key=len, reverse=True))
 CALL = re.compile(EXPR + r'->(' + OPS + r')\(')

@@ -22,6 +22,11 @@ int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
     return 0;
 }
 
+strata_status_t stt_no_progress(stt_comm_t *comm)
+{
+    return STRATA_OK;
+}
+
 strata_status_t stt_no_make_vdev(const int *devs, int n, int *vdev_p)
 {
     STU_INFO(STU_LOG_NET, "this transport does not fuse devices into virtual ones");

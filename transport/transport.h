@@ -320,6 +320,18 @@ struct stt_ops {
     int (*poll_fds)(stt_comm_t *comm, struct pollfd *fds, int max);
 
     /*
+     * Progresses a comm (send or receive) without a request to test: what test() would
+     * move besides requests, such as a tcp virtual NIC's failover (noticing a lost
+     * member, reading and answering the peer's frames), which the peer's sends may wait
+     * for while this end has nothing posted on the comm. A caller that waits while some of
+     * its comms have nothing posted calls it on them now and then (the collective
+     * library: before each sleep of a wait). Cheap when there is nothing to do (a
+     * transport with nothing of the kind points it at stt_no_progress); same thread rules
+     * as test(). Returns the comm's sticky error (STRATA_ERR_REMOTE, ...) or STRATA_OK.
+     */
+    strata_status_t (*progress)(stt_comm_t *comm);
+
+    /*
      * Between init and fini: fuses devs[0..n-1] (2..STT_MAX_VDEV_MEMBERS distinct
      * physical devices, in any order: the transport orders the members itself, the
      * same way in every process, tcp by interface name) into one virtual device and
@@ -433,6 +445,10 @@ static inline int stt_poll_fds(stt_comm_t *c, struct pollfd *fds, int max)
 {
     return c->ops->poll_fds(c, fds, max);
 }
+static inline strata_status_t stt_progress(stt_comm_t *c)
+{
+    return c->ops->progress(c);
+}
 static inline strata_status_t stt_make_vdev(const stt_ops_t *ops, const int *devs, int n,
                                             int *vdev_p)
 {
@@ -452,6 +468,8 @@ strata_status_t stt_no_reg_mr_dmabuf(stt_comm_t *comm, void *data, size_t size, 
 strata_status_t stt_no_iflush(stt_comm_t *comm, int n, void **data, const int *sizes,
                               void **mhs, stt_req_t **req_p);
 int stt_no_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max);
+/* Nothing moves without a request: STRATA_OK. */
+strata_status_t stt_no_progress(stt_comm_t *comm);
 /* stt_no_make_vdev is declared above, beside stt_can_fuse. */
 
 /* For a transport that loads no library: NULL, *why_p NULL. */

@@ -36,9 +36,39 @@ static inline void p2p_wait_progress(p2p_wait_t *w)
     w->idle_polls = 0;
 }
 
-/* Called after a poll that made no progress: yield, and bound the wait. */
+static strata_status_t p2p_test(stb_p2p_t *p2p, void *req, size_t want, int *done_p);
+
+/*
+ * The side request: while a wait is on one comm, a request already posted on the other
+ * (the ack a sender will receive after its window, the reply an initiator will receive
+ * after its send, the responder's next receive) is tested on every idle poll too, as NCCL's
+ * proxy tests every request it has posted. Without that, a comm whose end waits on its other
+ * comm is never progressed: a virtual NIC's failover needs each end to answer the other's
+ * frames, and two ends each waiting for a send whose failover needs the other's receive comm
+ * would wait for each other until the timeout. Once it completes, waiting on it returns at
+ * once.
+ */
+static void p2p_side_set(stb_p2p_t *p2p, void *req, size_t want)
+{
+    p2p->side = req;
+    p2p->side_want = want;
+    p2p->side_done = 0;
+}
+
+static strata_status_t p2p_side_poll(stb_p2p_t *p2p)
+{
+    if (p2p->side == NULL || p2p->side_done)
+        return STRATA_OK;
+    return p2p_test(p2p, p2p->side, p2p->side_want, &p2p->side_done);
+}
+
+/* Called after a poll that made no progress: the side request, a yield, and the bound. */
 static strata_status_t p2p_wait_idle(stb_p2p_t *p2p, p2p_wait_t *w)
 {
+    strata_status_t status = p2p_side_poll(p2p);
+
+    if (status != STRATA_OK)
+        return status;
     if (!p2p->spin)
         sched_yield();
     if (w->idle_polls++ % P2P_CLOCK_EVERY != 0)
@@ -97,6 +127,12 @@ static strata_status_t p2p_wait_req(stb_p2p_t *p2p, void *req, size_t want, cons
     p2p_wait_t w;
     int done = 0;
 
+    if (req == p2p->side) {
+        /* waiting on the side request itself: it is no longer beside a wait */
+        p2p->side = NULL;
+        if (p2p->side_done)
+            return STRATA_OK;
+    }
     p2p_wait_init(&w, what, want);
     for (;;) {
         strata_status_t status = p2p_test(p2p, req, want, &done);
@@ -239,12 +275,15 @@ static strata_status_t p2p_roundtrip(stb_p2p_t *p2p, size_t size)
     void *rreq, *sreq;
     strata_status_t status = p2p_post(p2p, 0, size, &rreq);
 
-    if (status == STRATA_OK)
+    if (status == STRATA_OK) {
+        p2p_side_set(p2p, rreq, size);
         status = p2p_post(p2p, 1, size, &sreq);
+    }
     if (status == STRATA_OK)
         status = p2p_wait_req(p2p, sreq, P2P_NO_SIZE_CHECK, "isend");
     if (status == STRATA_OK)
         status = p2p_wait_req(p2p, rreq, size, "irecv");
+    p2p->side = NULL;
     return status;
 }
 
@@ -285,11 +324,15 @@ static strata_status_t p2p_echo(stb_p2p_t *p2p, size_t size, int total)
         status = p2p_wait_req(p2p, rreq, size, "irecv");
         if (status == STRATA_OK)
             status = p2p_post(p2p, 1, size, &sreq);
-        if (status == STRATA_OK && i + 1 < total)
+        if (status == STRATA_OK && i + 1 < total) {
             status = p2p_post(p2p, 0, size, &rreq);
+            if (status == STRATA_OK)
+                p2p_side_set(p2p, rreq, size);
+        }
         if (status == STRATA_OK)
             status = p2p_wait_req(p2p, sreq, P2P_NO_SIZE_CHECK, "isend");
     }
+    p2p->side = NULL;
     return status;
 }
 
@@ -353,10 +396,13 @@ static strata_status_t p2p_stream_send(stb_p2p_t *p2p, size_t size, int window, 
     void *ack;
     strata_status_t status = p2p_post(p2p, 0, P2P_ACK_BYTES, &ack);
 
-    if (status == STRATA_OK)
+    if (status == STRATA_OK) {
+        p2p_side_set(p2p, ack, P2P_ACK_BYTES);
         status = p2p_stream_window(p2p, 1, size, window, count);
+    }
     if (status == STRATA_OK)
         status = p2p_wait_req(p2p, ack, P2P_ACK_BYTES, "ack irecv");
+    p2p->side = NULL;
     return status;
 }
 

@@ -37,6 +37,11 @@ typedef struct stb_p2p {
     void *rbuf;              /* registered on rcomm */
     void *smh;
     void *rmh;
+    /* A request posted on the other comm while a wait is on one: tested on every idle poll
+     * of that wait too (netperf_p2p.c, p2p_side_*). NULL: none. */
+    void *side;
+    size_t side_want;
+    int side_done;
 } stb_p2p_t;
 
 /*

@@ -14,8 +14,14 @@
  *     rounds after both saw the cut, and the job ends well (comm destroyed, exit 0).
  *
  * The ranks agree on when to stop with an allreduce of a flag (MIN of "saw the cut"),
- * so both run the same collectives. STRATA_ALGO=ring: see rails_rank_main. Needs root (namespaces); skips otherwise. Nothing
- * outlives a test.
+ * so both run the same collectives. Each cut runs twice: with the library's own choice of
+ * algorithm per size (the 4 MiB allreduce goes to the pipelined two-tier one, hier_pipe.c,
+ * the others to the ring and recursive doubling), and with STRATA_ALGO=hierarchical, which
+ * gives every size to the pipelined two-tier allreduce, cut into chunks of
+ * RAILS_HIER_CHUNK so that two chunks' rings can be in flight when the rail dies: a failover
+ * then needs each end to answer the other's frames on a comm it may have nothing posted on
+ * (the library progresses its comms while it waits, sta_ctx_progress_idle). Needs root
+ * (namespaces); skips otherwise. Nothing outlives a test.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,6 +49,10 @@
 #define RAILS_AFTER 8              /* rounds after both ranks saw the cut */
 #define RAILS_MAX_ROUNDS 100000    /* a bound; the wall-clock deadline comes first */
 #define RAILS_USER_TIMEOUT_MS "3000"
+/* STRATA_HIER_CHUNK of the hierarchical cases: 4 chunks for the 4 MiB allreduce, 2 for the
+ * 1.2 MB one, with 512 KiB per ring step: striped over both members (smaller steps travel
+ * whole, and a lone one on an idle connection takes the lead's member only). */
+#define RAILS_HIER_CHUNK "1048576"
 
 /* Elements of each allreduce of a round: striped, rotated and small messages. */
 static const size_t rails_counts[] = {1u << 20, 300000, 65536, 4099};
@@ -51,6 +61,7 @@ static const size_t rails_counts[] = {1u << 20, 300000, 65536, 4099};
 typedef struct rails_arg {
     int rank;
     int cut_rail;
+    const char *algo;          /* STRATA_ALGO; NULL: the library's choice */
 } rails_arg_t;
 
 /* One round: every count, data shifted by round; 0 when every result is right. */
@@ -94,10 +105,12 @@ static int rails_rank_main(void *varg, int ctl)
     setenv("STRATA_SOCKET_USER_TIMEOUT", RAILS_USER_TIMEOUT_MS, 1);
     unsetenv("STRATA_SOCKET_IFNAME");
     setenv("STRATA_TIMEOUT", "120000", 1);
-    /* One ring at a time: the pipelined two-tier allreduce posts a chunk's receives only
-     * once the previous chunk's ring has posted all its steps, which a failover can stall
-     * (docs/multirail.md, "The collective library on a virtual NIC"). */
-    setenv("STRATA_ALGO", "ring", 1);
+    unsetenv("STRATA_ALGO");
+    unsetenv("STRATA_HIER_CHUNK");
+    if (a->algo != NULL) {
+        setenv("STRATA_ALGO", a->algo, 1);
+        setenv("STRATA_HIER_CHUNK", RAILS_HIER_CHUNK, 1);
+    }
     strata_comm_config_init(&cfg);
     cfg.rank = a->rank;
     cfg.nranks = RAILS_NODES;
@@ -158,7 +171,7 @@ static int rails_rank_main(void *varg, int ctl)
     return rc;
 }
 
-static void rails_run(int cut_node, int cut_rail)
+static void rails_run(int cut_node, int cut_rail, const char *algo)
 {
     stb_netns_t net;
     rails_arg_t args[RAILS_NODES];
@@ -171,7 +184,7 @@ static void rails_run(int cut_node, int cut_rail)
     }
     sts_job_secret_export();
     for (int r = 0; r < RAILS_NODES; r++) {
-        args[r] = (rails_arg_t){r, cut_rail};
+        args[r] = (rails_arg_t){r, cut_rail, algo};
         assert_int_equal(sts_peer_fork(&peers[r], &net, r, rails_rank_main, &args[r]), 0);
     }
     assert_int_equal(sts_root_relay(peers, RAILS_NODES, deadline), 0);
@@ -193,14 +206,26 @@ static void rails_run(int cut_node, int cut_rail)
 static void test_allreduce_survives_rail1_down(void **state)
 {
     (void)state;
-    rails_run(0, 1);
+    rails_run(0, 1, NULL);
 }
 
 /* Rail 0, whose member carries the lead socket of every connection, and the rendezvous. */
 static void test_allreduce_survives_rail0_down(void **state)
 {
     (void)state;
-    rails_run(1, 0);
+    rails_run(1, 0, NULL);
+}
+
+static void test_hier_allreduce_survives_rail1_down(void **state)
+{
+    (void)state;
+    rails_run(0, 1, "hierarchical");
+}
+
+static void test_hier_allreduce_survives_rail0_down(void **state)
+{
+    (void)state;
+    rails_run(1, 0, "hierarchical");
 }
 
 int main(void)
@@ -208,6 +233,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_survives_rail1_down),
         cmocka_unit_test(test_allreduce_survives_rail0_down),
+        cmocka_unit_test(test_hier_allreduce_survives_rail1_down),
+        cmocka_unit_test(test_hier_allreduce_survives_rail0_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

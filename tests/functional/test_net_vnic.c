@@ -17,8 +17,9 @@
  *     and a direct request is refused;
  *   - failover: rail 1 taken down (ip link set veth1 down, in the receiver's node
  *     with either end's timeout the shorter, and in the sender's node) in the middle
- *     of a stream of striped (4 MiB + 7), rotated (64 KiB, 300000 B) and small
- *     messages, four in flight: every message arrives once, in order, with its own
+ *     of a stream of striped (4 MiB + 7, 300000 B), rotated (64 KiB; 20000 B, which goes
+ *     whole on the lead when its socket is idle) and small messages, five in flight:
+ *     every message arrives once, in order, with its own
  *     bytes (each carries its index), the stream finishes on rail 0, and each end's
  *     telemetry counts one reconnect and exactly the bytes and messages moved
  *     (docs/multirail.md, "Failover");
@@ -77,7 +78,7 @@ typedef struct vnic_job {
 /* The failover stream: batches of these sizes in flight together; message k of batch b
  * carries pattern seed b * VNIC_FO_BATCH + k, and the small first one says whether its
  * batch is the last. */
-static const size_t vnic_fo_sizes[] = {64, (4u << 20) + 7, 65536, 300000};
+static const size_t vnic_fo_sizes[] = {64, (4u << 20) + 7, 20000, 65536, 300000};
 #define VNIC_FO_BATCH ((int)(sizeof(vnic_fo_sizes) / sizeof(vnic_fo_sizes[0])))
 #define VNIC_FO_READY_AFTER 4      /* batches before the parent takes the rail down */
 #define VNIC_FO_AFTER 20           /* batches the sender streams after its failover */

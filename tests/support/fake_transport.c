@@ -389,6 +389,12 @@ static int fake_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
     return stt_poll_fds(fc->inner, fds, max);
 }
 
+static strata_status_t fake_progress(stt_comm_t *comm)
+{
+    fake_comm_t *fc = (fake_comm_t *)comm;
+    return stt_progress(fc->inner);
+}
+
 static void fake_close(stt_comm_t *comm, int is_send)
 {
     fake_comm_t *fc = (fake_comm_t *)comm;
@@ -442,5 +448,6 @@ const stt_ops_t stt_fake_ops = {
     .close_recv = fake_close_recv,
     .close_listen = fake_close_listen,
     .poll_fds = fake_poll_fds,
+    .progress = fake_progress,
     .make_vdev = stt_no_make_vdev,
 };

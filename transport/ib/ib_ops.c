@@ -47,5 +47,6 @@ const stt_ops_t stt_ib_ops = {
     .close_recv = stt_ib_close_recv,
     .close_listen = stt_ib_close_listen,
     .poll_fds = stt_no_poll_fds,        /* no completion channel: test() polls the CQs */
+    .progress = stt_no_progress,
     .make_vdev = stt_ib_make_vdev,
 };

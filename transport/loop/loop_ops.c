@@ -104,5 +104,6 @@ const stt_ops_t stt_loop_ops = {
     .close_recv = stt_loop_close,
     .close_listen = stt_loop_close_listen,
     .poll_fds = stt_no_poll_fds,   /* in-process: nothing to wait on but the peer thread */
+    .progress = stt_no_progress,
     .make_vdev = stt_no_make_vdev,
 };

@@ -63,6 +63,11 @@ static bool fo_acked_read(stt_tcp_send_t *sc, int j)
     return true;
 }
 
+bool stt_tcp_send_acked_read(stt_tcp_send_t *sc, int j)
+{
+    return fo_acked_read(sc, j);
+}
+
 /* Closes socket j with a reset, so that the peer sees an error rather than an orderly close
  * (which a receiver takes for the end of the comm). */
 static void fo_abort(stt_tcp_conn_t *conn, int j)
@@ -114,6 +119,32 @@ bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req)
     return sc->acked[req->lead] >= need;
 }
 
+/*
+ * The receiver closed its last member's sockets (EOF, not a reset: it read everything it
+ * wanted) while messages wait for their acknowledgement: a receiver that got the last message
+ * and closed at once. Its kernel acknowledged what it received before (or with) its FIN, but
+ * the acknowledgements of the other sockets may still be on their way: the messages then
+ * complete as they show up, and the comm fails STT_TCP_EOF_GRACE_NS after the EOF if some
+ * never do (stt_tcp_send_eof_check). True while that wait holds.
+ */
+static bool fo_send_eof_wait(stt_tcp_send_t *sc)
+{
+    stt_tcp_send_retire(sc);
+    if (sc->head == sc->tail)
+        return false;
+    if (sc->eof_ns == 0)
+        sc->eof_ns = stu_time_ns();
+    return stu_time_ns() - sc->eof_ns < STT_TCP_EOF_GRACE_NS;
+}
+
+void stt_tcp_send_eof_check(stt_tcp_send_t *sc)
+{
+    if (sc->head != sc->tail && stu_time_ns() - sc->eof_ns < STT_TCP_EOF_GRACE_NS)
+        return;
+    stt_conn_fail(&sc->conn.head, STRATA_ERR_REMOTE, "peer closed the connection%s",
+                  sc->head != sc->tail ? " with messages it did not acknowledge" : "");
+}
+
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err)
 {
     stt_tcp_conn_t *conn = &sc->conn;
@@ -129,6 +160,8 @@ bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err
     case STT_TCP_FO_UNDER_WAY:
         return true;
     case STT_TCP_FO_REFUSED:
+        if (err == 0 && fo_send_eof_wait(sc))
+            return true;
         stt_tcp_fo_fail(conn, j, what, err, why);
         return false;
     case STT_TCP_FO_BEGIN:

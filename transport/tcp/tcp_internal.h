@@ -271,6 +271,8 @@ typedef struct stt_tcp_send {
     uint64_t stripe_min;
     uint64_t acked[STT_TCP_MAX_SOCKS];  /* virtual devices: bytes the peer's kernel acked */
     uint64_t watch_ns;                  /* the last stt_tcp_send_watch */
+    uint64_t eof_ns;                    /* virtual devices: when the receiver was seen closing
+                                           its last member with messages unacknowledged */
     uint64_t user_timeout_ns;           /* STRATA_SOCKET_USER_TIMEOUT; 0: none */
     uint32_t head;           /* oldest incomplete message */
     uint32_t tail;           /* next queue position */
@@ -367,6 +369,9 @@ uint8_t stt_tcp_member_socks(const stt_tcp_conn_t *conn, int j);
  * when the comm survives.
  */
 bool stt_tcp_send_sock_lost(stt_tcp_send_t *sc, int j, const char *what, int err);
+/* Sender, after its receiver closed while messages waited for acknowledgements (eof_ns):
+ * fails the comm once they all completed or STT_TCP_EOF_GRACE_NS passed. tcp_fo_send.c. */
+void stt_tcp_send_eof_check(stt_tcp_send_t *sc);
 
 /* tcp_failover.c: what both ends' failover code (tcp_fo_send.c, tcp_fo_recv.c) shares. */
 typedef enum stt_tcp_fo_verdict {
@@ -431,9 +436,14 @@ void stt_tcp_recv_fo_flush(stt_tcp_recv_t *rc);
 /* tcp_send.c: lays req (size and data set) out as message seq on the sockets alive now,
  * with its header for the lead socket. */
 void stt_tcp_send_layout(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t seq, int tag);
+/* tcp_fo_send.c: refreshes acked[j] from the kernel (SIOCOUTQ); false when it will not say. */
+bool stt_tcp_send_acked_read(stt_tcp_send_t *sc, int j);
 /* tcp_fo_send.c, virtual devices: true once the peer's kernel acknowledged req's header
  * (asks the kernel when not known yet), so other sockets may carry its payload. */
 bool stt_tcp_send_hdr_acked(stt_tcp_send_t *sc, const stt_tcp_sreq_t *req);
+/* tcp_send.c: completes, in order, the messages every socket has moved (and, on a virtual
+ * device, the peer's kernel acknowledged); returns how many. */
+uint32_t stt_tcp_send_retire(stt_tcp_send_t *sc);
 /* tcp_send.c: moves data until the sockets would block; returns the comm's state. */
 strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc);
 /* test() of a send request (tcp_ops.c dispatches by the comm's direction). */

@@ -22,6 +22,7 @@
 
 #include "transport/base/hostmr.h"
 #include "transport/tcp/tcp_internal.h"
+#include "util/le.h"
 #include "util/log.h"
 
 /* One iovec never asks the kernel for more than this (it caps a call near 2 GiB anyway). */
@@ -55,6 +56,61 @@ static bool send_error_retry(stt_tcp_send_t *sc, int j, ssize_t r)
     return false;
 }
 
+/* The socket a rotated message's payload takes: the rot-th of its mask. */
+static int send_rot_sock(const stt_tcp_sreq_t *req)
+{
+    uint8_t m = req->mask;
+
+    for (int i = 0; i < req->rot; i++)
+        m &= (uint8_t)(m - 1u);
+    return __builtin_ctz(m);
+}
+
+/* True when socket j has nothing to move before message pos: every byte it wrote was
+ * acknowledged (as last read) and it has no part in the messages before pos still unwritten. */
+static bool send_sock_idle(stt_tcp_send_t *sc, int j, uint32_t pos)
+{
+    const stt_tcp_cursor_t *cur = &sc->conn.socks[j];
+
+    if (cur->bytes != sc->acked[j])
+        return false;
+    for (uint32_t p = cur->msg; p != pos; p++) {
+        const stt_tcp_sreq_t *r = send_req_at(sc, p);
+        uint64_t off, len;
+        send_part(sc, r, j, &off, &len);
+        if ((p == cur->msg ? cur->off : 0) < len)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Virtual devices, before message pos's header leaves (nothing of it was written, so its
+ * layout may still change): a rotated message whose socket is idle would wait there a round
+ * trip for the header's acknowledgement ("headers first"). When the lead is idle too (every
+ * byte it wrote acknowledged, nothing queued before this message), the connection is idle:
+ * the message goes whole on the lead, right behind its header, and leaves at once. While the
+ * lead is busy the message keeps its socket, whose wait then overlaps the lead's backlog
+ * (putting it on the lead then starves the other members: see docs/multirail.md, "Cost when
+ * nothing fails"). Clearing ROTATED is all the receiver needs to know: an unrotated payload
+ * follows its header on the lead. Called for the lead's next message when it starts it.
+ */
+static void send_rot_place(stt_tcp_send_t *sc, stt_tcp_sreq_t *req, uint32_t pos)
+{
+    const int L = sc->conn.lead;
+
+    if (!(req->flags & STT_TCP_HDR_ROTATED))
+        return;
+    int j = send_rot_sock(req);
+    if (j == L || !send_sock_idle(sc, j, pos))
+        return;
+    if (sc->conn.socks[L].bytes != sc->acked[L] &&
+        (!stt_tcp_send_acked_read(sc, L) || sc->conn.socks[L].bytes != sc->acked[L]))
+        return;
+    req->flags &= ~STT_TCP_HDR_ROTATED;
+    stu_le_put32(req->hdr + 4, req->flags);
+}
+
 /* The lead socket: headers and unstriped payloads (or its piece), gathered across
  * messages. */
 static void send_lead_push(stt_tcp_send_t *sc)
@@ -72,6 +128,8 @@ static void send_lead_push(stt_tcp_send_t *sc)
                                       niov + 2 <= STT_TCP_SEND_IOV; pos++) {
             stt_tcp_sreq_t *req = send_req_at(sc, pos);
             uint64_t poff, plen;
+            if (niov == 0 && skip == 0 && stt_tcp_fused(&sc->conn))
+                send_rot_place(sc, req, pos);   /* the first of this write, not started */
             send_part(sc, req, L, &poff, &plen);
             if (skip < STT_TCP_HDR_BYTES) {
                 iov[niov++] = (struct iovec){req->hdr + skip, STT_TCP_HDR_BYTES - skip};
@@ -174,7 +232,7 @@ static void send_sockj_push(stt_tcp_send_t *sc, int j)
  * messages laid out on the lost sockets wait for their replay. Returns how
  * many completed.
  */
-static uint32_t send_retire(stt_tcp_send_t *sc)
+uint32_t stt_tcp_send_retire(stt_tcp_send_t *sc)
 {
     uint32_t done = sc->tail - sc->head, n = 0;
 
@@ -242,7 +300,9 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
     for (int j = 0; j < sc->conn.nsocks; j++)
         if (j != sc->conn.lead)
             send_sockj_push(sc, j);
-    uint32_t retired = send_retire(sc);
+    uint32_t retired = stt_tcp_send_retire(sc);
+    if (STU_UNLIKELY(sc->eof_ns != 0))
+        stt_tcp_send_eof_check(sc);
     /* A virtual device's peer may have news (a lost socket) when a pass is stuck. */
     if (stt_tcp_fused(&sc->conn) && sc->conn.head.failed == STRATA_OK &&
         (sc->conn.fo.state != STT_TCP_FO_NONE || (retired == 0 && sc->head != sc->tail))) {
@@ -250,7 +310,7 @@ strata_status_t stt_tcp_send_progress(stt_tcp_send_t *sc)
             stt_tcp_send_watch(sc);
         stt_tcp_send_fo_progress(sc);
         send_lead_pass(sc);
-        send_retire(sc);
+        stt_tcp_send_retire(sc);
     }
     return sc->conn.head.failed;
 }

@@ -37,5 +37,6 @@ const stt_ops_t stt_ucx_ops = {
     .close_recv = stt_ucx_close_recv,
     .close_listen = stt_ucx_close_listen,
     .poll_fds = stt_ucx_poll_fds,
+    .progress = stt_no_progress,        /* UCX moves nothing of its own outside a test */
     .make_vdev = stt_no_make_vdev,
 };
