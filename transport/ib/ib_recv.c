@@ -101,6 +101,7 @@ static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
                       " (0x%08x, then 0x%08x)", req->imm, value);
         return;
     }
+    req->qps_imm |= (uint8_t)(1u << ((wc->wr_id >> 8) & 0xff));
     if (++req->cqes_got == req->cqes_want)
         recv_complete(rc, req, imm.slot);
 }
@@ -298,6 +299,7 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
     req->slot.n = (uint8_t)n;
     req->cqes_want = 0;
     req->cqes_got = 0;
+    req->qps_imm = 0;
     req->imm = 0;
     req->slot.status = STRATA_OK;
     req->slot.base.nsizes = n;
@@ -393,6 +395,8 @@ strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *don
     }
     strata_status_t status =
         req->slot.state == STT_SLOT_DONE ? req->slot.status : rc->conn.head.failed;
+    if (status == STRATA_OK && !req->is_flush)
+        stt_ib_count_recv(rc, req);
     recv_req_release(rc, req);
     if (status != STRATA_OK)
         return status;

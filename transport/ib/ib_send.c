@@ -291,6 +291,7 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     req->recv_seq = sc->recv_seq;
     req->buf = (uint8_t)i;
     req->fo_hold = false;
+    stt_ib_count_plan(conn, req, map, nlive, &stripe);
     sc->hist_seq[slot] = sc->recv_seq;
     req->slot.state = cqes > 0 ? STT_SLOT_ACTIVE : STT_SLOT_DONE;
     if (trunc)
@@ -418,6 +419,8 @@ strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *don
     strata_status_t status =
         req->slot.state == STT_SLOT_DONE ? req->slot.status : sc->conn.head.failed;
     uint64_t size = req->size;
+    if (status == STRATA_OK)
+        stt_ib_count_send(sc, req);
     send_req_release(sc, req);
     if (status != STRATA_OK)
         return status;
