@@ -75,6 +75,10 @@ vnic() {
         STRATA_TEST_IB_LINK_DOWN=veth0,veth1 STS_SHOW='lost mid-stream|both members lost|port down with nothing' \
         tests/run.sh $(bins "$TESTS"/transport/test_ib_vnic "$BUILD"/san/tests/transport/test_ib_vnic) \
         || return 1
+    # the plugin's telemetry on the fused device: per-member counters in the JSON, the
+    # profiler's IB-shape events naming both members
+    env STRATA_TRANSPORT=ib STRATA_NET_FUSE=all STS_SHOW='QP events|members' \
+        tests/run.sh $(bins "$TESTS"/functional/test_plugin_stats) || return 1
     STRATA_TRANSPORT=ib STRATA_NET_FUSE=all timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 4M \
         -f 8 -n 20 -w 2 -T 120 >"$LOG/vnic" 2>&1
     local rc=$?

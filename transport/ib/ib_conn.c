@@ -328,15 +328,20 @@ void stt_ib_close_send(stt_comm_t *comm)
     if (sc == NULL)
         return;
     stt_ib_conn_quiesce(&sc->conn);      /* no DMA from a registration released below */
-    for (int i = 0; i < STT_IB_SEND_RING; i++)
+    for (int i = 0; i < STT_IB_SEND_RING; i++) {
         if (sc->reqs[i].slot.state != STT_SLOT_FREE)
             stt_ib_mr_fly_drop(&sc->conn, sc->reqs[i].fly);
+        if (sc->reqs[i].wr_cookie != NULL)
+            stt_ib_wrev_send_end(&sc->reqs[i]);       /* every start gets its stop */
+    }
     stt_ib_conn_destroy(&sc->conn);
 }
 
 /* The registrations a receive or flush request still holds. */
 static void conn_rreq_unfly(stt_ib_conn_t *conn, stt_ib_rreq_t *req)
 {
+    if (req->wr_any)
+        stt_ib_wrev_recv_end(req);                    /* every start gets its stop */
     if (req->slot.state == STT_SLOT_FREE)
         return;
     for (int i = 0; i < req->slot.n; i++)

@@ -429,6 +429,11 @@ static bool fo_replay_send(stt_ib_send_t *sc, stt_ib_sreq_t *req,
                      (uint64_t)(uintptr_t)req->data + plan.off[k], (uint32_t)plan.len[k],
                      req->lkey[mem], STT_IB_WR_SEND, req->slot.index, 0))
             return false;
+        if (req->wr_cookie != NULL)
+            stt_ib_wrev_start(conn, req->wr_cookie, &req->wr_ev[q], q,
+                              stt_ib_wr_id(STT_IB_WR_SEND, q, req->slot.index,
+                                           conn->qps[q].sq_posted),
+                              IBV_WR_RDMA_WRITE, plan.len[k]);
         req->cqes_left++;
     }
     req->fo_hold = false;

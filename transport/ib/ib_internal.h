@@ -295,6 +295,9 @@ typedef struct stt_ib_sreq {
     /* what each member carries of it in the plan that lands, counted at test (ib_count.c) */
     uint8_t mcarried;            /* bit per member: a part (or its immediate) */
     uint64_t mbytes[STT_IB_MAX_MEMBERS];
+    /* work-request events (ib_wrev.c): the observer's cookie, its open event per QP */
+    void *wr_cookie;
+    void *wr_ev[STT_IB_MAX_QPS];
 } stt_ib_sreq_t;
 
 typedef struct stt_ib_send {
@@ -349,6 +352,10 @@ typedef struct stt_ib_rreq {
     uint64_t cap[STT_MAX_RECVS];
     uint64_t got[STT_MAX_RECVS];
     stt_ib_mrc_entry_t *fly[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
+    /* work-request events (ib_wrev.c): a cookie per buffer, the open events per QP */
+    bool wr_any;                 /* some buffer has a cookie */
+    void *wr_cookie[STT_MAX_RECVS];
+    void *wr_ev[STT_MAX_RECVS][STT_IB_MAX_QPS];
 } stt_ib_rreq_t;
 
 typedef struct stt_ib_recv {
@@ -461,6 +468,22 @@ void stt_ib_count_send(stt_ib_send_t *sc, const stt_ib_sreq_t *req);
 void stt_ib_count_recv(stt_ib_recv_t *rc, const stt_ib_rreq_t *req);
 /* A failure of members (bit mask): an error each, and lost when their traffic moved. */
 void stt_ib_count_error(stt_ib_conn_t *conn, uint32_t members, bool lost);
+
+/* ------------------------------------------------------------------ work-request events (ib_wrev.c) */
+
+/* Starts the event of work on QP q for cookie into *slot, after stopping one left there. */
+void stt_ib_wrev_start(const stt_ib_conn_t *conn, void *cookie, void **slot, int q,
+                       uint64_t wr_id, int opcode, size_t length);
+/* Stops the event in *slot, if any, and clears it. */
+void stt_ib_wrev_stop(void **slot);
+/* A send request ends: its open events stop. */
+void stt_ib_wrev_send_end(stt_ib_sreq_t *req);
+/* irecv: one event per buffer with a cookie and live QP. */
+void stt_ib_wrev_recv_start(stt_ib_recv_t *rc, stt_ib_rreq_t *req, uint32_t slot);
+/* QP q delivered receive req's immediate: its events on q stop. */
+void stt_ib_wrev_recv_qp(stt_ib_rreq_t *req, int q);
+/* A receive request ends: its open events stop. */
+void stt_ib_wrev_recv_end(stt_ib_rreq_t *req);
 
 /* ------------------------------------------------------------------ the data path */
 
