@@ -205,7 +205,9 @@ static ncclResult_t net_isend(void *send_comm, void *data, size_t size, int tag,
     stt_req_t *req = NULL;
 
     NET_CHECK_ARG(send_comm != NULL && request != NULL, "NULL sendComm or request");
+    stp_prof_cookies(send_comm, phandle != NULL ? &phandle : NULL);
     strata_status_t status = stt_isend(send_comm, data, size, tag, mhandle, &req);
+    stp_prof_cookies(send_comm, NULL);
     *request = req;
     if (STU_LIKELY(status == STRATA_OK)) {
         stp_stats_post(send_comm, req != NULL);
@@ -226,7 +228,9 @@ static ncclResult_t net_irecv(void *recv_comm, int n, void **data, size_t *sizes
     *request = NULL;   /* NCCL may preset 0x1; always overwrite it */
     NET_CHECK_ARG(recv_comm != NULL, "NULL recvComm");
     NET_CHECK_ARG(n >= 1 && n <= STT_MAX_RECVS, "n outside 1..maxRecvs");
+    stp_prof_cookies(recv_comm, phandles);
     strata_status_t status = stt_irecv(recv_comm, n, data, sizes, tags, mhandles, &req);
+    stp_prof_cookies(recv_comm, NULL);
     *request = req;
     if (STU_LIKELY(status == STRATA_OK)) {
         stp_stats_post(recv_comm, req != NULL);

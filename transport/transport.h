@@ -174,7 +174,42 @@ typedef struct stt_comm {
                                connect/accept: a virtual device's members, 1 for a plain
                                device, 0 for a transport that keeps no member counters */
     stt_member_stats_t members[STT_MAX_VDEV_MEMBERS];
+    void *const *wr_cookies; /* written by the layer above around each isend/irecv, for a
+                               transport that reports work requests (stt_reports_wrs): the
+                               observer's handles for the request being posted (one for a
+                               send, one per buffer for a receive), or NULL for none; the
+                               transport copies them into the request during the call */
 } stt_comm_t;
+
+/*
+ * Work-request events, for a profiler above (NCCL's IB shape: one event per work request
+ * on one QP). A transport that reports them (stt_reports_wrs: ib) calls the observer's
+ * start when it posts a request's work on one of its queues, with the request's cookie
+ * (stt_comm_t.wr_cookies), and stop on the handle start returned when that work completes
+ * or the request ends (done, failed, or its comm closed), every start with one stop, from
+ * the thread using the comm. Without a cookie nothing is called.
+ */
+typedef struct stt_wr_event {
+    int member;             /* the member of the comm's device the queue runs on (0 on a
+                               plain device) */
+    uint32_t qpn;           /* the queue's number (ib: the QP number) */
+    uint64_t wr_id;         /* the work request's id (ib: the one its completion carries) */
+    int opcode;             /* the work request's opcode (ib: enum ibv_wr_opcode for a send;
+                               for a receive, IBV_WC_RECV_RDMA_WITH_IMM, the completion it
+                               waits for) */
+    size_t length;          /* payload bytes of the request on that queue (a receive: 0, its
+                               share of each queue is known only when its data arrived) */
+} stt_wr_event_t;
+
+typedef struct stt_wr_observer {
+    void *(*start)(void *cookie, const stt_wr_event_t *ev);   /* its handle, or NULL */
+    void (*stop)(void *handle);
+} stt_wr_observer_t;
+
+/* Sets the process's observer (NULL: none); the table must outlive every comm. */
+void stt_wr_observer_set(const stt_wr_observer_t *obs);
+/* The observer set, or NULL. */
+const stt_wr_observer_t *stt_wr_observer(void);
 
 /* Base of every request. */
 typedef struct stt_req {
@@ -192,6 +227,7 @@ typedef struct stt_req {
  */
 struct stt_ops {
     const char *name;       /* "tcp", "ib", ...: what STRATA_TRANSPORT names */
+    int reports_wrs;        /* 1: reports its work requests to the observer (stt_wr_event_t) */
 
     /*
      * Cheap check that the transport can run here (its library loads, the kernel has
@@ -353,6 +389,10 @@ struct stt_ops {
 static inline const char *stt_name(const stt_ops_t *ops)
 {
     return ops->name;
+}
+static inline int stt_reports_wrs(const stt_ops_t *ops)
+{
+    return ops->reports_wrs;
 }
 static inline strata_status_t stt_probe(const stt_ops_t *ops)
 {

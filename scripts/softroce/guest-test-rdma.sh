@@ -17,6 +17,11 @@
 #
 #   guest-test-rdma.sh [BUILD-DIR]      (default build)
 #
+# RDMA_GROUPS="vnic ..." runs only the groups named (keys: ib ib1 vnic conf func coll
+# collnet san doctor figures), e.g. while working on one of them:
+#   SOFTROCE_ENV=RDMA_GROUPS RDMA_GROUPS=vnic \
+#     scripts/softroce/run-in-softroce.sh scripts/softroce/guest-test-rdma.sh build
+#
 # Prints "== rdma: N groups passed, N failed" last; exits non-zero on a failure.
 # Figures under TCG emulation are for comparison with perftest in the same
 # guest only; they say nothing about hardware.
@@ -28,8 +33,9 @@ ok=0 bad=0
 LOG=$(mktemp -d)
 trap 'rm -rf "$LOG"' EXIT
 
-group() {      # group NAME CMD... : runs one group of tests, counts it
-    local name=$1; shift
+group() {      # group KEY NAME CMD... : runs one group of tests (unless RDMA_GROUPS leaves it out), counts it
+    local key=$1 name=$2; shift 2
+    [ -z "${RDMA_GROUPS:-}" ] || [[ " $RDMA_GROUPS " == *" $key "* ]] || return 0
     echo; echo "== $name"
     local t0=$(date +%s)
     if "$@"; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "!! group failed: $name"; fi
@@ -50,9 +56,9 @@ bins() {       # bins GLOB... : the test executables among the matches (not the 
 }
 ib_tests=$(bins "$TESTS"/transport/test_ib_*)
 # test_ib_handshake's lines: the peer's messages and the fault matrix's times, for docs.
-group "ib transport tests, rxe0 <-> rxe1" \
+group ib "ib transport tests, rxe0 <-> rxe1" \
     env STRATA_TRANSPORT=ib STS_SHOW="^ *(matrix|connector's|listener's)" tests/run.sh $ib_tests
-group "ib transport tests, one device (rxe0 <-> rxe0)" \
+group ib1 "ib transport tests, one device (rxe0 <-> rxe0)" \
     env STRATA_TRANSPORT=ib STRATA_TEST_IB_PEER_DEV=0 tests/run.sh $ib_tests
 # Virtual NICs over ib: rxe0 and rxe1 fused at both ends of every connection
 # (member r talks to member r: rxe0 <-> rxe0 over veth0's address, rxe1 <-> rxe1
@@ -66,9 +72,13 @@ group "ib transport tests, one device (rxe0 <-> rxe0)" \
 # (STRATA_NET_FUSE=all: one device, rxe0+rxe1), strata-netperf checking the data.
 vnic() {
     env STRATA_TRANSPORT=ib STRATA_SOCKET_IFNAME=lo STRATA_IB_TIMEOUT=14 STRATA_IB_RETRY_CNT=3 \
-        STRATA_TEST_IB_LINK_DOWN=veth0,veth1 STS_SHOW='lost mid-stream|both members lost' \
+        STRATA_TEST_IB_LINK_DOWN=veth0,veth1 STS_SHOW='lost mid-stream|both members lost|port down with nothing' \
         tests/run.sh $(bins "$TESTS"/transport/test_ib_vnic "$BUILD"/san/tests/transport/test_ib_vnic) \
         || return 1
+    # the plugin's telemetry on the fused device: per-member counters in the JSON, the
+    # profiler's IB-shape events naming both members
+    env STRATA_TRANSPORT=ib STRATA_NET_FUSE=all STS_SHOW='QP events|members' \
+        tests/run.sh $(bins "$TESTS"/functional/test_plugin_stats) || return 1
     STRATA_TRANSPORT=ib STRATA_NET_FUSE=all timeout 300 "$BUILD"/bin/strata-netperf -b 8 -e 4M \
         -f 8 -n 20 -w 2 -T 120 >"$LOG/vnic" 2>&1
     local rc=$?
@@ -77,7 +87,7 @@ vnic() {
         awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ /{ if ($6 != 0) bad = 1; n++ } END { exit bad || n == 0 }' \
             "$LOG/vnic"
 }
-group "ib virtual NIC rxe0+rxe1: striping, a member lost mid-stream, through the plugin" vnic
+group vnic "ib virtual NIC rxe0+rxe1: striping, a member lost mid-stream, through the plugin" vnic
 
 # The ucx transport runs here over UCX's tcp transport, as on the host: left to
 # itself UCX also drives rxe through its own ud/rc transports, and UCX 1.13.1 dies
@@ -87,7 +97,7 @@ export UCX_TLS=tcp,self,sm
 conf=$(bins "$TESTS"/transport/test_conformance* "$TESTS"/transport/test_fault_paths \
     "$TESTS"/transport/test_listen_guard)
 if [ -n "$conf" ]; then
-    group "conformance suite and listener guard (every transport; ib on rxe0, ucx over UCX_TLS=$UCX_TLS)" \
+    group conf "conformance suite and listener guard (every transport; ib on rxe0, ucx over UCX_TLS=$UCX_TLS)" \
         env STRATA_IB_HCA==rxe0 tests/run.sh $conf
 fi
 # The plugin tests (2 processes) and the collective fault tests, with every
@@ -97,7 +107,7 @@ fi
 func=$(bins "$TESTS"/functional/test_plugin_* "$TESTS"/functional/test_coll_faults \
     "$TESTS"/functional/test_coll_matrix)
 if [ -n "$func" ]; then
-    group "functional plugin tests, STRATA_TRANSPORT=ib STRATA_IB_FLUSH=1 on rxe0" \
+    group func "functional plugin tests, STRATA_TRANSPORT=ib STRATA_IB_FLUSH=1 on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STRATA_IB_FLUSH=1 STS_CYCLES=100 \
         STS_SHOW='^ *matrix' tests/run.sh $func
 fi
@@ -109,7 +119,7 @@ fi
 # tier, not ib.
 coll=$(bins "$TESTS"/functional/test_coll_allreduce "$TESTS"/functional/test_coll_others)
 if [ -n "$coll" ]; then
-    group "collective library, STRATA_TRANSPORT=ib on rxe0 (up to 4 ranks)" \
+    group coll "collective library, STRATA_TRANSPORT=ib on rxe0 (up to 4 ranks)" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_COLL_MAX_RANKS=4 \
         STRATA_TEST_TIMEOUT=900 tests/run.sh $coll
 fi
@@ -121,7 +131,7 @@ fi
 # for the binary and for each member (STS_TIMEOUT_SCALE).
 cn=$(bins "$TESTS"/functional/test_collnet)
 if [ -n "$cn" ]; then
-    group "CollNet, STRATA_TRANSPORT=ib on rxe0" \
+    group collnet "CollNet, STRATA_TRANSPORT=ib on rxe0" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STS_CYCLES=20 STS_TIMEOUT_SCALE=4 \
         STRATA_TEST_TIMEOUT=2400 tests/run.sh $cn
 fi
@@ -135,7 +145,7 @@ san=$(bins "$SAN"/transport/test_ib_* "$SAN"/transport/test_conformance_conn \
       "$SAN"/functional/test_plugin_data "$SAN"/functional/test_plugin_faults \
       "$SAN"/functional/test_plugin_lifecycle)
 if [ -n "$san" ]; then
-    group "ASan+UBSan build: ib tests, connection conformance, plugin tests over ib" \
+    group san "ASan+UBSan build: ib tests, connection conformance, plugin tests over ib" \
         env STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 STRATA_IB_FLUSH=1 tests/run.sh $san
 else
     echo; echo "== ASan+UBSan build: not built ($BUILD/san; make check builds it): skipped"
@@ -144,7 +154,7 @@ fi
 # The bring-up doctor on the real verbs stack: both ports ACTIVE with a RoCE v2
 # GID, uverbs nodes, and 1 MiB through the plugin on each device (warnings, such
 # as the veth's 1500-byte MTU, do not fail it).
-group "strata-doctor on rxe0 and rxe1 (STRATA_TRANSPORT=ib)" \
+group doctor "strata-doctor on rxe0 and rxe1 (STRATA_TRANSPORT=ib)" \
     env STRATA_TRANSPORT=ib "$BUILD"/bin/strata-doctor
 
 # perftest: server in the background, client against it; prints the figure line.
@@ -184,7 +194,7 @@ figures() {
         -f 8 -n 200 -w 20 -T 60 2>&1 | sed 's/^/   /' || rc=1
     return $rc
 }
-group "figures: perftest next to the ib transport (TCG guest: compare, do not quote)" figures
+group figures "figures: perftest next to the ib transport (TCG guest: compare, do not quote)" figures
 
 echo
 echo "== rdma: $ok groups passed, $bad failed"

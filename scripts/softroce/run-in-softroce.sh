@@ -6,7 +6,8 @@
 #   scripts/softroce/run-in-softroce.sh [--] COMMAND [ARGS...]
 #
 # The guest is built for Strata's needs only: the veth setup (rxe0 on veth0
-# 192.0.2.1, rxe1 on veth1 192.0.2.2) or none. How it works:
+# 192.0.2.1, rxe1 on veth1 192.0.2.2, each veth paired with a port of one bridge,
+# so that either link goes down alone) or none. How it works:
 #   * the kernel package linux-image-amd64 depends on, and busybox-static, are
 #     downloaded with apt-get (not installed), extracted and pruned into
 #     $SOFTROCE_CACHE (about 200 MB, built once, serialised by a lock file);
@@ -14,7 +15,7 @@
 #     / read-only over 9p under a tmpfs overlay and switches into the host's own
 #     bash, so every host binary and library runs unchanged in the guest;
 #   * stage 2 loads rdma_rxe, turns off IPv6 DAD (the fe80:: GIDs are usable at
-#     once), creates the veth pair and the rxe devices, waits until the ports are
+#     once), creates the veths, the bridge and the rxe devices, waits until the ports are
 #     ACTIVE and the GIDs exist, then runs COMMAND in the host's current
 #     directory, which is shared READ-WRITE at the same path (writes elsewhere
 #     are discarded with the guest);
@@ -222,8 +223,16 @@ setup_rdma() {
   case $NETDEV in
     none) return 0 ;;
     veth)
-      ip link add veth0 type veth peer name veth1 || return 1
+      # veth0 and veth1 each on its own pair, joined by a bridge: a down link
+      # takes only its own port down (the two ends of one pair share a carrier,
+      # so taking veth1 down would take rxe0's port down too)
+      modprobe bridge || return 1
+      ip link add br0 type bridge || return 1
+      ip link add veth0 type veth peer name veth0b || return 1
+      ip link add veth1 type veth peer name veth1b || return 1
+      ip link set veth0b master br0; ip link set veth1b master br0
       ip addr add 192.0.2.1/24 dev veth0; ip addr add 192.0.2.2/24 dev veth1
+      ip link set br0 up; ip link set veth0b up; ip link set veth1b up
       ip link set veth0 up; ip link set veth1 up
       rdma link add rxe0 type rxe netdev veth0 || return 1
       rdma link add rxe1 type rxe netdev veth1 || return 1 ;;

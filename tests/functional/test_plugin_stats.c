@@ -58,6 +58,34 @@ static int stats_conn_find(const char *doc, const char *dir, stats_counts_t *c)
     return 0;
 }
 
+/*
+ * The "members" array of the connection with "dir":"<dir>", if it has one (a virtual NIC):
+ * how many members, the sum of their bytes, how many are up. 0 members without one.
+ */
+static int stats_members(const char *doc, const char *dir, unsigned long long *bytes, int *up)
+{
+    char key[32];
+    int n = 0;
+
+    *bytes = 0;
+    *up = 0;
+    snprintf(key, sizeof(key), "\"dir\":\"%s\"", dir);
+    const char *hit = strstr(doc, key);
+    const char *next = hit != NULL ? strstr(hit, "\"id\":") : NULL;   /* the next connection */
+    const char *arr = hit != NULL ? strstr(hit, "\"members\":[") : NULL;
+    if (arr == NULL || (next != NULL && arr > next))
+        return 0;
+    const char *end = strchr(arr, ']');
+    for (const char *m = strstr(arr, "{\"member\":"); m != NULL && m < end;
+         m = strstr(m + 1, "{\"member\":")) {
+        const char *b = strstr(m, "\"bytes\":");
+        *bytes += strtoull(b + 8, NULL, 10);
+        *up += strncmp(strstr(m, "\"state\":"), "\"state\":\"up\"", 12) == 0;
+        n++;
+    }
+    return n;
+}
+
 static unsigned long long stats_field(const char *doc, const char *name)
 {
     char key[64];
@@ -228,6 +256,17 @@ static void stats_counts_match(void **state)
     assert_int_equal(r.bytes, total);
     assert_int_equal(r.msgs, STATS_NMSG);
     assert_int_equal(s.errors + r.errors, 0);
+    /* On a virtual NIC (STRATA_NET_FUSE=all), each end's members add up to its bytes. */
+    unsigned long long mbytes;
+    int up, nm = stats_members(doc, "send", &mbytes, &up);
+    if (nm > 0) {
+        fprintf(stderr, "send comm: %d members, %llu bytes, %d up\n", nm, mbytes, up);
+        assert_int_equal(mbytes, total);
+        assert_int_equal(up, nm);
+        assert_int_equal(stats_members(doc, "recv", &mbytes, &up), nm);
+        assert_int_equal(mbytes, total);
+        assert_int_equal(up, nm);
+    }
     assert_non_null(strstr(doc, "\"state\":\"open\""));
     free(doc);
 
@@ -276,13 +315,20 @@ static void stats_counts_match(void **state)
     rmdir(dir);
 }
 
-/* Profiler net events: one start and one stop per request, socket descriptors, the bytes posted. */
+/*
+ * Profiler net events. tcp and ucx: one start and one stop per request, socket descriptors,
+ * the bytes posted. ib: NCCL's IB shape, one event per work request on one QP: QP
+ * descriptors only, at least one per send and one per receive, a stop for every start, and
+ * the sends' QP lengths adding up to the bytes sent (receives carry length 0).
+ */
 static void stats_profiler_events(void **state)
 {
     func_fix_t fix;
     sts_net_link_t link = {0};
     size_t total;
     stb_plugin_prof_t p;
+    const char *xport = getenv("STRATA_TRANSPORT");
+    int ib = xport != NULL && strcmp(xport, "ib") == 0;
 
     (void)state;
     stats_open_linked(&fix, &link);
@@ -290,13 +336,30 @@ static void stats_profiler_events(void **state)
     stats_traffic(&fix, link.send, link.recv, &total);
     stb_plugin_prof_get(&p);
     stb_plugin_prof_record(0);
-    assert_int_equal(p.starts, 2 * STATS_NMSG);
-    assert_int_equal(p.stops, 2 * STATS_NMSG);
-    assert_int_equal(p.sock_events, 2 * STATS_NMSG);
-    assert_int_equal(p.plugin_id, NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER);
-    assert_int_equal(p.bytes[1], total);
-    assert_int_equal(p.bytes[0], total);
-    assert_true(p.last_fd > 0);   /* the connection's telemetry id */
+    if (ib) {
+        fprintf(stderr, "ib: %d QP events for %d messages, %llu bytes, devices 0x%x\n",
+                p.starts, STATS_NMSG, (unsigned long long)p.qp_bytes, (unsigned)p.qp_devices);
+        assert_true(p.starts >= 2 * STATS_NMSG);
+        assert_int_equal(p.stops, p.starts);
+        assert_int_equal(p.qp_events, p.starts);
+        assert_int_equal(p.sock_events, 0);
+        assert_int_equal(p.qp_bad, 0);
+        assert_int_equal(p.plugin_id, NCCL_PROFILER_NET_TYPE_IB | NCCL_PROFILER_NET_IB_VER);
+        assert_int_equal(p.qp_bytes, total);
+        const char *fuse = getenv("STRATA_NET_FUSE");
+        if (fuse != NULL && strcmp(fuse, "all") == 0)
+            assert_int_equal(p.qp_devices, 3);     /* the striped sizes name both members */
+    } else {
+        assert_int_equal(p.starts, 2 * STATS_NMSG);
+        assert_int_equal(p.stops, 2 * STATS_NMSG);
+        assert_int_equal(p.sock_events, 2 * STATS_NMSG);
+        assert_int_equal(p.qp_events, 0);
+        assert_int_equal(p.plugin_id,
+                         NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER);
+        assert_int_equal(p.bytes[1], total);
+        assert_int_equal(p.bytes[0], total);
+        assert_true(p.last_fd > 0);   /* the connection's telemetry id */
+    }
     /* Without a profiler handle nothing is reported. */
     stats_traffic(&fix, link.send, link.recv, &total);
     stb_plugin_prof_get(&p);

@@ -13,7 +13,13 @@
  * of a stream with messages in flight, check that every byte still arrives
  * once and in order, that both ends counted one failover, and bring it back;
  * then both members down must fail both ends within the bound. Without it they
- * skip (taking links down needs a disposable machine).
+ * skip (taking links down needs a disposable machine). With RC's retries made
+ * longer than the test's bound, a member's link taken down while nothing is in
+ * flight must still fail over: the port's PORT_ERR async event finds it.
+ *
+ * Per-member counters (comm->members): after every stream, each end's members'
+ * bytes add up to what the stream moved, every member carried some, and after a
+ * failover only the lost member is marked lost, with an error.
  */
 #include <dirent.h>
 
@@ -208,6 +214,50 @@ static void vnic_stream_down(sts_pair_t *p, uint32_t first, int count, bool regi
     }
 }
 
+/* Bytes of the messages first..first+count of a stream. */
+static uint64_t vnic_stream_bytes(uint32_t first, int count)
+{
+    uint64_t sum = 0;
+
+    for (int i = 0; i < count; i++)
+        sum += vnic_sizes[(first + (uint32_t)i) % STU_ARRAY_SIZE(vnic_sizes)];
+    return sum;
+}
+
+/*
+ * Each end's member counters: bytes adding up to bytes, at least msgs messages over the
+ * members (a striped one counts on each), every member with bytes when all_carry, and
+ * only the members in lost marked lost, each with an error.
+ */
+static void vnic_check_counts(const sts_pair_t *p, uint64_t bytes, uint64_t msgs, bool all_carry,
+                              uint32_t lost)
+{
+    const stt_comm_t *c[2] = {p->send, p->recv};
+
+    for (int s = 0; s < 2; s++) {
+        uint64_t sum = 0, nmsgs = 0;
+        assert_int_equal(c[s]->nmembers, 2);
+        for (int m = 0; m < 2; m++) {
+            const stt_member_stats_t *ms = &c[s]->members[m];
+            fprintf(stderr, "  %s member %d: %llu bytes, %llu messages, %llu errors, %s\n",
+                    s ? "receiver" : "sender", m, (unsigned long long)ms->bytes,
+                    (unsigned long long)ms->msgs, (unsigned long long)ms->errors,
+                    ms->lost ? "lost" : "up");
+            sum += ms->bytes;
+            nmsgs += ms->msgs;
+            if (all_carry)
+                assert_true(ms->bytes > 0);
+            assert_int_equal(ms->lost, (lost >> m) & 1u);
+            if (lost & (1u << m))
+                assert_true(ms->errors > 0);
+            else
+                assert_int_equal(ms->errors, 0);
+        }
+        assert_int_equal(sum, bytes);
+        assert_true(nmsgs >= msgs);
+    }
+}
+
 /* Both comms of p run on the two members, QP q on member q % 2, and each member carried work. */
 static void vnic_check_members(const sts_pair_t *p, int nqps)
 {
@@ -248,6 +298,7 @@ static void test_vnic_stream(void **state)
     vnic_stream(&p, 0, 24, true);
     vnic_stream(&p, 100, 12, false);                    /* registered on the fly, per member */
     vnic_check_members(&p, 2);
+    vnic_check_counts(&p, vnic_stream_bytes(0, 24) + vnic_stream_bytes(100, 12), 36, true, 0);
     sts_xfer_ok(&p, 3u << 20, 3u << 20, 1, 7, 0);
     sts_xfer_ok(&p, 100, 4096, 2, 8, STS_XFER_UNREGISTERED | STS_XFER_SEND_FIRST);
     sts_pair_close(&p);
@@ -364,6 +415,8 @@ static void vnic_failover(void **state, int m)
     assert_int_equal(p.recv->failovers, 1);
     assert_int_equal(sc->epoch, 1);
     vnic_stream(&p, 100, 12, false);                      /* and it keeps working */
+    vnic_check_counts(&p, vnic_stream_bytes(0, 80) + vnic_stream_bytes(100, 12), 92, true,
+                      1u << m);
     sts_pair_close(&p);
     vnic_link_up(netdev);
     sts_pair_must_open(ops, v, v, &p);                    /* new comms use both members again */
@@ -396,6 +449,82 @@ static void test_vnic_failover_member1(void **state)
 static void test_vnic_failover_member0(void **state)
 {
     vnic_failover(state, 0);
+}
+
+/* RC's settings the run gave (the Soft-RoCE suite's short ones), kept while a case changes them. */
+static char vnic_rc_saved[2][32];
+static bool vnic_rc_changed;
+
+/* on: RC's retries far past the test's bound (4.096 us x 2^31 x 8 tries: hours); off: the run's. */
+static void vnic_rc_slow(bool on)
+{
+    static const char *const names[2] = {"STRATA_IB_TIMEOUT", "STRATA_IB_RETRY_CNT"};
+    static const char *const slow[2] = {"31", "7"};
+
+    if (on == vnic_rc_changed)
+        return;
+    vnic_rc_changed = on;
+    for (int i = 0; i < 2; i++) {
+        if (on) {
+            const char *e = getenv(names[i]);
+            snprintf(vnic_rc_saved[i], sizeof(vnic_rc_saved[i]), "%s", e != NULL ? e : "");
+            setenv(names[i], slow[i], 1);
+        } else if (vnic_rc_saved[i][0] != '\0') {
+            setenv(names[i], vnic_rc_saved[i], 1);
+        } else {
+            unsetenv(names[i]);
+        }
+    }
+    stu_param_reload();
+}
+
+static int vnic_port_event_teardown(void **state)
+{
+    vnic_rc_slow(false);
+    return vnic_links_restore(state);
+}
+
+/*
+ * Member 1's link goes down while nothing is in flight, with RC's retries far past the
+ * test's bound: no work request can fail, so only the port's PORT_ERR event can find
+ * the loss; both ends must fail over (each end's progress alone, no traffic), and the
+ * comm then carries a stream on member 0 with every byte checked.
+ */
+static void test_vnic_failover_port_event(void **state)
+{
+    int v = vnic_make(state), m = 1;
+    char nd[32];
+    const char *netdev = vnic_netdev(m, nd, sizeof(nd));
+    sts_pair_t p;
+
+    if (netdev == NULL)
+        skip();
+    vnic_rc_slow(true);
+    sts_pair_must_open(ops, v, v, &p);
+    stt_ib_send_t *sc = (stt_ib_send_t *)p.send;
+    stt_ib_recv_t *rc = (stt_ib_recv_t *)p.recv;
+    vnic_stream(&p, 0, 8, true);
+    vnic_link(netdev, "down");
+    uint64_t t0 = stu_time_ns(), deadline = sts_deadline(STS_IO_TIMEOUT_S);
+    while (sc->conn.dead == 0 || rc->conn.dead == 0 || stt_ib_fo_send_busy(sc)) {
+        assert_ok(stt_ib_send_progress(sc));
+        assert_ok(stt_ib_recv_progress(rc));
+        assert_false(stu_deadline_passed(deadline));
+        poll(NULL, 0, 1);
+    }
+    fprintf(stderr, "member %d's port down with nothing in flight: both ends failed over in"
+            " %.3f s (RC's retries: hours)\n", m, (double)(stu_time_ns() - t0) / 1e9);
+    assert_int_equal(sc->conn.dead, 1u << m);
+    assert_int_equal(rc->conn.dead, 1u << m);
+    /* in one process both ends watch the same port: each saw the event itself */
+    assert_int_equal(sc->conn.port_lost, 1u << m);
+    assert_int_equal(rc->conn.port_lost, 1u << m);
+    assert_int_equal(p.send->failovers, 1);
+    assert_int_equal(p.recv->failovers, 1);
+    vnic_stream(&p, 100, 12, true);
+    vnic_check_counts(&p, vnic_stream_bytes(0, 8) + vnic_stream_bytes(100, 12), 20, true,
+                      1u << m);
+    sts_pair_close(&p);
 }
 
 /* Both members down: both ends fail within the bound, nothing hangs. */
@@ -456,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_vnic_mismatch),
         cmocka_unit_test_teardown(test_vnic_failover_member1, vnic_links_restore),
         cmocka_unit_test_teardown(test_vnic_failover_member0, vnic_links_restore),
+        cmocka_unit_test_teardown(test_vnic_failover_port_event, vnic_port_event_teardown),
         cmocka_unit_test_teardown(test_vnic_failover_all, vnic_links_restore),
     };
     return cmocka_run_group_tests(tests, ib_group_setup, sts_conf_teardown);

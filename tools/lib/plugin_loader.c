@@ -214,6 +214,16 @@ static ncclResult_t plugin_profiler(void **eHandle, int type, void *phandle, int
             prof_seen.bytes[d->sock.op == 0] += d->sock.length;
             prof_seen.last_fd = d->sock.fd;
         }
+        if (((uint64_t)pluginId & ~0xffffull) == NCCL_PROFILER_NET_TYPE_IB && extData != NULL) {
+            const ncclProfilerNetIbDescr_v1_t *d = extData;
+            int good = d->type == ncclProfileQp && d->qp.qpNum != 0 && d->qp.device >= 0 &&
+                        d->qp.device < 8;
+            prof_seen.qp_events += d->type == ncclProfileQp;
+            prof_seen.qp_bytes += d->qp.length;
+            prof_seen.qp_bad += !good;
+            if (good)
+                prof_seen.qp_devices |= 1 << d->qp.device;
+        }
         *eHandle = &prof_seen;
     } else if (type == ncclProfilerNetEventStop && *eHandle == &prof_seen) {
         prof_seen.stops++;

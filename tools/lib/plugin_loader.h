@@ -153,6 +153,10 @@ typedef struct stb_plugin_prof {
     int64_t plugin_id;          /* of the last start */
     uint64_t bytes[2];          /* lengths of started receives [0] and sends [1] */
     int last_fd;
+    int qp_events;              /* starts with an IB descriptor (ncclProfileQp) */
+    uint64_t qp_bytes;          /* their lengths */
+    int qp_bad;                 /* of those, with QP number 0 or a device outside 0..7 */
+    int qp_devices;             /* bit per device (member) they named */
 } stb_plugin_prof_t;
 void stb_plugin_prof_record(int on);
 void stb_plugin_prof_get(stb_plugin_prof_t *out);

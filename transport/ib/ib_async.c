@@ -1,7 +1,12 @@
 /*
  * The async-event thread of a verbs context. Events about a QP or a CQ mark
  * the comm that owns it (qp_context / cq_context) so its next call fails;
- * device-fatal events count on the context, and every comm made on it fails.
+ * device-fatal events count on the context, and every comm made on it fails;
+ * a port's PORT_ERR counts on the context per port, and every virtual NIC's
+ * comm with a member on that port fails that member over at its next progress
+ * call (ib_failover.c), instead of after RC's retries (seconds to minutes).
+ * A comm on a plain port leaves it to RC's retries: the port may come back
+ * within them.
  * The thread touches a comm only between ibv_get_async_event and
  * ibv_ack_async_event; ibv_destroy_qp/cq wait for that ack, so a comm being
  * closed stays valid while its event is handled.
@@ -61,7 +66,16 @@ static void async_handle(stt_ib_ctx_t *ctx, struct ibv_async_event *ev)
         STU_WARN("ib: %s: async event '%s': every comm on this device fails", ctx->name, what);
         __atomic_add_fetch(&ctx->fatal, 1, __ATOMIC_RELEASE);
         break;
-    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_PORT_ERR: {
+        int port = (int)ev->element.port_num;
+        bool watched = port >= 1 && port <= STT_IB_CTX_PORTS;
+        if (watched)
+            __atomic_add_fetch(&ctx->port_downs[port], 1, __ATOMIC_RELEASE);
+        STU_WARN("ib: %s: async event '%s' (port %d): %s", ctx->name, what, port,
+                 watched ? "virtual NIC members on it fail over now; other comms fail if RC's"
+                 " retries do" : "not watched (port number too large); RC's retries decide");
+        break;
+    }
     case IBV_EVENT_SRQ_ERR:
         STU_WARN("ib: %s: async event '%s' (port %d)", ctx->name, what, ev->element.port_num);
         break;

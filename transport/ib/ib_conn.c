@@ -48,7 +48,10 @@ void stt_ib_conn_wc_fail(stt_ib_conn_t *conn, const struct ibv_wc *wc)
     if (conn->head.failed != STRATA_OK)
         return;                      /* the WRs flushed after the first error */
     int q = (int)((wc->wr_id >> 8) & 0xff);
-    const stt_ib_member_t *m = &conn->m[q < conn->nqps ? conn->qps[q].member : 0];
+    int member = (wc->wr_id & 0xff) == STT_IB_WR_FLUSH ? conn->flush_qp.member :
+                 q < conn->nqps ? conn->qps[q].member : 0;
+    const stt_ib_member_t *m = &conn->m[member];
+    stt_ib_count_error(conn, 1u << member, false);
     stt_ib_gid_format(m->local_gid, l, sizeof(l));
     stt_ib_gid_format(m->remote_gid, r, sizeof(r));
     stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "work completion error '%s' (status %d, vendor"
@@ -185,12 +188,14 @@ strata_status_t stt_ib_conn_create(bool send, int dev, int nqps, int fd, const c
     stt_conn_init(&conn->head, &stt_ib_ops, dev, send, peer);
     conn->dev = d;
     conn->nmembers = d->nmembers;
+    conn->head.base.nmembers = d->nmembers;          /* counters: ib_count.c */
     conn->nqps = nqps;
     conn->fd = fd;
     for (int j = 0; j < d->nmembers; j++) {
         conn->m[j].dev = d->member[j];
         conn->m[j].ctx = d->member[j]->ctx;
         conn->m[j].dev_fatal = __atomic_load_n(&d->member[j]->ctx->fatal, __ATOMIC_ACQUIRE);
+        conn->m[j].port_downs = stt_ib_port_downs(d->member[j]->ctx, d->member[j]->port);
     }
     for (int i = 0; i < nqps; i++)
         conn->qps[i].member = i % d->nmembers;
@@ -323,15 +328,20 @@ void stt_ib_close_send(stt_comm_t *comm)
     if (sc == NULL)
         return;
     stt_ib_conn_quiesce(&sc->conn);      /* no DMA from a registration released below */
-    for (int i = 0; i < STT_IB_SEND_RING; i++)
+    for (int i = 0; i < STT_IB_SEND_RING; i++) {
         if (sc->reqs[i].slot.state != STT_SLOT_FREE)
             stt_ib_mr_fly_drop(&sc->conn, sc->reqs[i].fly);
+        if (sc->reqs[i].wr_cookie != NULL)
+            stt_ib_wrev_send_end(&sc->reqs[i]);       /* every start gets its stop */
+    }
     stt_ib_conn_destroy(&sc->conn);
 }
 
 /* The registrations a receive or flush request still holds. */
 static void conn_rreq_unfly(stt_ib_conn_t *conn, stt_ib_rreq_t *req)
 {
+    if (req->wr_any)
+        stt_ib_wrev_recv_end(req);                    /* every start gets its stop */
     if (req->slot.state == STT_SLOT_FREE)
         return;
     for (int i = 0; i < req->slot.n; i++)

@@ -1,7 +1,8 @@
 /*
  * Failover inside an ib virtual device (docs/ib-protocol.md, "Failover").
- * When a member port is lost (a work request fails for want of a link, an
- * async event on one of its QPs, a fatal event of its device), both ends stop
+ * When a member port is lost (its port's PORT_ERR event, a work request failing
+ * for want of a link after RC's retries, an async event on one of its QPs, a
+ * fatal event of its device), both ends stop
  * using its QPs (moved to the error state: nothing more lands through them),
  * agree on a new epoch over the comm's TCP side channel, and the sender
  * replays on the surviving QPs what the receiver has not completed:
@@ -106,6 +107,7 @@ static bool fo_mark(stt_ib_conn_t *conn, uint32_t members, const char *why)
     }
     conn->dead |= (uint8_t)members;
     conn->live &= (uint8_t)~lost;
+    stt_ib_count_error(conn, members, conn->live != 0);
     if (conn->live == 0) {
         stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "every member of virtual NIC %s is lost"
                       " (the last: member %s, %s)", conn->dev->props.name, names, why);
@@ -216,14 +218,29 @@ static bool fo_lose(stt_ib_conn_t *conn, uint32_t members, const char *why)
     return fo_mark(conn, members, why);
 }
 
-/* The verdicts of the async thread and of the devices: members to lose now. */
-static uint32_t fo_found(stt_ib_conn_t *conn)
+/*
+ * The verdicts of the async thread and of the devices: members to lose now, and why
+ * (*why: the first reason found, for the log).
+ */
+static uint32_t fo_found(stt_ib_conn_t *conn, const char **why)
 {
     uint32_t lost = (uint32_t)__atomic_exchange_n(&conn->async_lost, 0, __ATOMIC_ACQ_REL);
 
-    for (int j = 0; j < conn->nmembers; j++)
-        if (__atomic_load_n(&conn->m[j].ctx->fatal, __ATOMIC_ACQUIRE) != conn->m[j].dev_fatal)
+    *why = "an async event on one of its QPs or its CQ";
+    for (int j = 0; j < conn->nmembers; j++) {
+        stt_ib_member_t *m = &conn->m[j];
+        if (lost & (1u << j))
+            continue;
+        if (__atomic_load_n(&m->ctx->fatal, __ATOMIC_ACQUIRE) != m->dev_fatal) {
             lost |= 1u << j;
+            *why = "a fatal error of its device";
+        } else if (stt_ib_port_downs(m->ctx, m->dev->port) != m->port_downs &&
+                   !(conn->dead & (1u << j))) {
+            lost |= 1u << j;
+            conn->port_lost |= (uint8_t)(1u << j);
+            *why = "its port went down: async event 'port error'";
+        }
+    }
     return lost & ~(uint32_t)conn->dead;
 }
 
@@ -252,10 +269,11 @@ typedef struct fo_side {
 static void fo_poll(stt_ib_conn_t *conn, const fo_side_t *side)
 {
     stt_ib_fo_frame_t f;
-    uint32_t lost = fo_found(conn);
+    const char *why;
+    uint32_t lost = fo_found(conn, &why);
 
     if (lost != 0)
-        side->lost(conn, lost, "an async event or a fatal device error");
+        side->lost(conn, lost, why);
     fo_flush(conn);
     if (!fo_due(conn))
         return;
@@ -298,6 +316,7 @@ void stt_ib_fo_recv_lost(stt_ib_recv_t *rc, uint32_t members, const char *why)
         req->epoch = conn->epoch;
         req->cqes_want = 0;
         req->cqes_got = 0;
+        req->qps_imm = 0;
         req->imm = 0;
         open |= 1u << (s % STT_IB_FIFO_DEPTH);
         if (rc->cts_qp == cts_was)
@@ -401,6 +420,7 @@ static bool fo_replay_send(stt_ib_send_t *sc, stt_ib_sreq_t *req,
     stt_ib_stripe_t plan;
 
     stt_ib_stripe_plan(bytes, nlive, sc->split_min, sc->rr++, &plan);
+    stt_ib_count_plan(conn, req, map, nlive, &plan);      /* the replay replaces the first plan */
     for (int k = 0; k < nlive; k++) {
         if (plan.len[k] == 0)
             continue;
@@ -409,6 +429,11 @@ static bool fo_replay_send(stt_ib_send_t *sc, stt_ib_sreq_t *req,
                      (uint64_t)(uintptr_t)req->data + plan.off[k], (uint32_t)plan.len[k],
                      req->lkey[mem], STT_IB_WR_SEND, req->slot.index, 0))
             return false;
+        if (req->wr_cookie != NULL)
+            stt_ib_wrev_start(conn, req->wr_cookie, &req->wr_ev[q], q,
+                              stt_ib_wr_id(STT_IB_WR_SEND, q, req->slot.index,
+                                           conn->qps[q].sq_posted),
+                              IBV_WR_RDMA_WRITE, plan.len[k]);
         req->cqes_left++;
     }
     req->fo_hold = false;

@@ -51,6 +51,11 @@
 
 #define STT_IB_MAX_DEVS 32               /* ports kept after filtering */
 #define STT_IB_MAX_VDEVS 16              /* virtual devices one process may add (make_vdev) */
+/*
+ * Ports per context whose loss the async thread reports to the virtual NICs on them
+ * (port numbers 1..this; HCAs have 1 or 2): a port past it is left to RC's retries.
+ */
+#define STT_IB_CTX_PORTS 16
 #define STT_IB_MAX_RECVS 8               /* max_recvs property: NCCL's IB value */
 /* Added by NCCL to its network latency; NCCL's IB transport reports 0 too. */
 #define STT_IB_LATENCY_US 0.0f
@@ -90,6 +95,7 @@ typedef struct stt_ib_ctx {
     pthread_mutex_t lock;        /* the registration cache */
     stt_ib_mrc_t mrc;
     int fatal;                   /* device-fatal events seen (atomic) */
+    int port_downs[STT_IB_CTX_PORTS + 1];   /* IBV_EVENT_PORT_ERR seen, per port (atomic) */
     pthread_t async_thread;
     bool async_running;
     int async_stop_fd;           /* eventfd that ends the async thread */
@@ -139,6 +145,12 @@ strata_status_t stt_ib_device_oob_addr(stt_netif_addr_t *addr_p);
 /* Async-event thread of a context (ib_async.c). */
 strata_status_t stt_ib_async_start(stt_ib_ctx_t *ctx);
 void stt_ib_async_stop(stt_ib_ctx_t *ctx);
+/* Port-down events the async thread saw on port of ctx (0 for a port it does not watch). */
+static inline int stt_ib_port_downs(stt_ib_ctx_t *ctx, int port)
+{
+    return port >= 1 && port <= STT_IB_CTX_PORTS ?
+           __atomic_load_n(&ctx->port_downs[port], __ATOMIC_ACQUIRE) : 0;
+}
 
 /* ------------------------------------------------------------------ memory (ib_mr.c) */
 
@@ -201,6 +213,7 @@ typedef struct stt_ib_member {
     struct ibv_cq *cq;
     struct ibv_mr *ctl_mr;       /* the control block, registered on this port */
     int dev_fatal;               /* ctx->fatal when the comm was made */
+    int port_downs;              /* ctx->port_downs[port] when the comm was made */
     uint32_t remote_rkey;        /* the peer's control block on its matching member */
     int sgid_index;              /* the GID pair the QPs use */
     uint8_t local_gid[16];
@@ -238,6 +251,7 @@ typedef struct stt_ib_conn {
     uint8_t live;                /* QPs in use, bit per QP */
     uint8_t agreed;              /* sender: lost members a POS covered (replayed or landed) */
     int async_lost;              /* members the async thread saw fail, bit each (atomic) */
+    uint8_t port_lost;           /* members lost to their port's PORT_ERR event, bit each */
     bool fo_wait;                /* sender: DOWN sent, waiting for the receiver's POS */
     uint64_t fo_since_ns;        /* when fo_wait began */
     uint64_t fo_check_ns;        /* last read of the side channel */
@@ -278,6 +292,12 @@ typedef struct stt_ib_sreq {
     uint32_t recv_seq;
     uint8_t buf;
     bool fo_hold;                /* a work request failed: done only once replayed or landed */
+    /* what each member carries of it in the plan that lands, counted at test (ib_count.c) */
+    uint8_t mcarried;            /* bit per member: a part (or its immediate) */
+    uint64_t mbytes[STT_IB_MAX_MEMBERS];
+    /* work-request events (ib_wrev.c): the observer's cookie, its open event per QP */
+    void *wr_cookie;
+    void *wr_ev[STT_IB_MAX_QPS];
 } stt_ib_sreq_t;
 
 typedef struct stt_ib_send {
@@ -327,10 +347,15 @@ typedef struct stt_ib_rreq {
     uint8_t cqes_want;           /* 0 until the first immediate says */
     uint8_t cqes_got;
     uint8_t epoch;               /* virtual device: immediates of other epochs are stale */
+    uint8_t qps_imm;             /* QPs whose immediate counted for it (bit each: ib_count.c) */
     uint32_t imm;                /* the first immediate */
     uint64_t cap[STT_MAX_RECVS];
     uint64_t got[STT_MAX_RECVS];
     stt_ib_mrc_entry_t *fly[STT_MAX_RECVS][STT_IB_MAX_MEMBERS];
+    /* work-request events (ib_wrev.c): a cookie per buffer, the open events per QP */
+    bool wr_any;                 /* some buffer has a cookie */
+    void *wr_cookie[STT_MAX_RECVS];
+    void *wr_ev[STT_MAX_RECVS][STT_IB_MAX_QPS];
 } stt_ib_rreq_t;
 
 typedef struct stt_ib_recv {
@@ -432,6 +457,33 @@ static inline bool stt_ib_fo_send_busy(const stt_ib_send_t *sc)
 {
     return sc->conn.fo_wait || sc->replaying;
 }
+
+/* ------------------------------------------------------------------ counters (ib_count.c) */
+
+/* Records what each member carries of req when posted on the live QPs map[0..nlive) by plan. */
+void stt_ib_count_plan(const stt_ib_conn_t *conn, stt_ib_sreq_t *req, const int *map, int nlive,
+                       const stt_ib_stripe_t *plan);
+/* A send, a receive completed without error: adds them to the members' counters. */
+void stt_ib_count_send(stt_ib_send_t *sc, const stt_ib_sreq_t *req);
+void stt_ib_count_recv(stt_ib_recv_t *rc, const stt_ib_rreq_t *req);
+/* A failure of members (bit mask): an error each, and lost when their traffic moved. */
+void stt_ib_count_error(stt_ib_conn_t *conn, uint32_t members, bool lost);
+
+/* ------------------------------------------------------------------ work-request events (ib_wrev.c) */
+
+/* Starts the event of work on QP q for cookie into *slot, after stopping one left there. */
+void stt_ib_wrev_start(const stt_ib_conn_t *conn, void *cookie, void **slot, int q,
+                       uint64_t wr_id, int opcode, size_t length);
+/* Stops the event in *slot, if any, and clears it. */
+void stt_ib_wrev_stop(void **slot);
+/* A send request ends: its open events stop. */
+void stt_ib_wrev_send_end(stt_ib_sreq_t *req);
+/* irecv: one event per buffer with a cookie and live QP. */
+void stt_ib_wrev_recv_start(stt_ib_recv_t *rc, stt_ib_rreq_t *req, uint32_t slot);
+/* QP q delivered receive req's immediate: its events on q stop. */
+void stt_ib_wrev_recv_qp(stt_ib_rreq_t *req, int q);
+/* A receive request ends: its open events stop. */
+void stt_ib_wrev_recv_end(stt_ib_rreq_t *req);
 
 /* ------------------------------------------------------------------ the data path */
 

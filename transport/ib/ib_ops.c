@@ -27,6 +27,7 @@ static strata_status_t ib_test(stt_req_t *req, int *done, size_t *sizes)
 
 const stt_ops_t stt_ib_ops = {
     .name = "ib",
+    .reports_wrs = 1,
     .probe = stt_ib_probe,
     .library = stt_ib_library,
     .init = stt_ib_init,

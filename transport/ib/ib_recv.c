@@ -101,6 +101,10 @@ static void recv_imm(stt_ib_recv_t *rc, const struct ibv_wc *wc)
                       " (0x%08x, then 0x%08x)", req->imm, value);
         return;
     }
+    int q = (int)((wc->wr_id >> 8) & 0xff);
+    req->qps_imm |= (uint8_t)(1u << q);
+    if (STU_UNLIKELY(req->wr_any))
+        stt_ib_wrev_recv_qp(req, q);
     if (++req->cqes_got == req->cqes_want)
         recv_complete(rc, req, imm.slot);
 }
@@ -211,6 +215,8 @@ strata_status_t stt_ib_recv_progress(stt_ib_recv_t *rc)
 
 static void recv_req_release(stt_ib_recv_t *rc, stt_ib_rreq_t *req)
 {
+    if (STU_UNLIKELY(req->wr_any))
+        stt_ib_wrev_recv_end(req);
     for (int i = 0; i < req->slot.n; i++)
         stt_ib_mr_fly_drop(&rc->conn, req->fly[i]);
     if (req->is_flush)
@@ -298,12 +304,22 @@ strata_status_t stt_ib_irecv(stt_comm_t *comm, int n, void **data, const size_t 
     req->slot.n = (uint8_t)n;
     req->cqes_want = 0;
     req->cqes_got = 0;
+    req->qps_imm = 0;
     req->imm = 0;
     req->slot.status = STRATA_OK;
     req->slot.base.nsizes = n;
     for (int i = 0; i < n; i++) {
         req->cap[i] = sizes[i];
         req->got[i] = 0;
+    }
+    req->wr_any = false;
+    if (STU_UNLIKELY(comm->wr_cookies != NULL)) {
+        for (int i = 0; i < n; i++) {
+            req->wr_cookie[i] = comm->wr_cookies[i];
+            req->wr_any = req->wr_any || req->wr_cookie[i] != NULL;
+        }
+        if (req->wr_any)
+            stt_ib_wrev_recv_start(rc, req, slot);
     }
     rc->seq++;
     *req_p = &req->slot.base;
@@ -393,6 +409,8 @@ strata_status_t stt_ib_recv_test(stt_ib_recv_t *rc, stt_ib_rreq_t *req, int *don
     }
     strata_status_t status =
         req->slot.state == STT_SLOT_DONE ? req->slot.status : rc->conn.head.failed;
+    if (status == STRATA_OK && !req->is_flush)
+        stt_ib_count_recv(rc, req);
     recv_req_release(rc, req);
     if (status != STRATA_OK)
         return status;

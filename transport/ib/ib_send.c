@@ -40,6 +40,8 @@ typedef struct send_plan {
 
 static void send_req_release(stt_ib_send_t *sc, stt_ib_sreq_t *req)
 {
+    if (STU_UNLIKELY(req->wr_cookie != NULL))
+        stt_ib_wrev_send_end(req);
     stt_ib_mr_fly_drop(&sc->conn, req->fly);
     stt_slots_give(&sc->slots, &req->slot);
 }
@@ -95,6 +97,8 @@ static void send_poll_cq(stt_ib_send_t *sc, struct ibv_cq *cq)
             if (ok)
                 sc->conn.qps[qp].sq_done = (uint32_t)(wc[i].wr_id >> 32);
             stt_ib_sreq_t *req = &sc->reqs[idx];
+            if (kind == STT_IB_WR_SEND && STU_UNLIKELY(req->wr_ev[qp] != NULL))
+                stt_ib_wrev_stop(&req->wr_ev[qp]);          /* its work on that QP is done */
             if (kind != STT_IB_WR_SEND || req->slot.state != STT_SLOT_ACTIVE)
                 continue;
             /* Failed before the POS of its member's loss: done once replayed, or known landed. */
@@ -195,6 +199,7 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     bool sizes_path = sc->slot_sizes || bytes > sc->imm_size_max;
     bool ar_split = sc->ar && bytes > sc->ar_threshold;
     stt_ib_stripe_t stripe;
+    uint64_t qlen[STT_IB_MAX_QPS] = {0};               /* payload per QP, for its event */
     int map[STT_IB_MAX_QPS], nlive = 0;
     for (int q = 0; q < conn->nqps; q++)          /* the plan's QP k is live QP map[k] */
         if (conn->live & (1u << q))
@@ -209,6 +214,7 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
             qmask |= 1u << q;
         if (stripe.len[k] == 0)
             continue;
+        qlen[q] = stripe.len[k];
         int mem = conn->qps[q].member;
         struct ibv_send_wr *wr = plan_add(&plan, q, IBV_WR_RDMA_WRITE, e->addr + stripe.off[k],
                                           sc->slot_xkeys[i][mem]);
@@ -279,6 +285,9 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
                           (unsigned long long)bytes, strerror(rc));
             return false;
         }
+        if (STU_UNLIKELY(req->wr_cookie != NULL))
+            stt_ib_wrev_start(conn, req->wr_cookie, &req->wr_ev[q], q, plan.wr[q][k - 1].wr_id,
+                              (int)plan.wr[q][k - 1].opcode, qlen[q]);
         cqes++;
     }
     if (!split)
@@ -291,6 +300,7 @@ static bool send_post(stt_ib_send_t *sc, stt_ib_sreq_t *req, int i)
     req->recv_seq = sc->recv_seq;
     req->buf = (uint8_t)i;
     req->fo_hold = false;
+    stt_ib_count_plan(conn, req, map, nlive, &stripe);
     sc->hist_seq[slot] = sc->recv_seq;
     req->slot.state = cqes > 0 ? STT_SLOT_ACTIVE : STT_SLOT_DONE;
     if (trunc)
@@ -396,6 +406,7 @@ strata_status_t stt_ib_isend(stt_comm_t *comm, void *data, size_t size, int tag,
     req->tag = tag;
     req->data = data;
     req->size = size;
+    req->wr_cookie = comm->wr_cookies != NULL ? comm->wr_cookies[0] : NULL;
     memcpy(req->lkey, keys.lkey, sizeof(req->lkey));
     memcpy(req->fly, fly, (size_t)sc->conn.nmembers * sizeof(fly[0]));
     sc->queue[sc->q_tail % STT_IB_SEND_RING] = req->slot.index;
@@ -418,6 +429,8 @@ strata_status_t stt_ib_send_test(stt_ib_send_t *sc, stt_ib_sreq_t *req, int *don
     strata_status_t status =
         req->slot.state == STT_SLOT_DONE ? req->slot.status : sc->conn.head.failed;
     uint64_t size = req->size;
+    if (status == STRATA_OK)
+        stt_ib_count_send(sc, req);
     send_req_release(sc, req);
     if (status != STRATA_OK)
         return status;
