@@ -25,6 +25,27 @@ static strata_status_t ib_test(stt_req_t *req, int *done, size_t *sizes)
     return stt_slots_stale(&stt_ib_ops, req);
 }
 
+/*
+ * progress(): a virtual NIC's comm answers its peer's failover frames (DOWN, POS) and
+ * notices its own members' port events here as in test(), so a peer's sends that wait for
+ * this end's answer finish while nothing is posted on this comm; a plain comm moves nothing
+ * without a request.
+ */
+static strata_status_t ib_progress(stt_comm_t *comm)
+{
+    stt_ib_conn_t *conn = (stt_ib_conn_t *)comm;
+
+    if (conn == NULL || conn->head.base.ops != &stt_ib_ops) {
+        stt_conn_bad(comm, &stt_ib_ops, false, "progress");
+        return STRATA_ERR_INVALID;
+    }
+    if (conn->head.failed != STRATA_OK || !stt_ib_conn_vnic(conn))
+        return conn->head.failed;
+    if (conn->head.send)
+        return stt_ib_send_progress((stt_ib_send_t *)conn);
+    return stt_ib_recv_progress((stt_ib_recv_t *)conn);
+}
+
 const stt_ops_t stt_ib_ops = {
     .name = "ib",
     .reports_wrs = 1,
@@ -48,6 +69,6 @@ const stt_ops_t stt_ib_ops = {
     .close_recv = stt_ib_close_recv,
     .close_listen = stt_ib_close_listen,
     .poll_fds = stt_no_poll_fds,        /* no completion channel: test() polls the CQs */
-    .progress = stt_no_progress,
+    .progress = ib_progress,
     .make_vdev = stt_ib_make_vdev,
 };
