@@ -37,5 +37,5 @@ const stt_ops_t stt_ucx_ops = {
     .close_recv = stt_ucx_close_recv,
     .close_listen = stt_ucx_close_listen,
     .poll_fds = stt_ucx_poll_fds,
-    .make_vdev = stt_no_make_vdev,
+    .make_vdev = stt_ucx_make_vdev,
 };
