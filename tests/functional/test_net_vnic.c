@@ -1,5 +1,6 @@
 /*
- * Virtual NICs over tcp between two emulated nodes with two rails each
+ * Virtual NICs over tcp (and, run with STRATA_TRANSPORT=ucx, over ucx: the
+ * cases its virtual NICs support, below) between two emulated nodes with two rails each
  * (tools/lib/tool_netns.h: veth0 on rail 0, veth1 on rail 1, each on its own
  * bridge and subnet), driven through ncclNetPlugin_v11 as NCCL drives it:
  *
@@ -26,6 +27,12 @@
  *     an error within STRATA_SOCKET_USER_TIMEOUT and a margin, instead of a hang;
  *     so does rail 0 alone (the member of socket 0, which carries the headers, does
  *     not fail over).
+ *
+ * Over ucx (no failover there, docs/multirail.md): fusion by makeVDevice and by
+ * STRATA_NET_FUSE=all, every size intact with both rails carrying a share, the
+ * per-member counters, fusion forbidden; and a rail taken down in the middle of a
+ * stream fails both ends with an error instead of a hang (UCX's keepalive and the
+ * node's TCP retransmission limit bound it: VNIC_UCX_* below).
  *
  * Needs root (namespaces); skips otherwise. Children report through their
  * exit status and a RESULT message; nothing outlives a test.
@@ -419,13 +426,20 @@ typedef struct vnic_fix {
     int fds;
 } vnic_fix_t;
 
+/* Over ucx: the transport the run names (make test's second pass), tcp otherwise. */
+static bool vnic_ucx(void)
+{
+    const char *t = getenv("STRATA_TRANSPORT");
+    return t != NULL && strcmp(t, "ucx") == 0;
+}
+
 static int vnic_setup(void **state)
 {
     static vnic_fix_t fix;
 
     fix.fds = sts_fd_count();
     *state = &fix;
-    setenv("STRATA_TRANSPORT", "tcp", 1);
+    setenv("STRATA_TRANSPORT", vnic_ucx() ? "ucx" : "tcp", 1);
     setenv("STRATA_SOCKET_FAMILY", "AF_INET", 1);
     setenv("STRATA_SOCKET_NSOCKS", "4", 1);
     setenv("STRATA_SOCKET_USER_TIMEOUT", "10000", 1);
@@ -595,8 +609,24 @@ static void vnic_failover_rail0_sender_finds(void **state)
                  (vnic_cut_t){.node = 0, .rails = {0}, .nrails = 1, .slow_end = 0});
 }
 
+/* Rail 1 down in the sender's node mid-stream over ucx: both ends fail within the bound. */
+static void vnic_ucx_member_down_fails_bounded(void **state)
+{
+    vnic_cut_run(state, VNIC_MEMBER_DOWN, (vnic_cut_t){.node = 1, .rails = {1}, .nrails = 1,
+                                                    .slow_end = -1});
+}
+
 int main(void)
 {
+    const struct CMUnitTest ucx_tests[] = {
+        cmocka_unit_test_setup_teardown(vnic_made_by_nccl, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_forced_by_param, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_forbidden, vnic_setup, vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_ucx_member_down_fails_bounded, vnic_setup,
+                                        vnic_teardown),
+        cmocka_unit_test_setup_teardown(vnic_both_rails_down_fails_bounded, vnic_setup,
+                                        vnic_teardown),
+    };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(vnic_made_by_nccl, vnic_setup, vnic_teardown),
         cmocka_unit_test_setup_teardown(vnic_forced_by_param, vnic_setup, vnic_teardown),
@@ -615,5 +645,7 @@ int main(void)
     };
     if (getenv("STS_FILTER") != NULL)       /* one case: STS_FILTER=vnic_failover_sender_finds */
         cmocka_set_test_filter(getenv("STS_FILTER"));
+    if (vnic_ucx())
+        return cmocka_run_group_tests_name("ucx", ucx_tests, NULL, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
