@@ -203,7 +203,11 @@ typedef struct stt_ucx_vbuf {
     void *part[STT_MAX_VDEV_MEMBERS];                 /* UCP receives, NULL once complete */
     uint32_t part_len[STT_MAX_VDEV_MEMBERS];          /* bytes received into each */
     uint64_t total;          /* the message's size, once known */
-    uint8_t scratch[STT_UCX_VHDR_BYTES];              /* head of a buffer smaller than it */
+    /* The head (or a whole message's first bytes) lands here, never in the caller's
+     * buffer, which another receive in flight may share: iov[0] is scratch, iov[1] the
+     * caller's buffer past its first STT_UCX_VHDR_BYTES. */
+    uint8_t scratch[STT_UCX_VHDR_BYTES];
+    ucp_dt_iov_t iov[2];
 } stt_ucx_vbuf_t;
 
 typedef struct stt_ucx_rreq {

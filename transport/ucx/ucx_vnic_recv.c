@@ -4,8 +4,11 @@
  * a whole message or a striped message's head (the STRIPED bit masked out of
  * the match). A whole message is done when it lands; a head names the parts,
  * and each part is then received on its lane straight into the buffer at
- * its offset, so nothing is copied or reassembled afterwards (a buffer
- * smaller than a head waits in the request's scratch and is copied out).
+ * its offset, so nothing is reassembled afterwards. The head receive is an
+ * iov whose first STT_UCX_VHDR_BYTES are the request's scratch: a head never
+ * touches the caller's buffer (which another receive in flight may share,
+ * as a streaming benchmark's do), and a whole message's first bytes are
+ * copied from there.
  * Parts a buffer cannot hold are received truncated, so UCX consumes them and
  * the connection goes on, as on a plain comm.
  */
@@ -14,11 +17,19 @@
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
 
-/* Posts a receive of len bytes at buf on lane with tag and mask; NULL and the comm failed on error. */
-static void *vrecv_post(stt_ucx_conn_t *conn, int lane, void *buf, size_t len, uint64_t tag,
-                        uint64_t mask)
+/*
+ * Posts a receive on lane with tag and mask: len bytes at buf, or (iovcnt > 0) into the
+ * iov buf of iovcnt entries. NULL, and the comm failed, on error.
+ */
+static void *vrecv_post(stt_ucx_conn_t *conn, int lane, void *buf, size_t len, int iovcnt,
+                        uint64_t tag, uint64_t mask)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL};
+    if (iovcnt > 0) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = ucp_dt_make_iov();
+        len = (size_t)iovcnt;
+    }
     void *ucp = stt_ucx_lib.tag_recv_nbx(conn->lane[lane].worker, buf, len, tag, mask, &param);
 
     if (UCS_PTR_IS_ERR(ucp) || ucp == NULL) {
@@ -72,9 +83,10 @@ strata_status_t stt_ucx_vnic_irecv(stt_ucx_recv_t *rc, int n, void **data, const
             break;
         }
         v->head_lane = (uint8_t)lane;
-        bool small = v->size < STT_UCX_VHDR_BYTES;
-        v->part[0] = vrecv_post(conn, lane, small ? v->scratch : v->data,
-                                small ? STT_UCX_VHDR_BYTES : v->size,
+        v->iov[0] = (ucp_dt_iov_t){.buffer = v->scratch, .length = STT_UCX_VHDR_BYTES};
+        v->iov[1] = (ucp_dt_iov_t){.buffer = v->data + STT_UCX_VHDR_BYTES,
+                                   .length = v->size - STT_UCX_VHDR_BYTES};
+        v->part[0] = vrecv_post(conn, lane, v->iov, 0, v->size > STT_UCX_VHDR_BYTES ? 2 : 1,
                                 stt_ucx_vtag(conn->conn_id, tags[i]), STT_UCX_VTAG_RECV_MASK);
         if (v->part[0] == NULL)
             break;
@@ -112,7 +124,7 @@ static void vrecv_parts(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req, stt_ucx_vbuf_t 
         uint64_t room = v->size > off ? v->size - off : 0;
         v->lane[j] = h.lane[j];
         v->part[j] = vrecv_post(conn, h.lane[j], room > 0 ? v->data + off : v->data,
-                                len < room ? len : room,
+                                len < room ? len : room, 0,
                                 stt_ucx_vtag_part(conn->conn_id, h.seq, j), UINT64_MAX);
         if (v->part[j] == NULL)
             return;
@@ -147,26 +159,24 @@ static void vrecv_piece(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req, int i, int j, u
             }
         return;
     }
-    bool small = v->size < STT_UCX_VHDR_BYTES;
     if (us == UCS_OK && (info->sender_tag & STT_UCX_VTAG_STRIPED)) {
         if (info->length != STT_UCX_VHDR_BYTES) {
             stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "a striped message's head of %zu"
                           " bytes", info->length);
             return;
         }
-        vrecv_parts(rc, req, v, small ? v->scratch : v->data);
+        vrecv_parts(rc, req, v, v->scratch);
         return;
     }
     v->total = info->length;
     if (us != UCS_OK)
         return;
-    if (small) {
-        if (info->length > v->size) {
-            req->slot.status = STRATA_ERR_TRUNCATED;
-            return;
-        }
-        memcpy(v->data, v->scratch, info->length);
+    if (info->length > v->size) {        /* a buffer smaller than the scratch */
+        req->slot.status = STRATA_ERR_TRUNCATED;
+        return;
     }
+    memcpy(v->data, v->scratch, info->length < STT_UCX_VHDR_BYTES ? info->length
+                                                                 : STT_UCX_VHDR_BYTES);
     stt_member_add(&m[v->head_lane].bytes, info->length);
     stt_member_add(&m[v->head_lane].msgs, 1);
 }
