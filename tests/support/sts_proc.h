@@ -18,7 +18,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "tools/lib/tool_netns.h"
 
@@ -29,6 +31,20 @@ typedef struct sts_peer {
     int fd;          /* this end of the control socket; -1 once closed */
     int status;      /* after reaping: exit code, or 128 + signal number */
 } sts_peer_t;
+
+/*
+ * In a forked child (which cannot use cmocka's asserts): when cond is false, reports the
+ * pid, file, line and the message on stderr and returns 1 from the calling function.
+ */
+#define STS_CHILD_CHECK(cond, ...)                                                      \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "child %d, %s:%d: ", (int)getpid(), __FILE__, __LINE__);    \
+            fprintf(stderr, __VA_ARGS__);                                               \
+            fputc('\n', stderr);                                                        \
+            return 1;                                                                   \
+        }                                                                               \
+    } while (0)
 
 /*
  * Starts `prog` with argv: prog, <control fd>, args... (args NULL-terminated).

@@ -42,16 +42,6 @@ static const stt_ops_t *ops = &stt_tcp_ops;
 
 /* ------------------------------------------------------------------ child side */
 
-/* A child cannot use cmocka's asserts: it reports on stderr and exits non-zero. */
-#define CHILD_CHECK(cond, ...)                                                          \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "child %d, %s:%d: ", (int)getpid(), __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                               \
-            fputc('\n', stderr);                                                        \
-            return 1;                                                                   \
-        }                                                                               \
-    } while (0)
 
 /* Inside a node: the default discovery must pick the veth and nothing else. */
 static int child_init(void)
@@ -60,10 +50,10 @@ static int child_init(void)
     int ndev = 0;
 
     stu_param_reload();
-    CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
-    CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
-    CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK, "get_props");
-    CHILD_CHECK(strcmp(props.name, STB_NETNS_IFNAME) == 0, "device 0 is '%s', want '%s'",
+    STS_CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
+    STS_CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
+    STS_CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK, "get_props");
+    STS_CHILD_CHECK(strcmp(props.name, STB_NETNS_IFNAME) == 0, "device 0 is '%s', want '%s'",
                 props.name, STB_NETNS_IFNAME);
     return 0;
 }
@@ -99,8 +89,8 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
     uint8_t handle[STT_HANDLE_SIZE];
     uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
 
-    CHILD_CHECK(stt_listen(ops, 0, handle, l_p) == STRATA_OK, "listen");
-    CHILD_CHECK(stu_sock_send_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
+    STS_CHILD_CHECK(stt_listen(ops, 0, handle, l_p) == STRATA_OK, "listen");
+    STS_CHILD_CHECK(stu_sock_send_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
                 STRATA_OK, "sending the handle");
     for (int p = 0; p < npeers; p++)
         recvs[p] = NULL;
@@ -111,17 +101,17 @@ static int child_listen_accept(int ctl, int npeers, stt_listen_t **l_p, stt_comm
         void *data[1] = {&who};
         size_t cap[1] = {sizeof(who)}, size[1] = {0};
         int tag[1] = {0};
-        CHILD_CHECK(stt_accept(*l_p, &c) == STRATA_OK, "accept");
-        CHILD_CHECK(!stu_deadline_passed(deadline), "accept timed out");
+        STS_CHILD_CHECK(stt_accept(*l_p, &c) == STRATA_OK, "accept");
+        STS_CHILD_CHECK(!stu_deadline_passed(deadline), "accept timed out");
         if (c == NULL) {
             poll(NULL, 0, 1);
             continue;
         }
-        CHILD_CHECK(stt_irecv(c, 1, data, cap, tag, NULL, &req) == STRATA_OK && req != NULL,
+        STS_CHILD_CHECK(stt_irecv(c, 1, data, cap, tag, NULL, &req) == STRATA_OK && req != NULL,
                     "irecv of the sender's index");
-        CHILD_CHECK(child_wait(c, req, size) == STRATA_OK && size[0] == sizeof(who),
+        STS_CHILD_CHECK(child_wait(c, req, size) == STRATA_OK && size[0] == sizeof(who),
                     "receiving the sender's index");
-        CHILD_CHECK(who >= 0 && who < npeers && recvs[who] == NULL, "sender index %d", who);
+        STS_CHILD_CHECK(who >= 0 && who < npeers && recvs[who] == NULL, "sender index %d", who);
         recvs[who] = c;
         got++;
     }
@@ -135,18 +125,18 @@ static int child_connect(int ctl, int32_t who, stt_comm_t **send_p)
     uint64_t deadline = stu_deadline_ms(CHILD_GIVE_UP_MS);
     stt_req_t *req = NULL;
 
-    CHILD_CHECK(stu_sock_recv_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
+    STS_CHILD_CHECK(stu_sock_recv_all(ctl, handle, sizeof(handle), stu_deadline_ms(CTL_MS)) ==
                 STRATA_OK, "reading the handle");
     for (*send_p = NULL; *send_p == NULL;) {
         strata_status_t status = stt_connect(ops, 0, handle, NULL, send_p);
-        CHILD_CHECK(status == STRATA_OK, "connect: %s", strata_status_str(status));
+        STS_CHILD_CHECK(status == STRATA_OK, "connect: %s", strata_status_str(status));
         if (*send_p == NULL)
             poll(NULL, 0, 1);
-        CHILD_CHECK(!stu_deadline_passed(deadline), "connect timed out");
+        STS_CHILD_CHECK(!stu_deadline_passed(deadline), "connect timed out");
     }
-    CHILD_CHECK(stt_isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
+    STS_CHILD_CHECK(stt_isend(*send_p, &who, sizeof(who), 0, NULL, &req) == STRATA_OK &&
                 req != NULL, "isend of the sender's index");
-    CHILD_CHECK(child_wait(*send_p, req, NULL) == STRATA_OK, "sending the sender's index");
+    STS_CHILD_CHECK(child_wait(*send_p, req, NULL) == STRATA_OK, "sending the sender's index");
     return 0;
 }
 
@@ -187,7 +177,7 @@ static int child_receiver(void *arg, int ctl)
     for (int p = 0; p < job->npeers; p++)
         for (int k = 0; k < 2; k++) {
             bufs[p][k] = malloc(cap ? cap : 1);
-            CHILD_CHECK(bufs[p][k] != NULL, "malloc %zu", cap);
+            STS_CHILD_CHECK(bufs[p][k] != NULL, "malloc %zu", cap);
         }
     int64_t total = job->rounds > 0 ? (int64_t)job->rounds * job->nsizes : INT64_MAX;
     uint64_t t0 = 0, bytes = 0;
@@ -201,7 +191,7 @@ static int child_receiver(void *arg, int ctl)
                                                &reqs[p][k]);
             if (status != STRATA_OK)
                 return child_report_failure(ctl, status);
-            CHILD_CHECK(reqs[p][k] != NULL, "irecv: no slot with 2 receives posted");
+            STS_CHILD_CHECK(reqs[p][k] != NULL, "irecv: no slot with 2 receives posted");
         }
         if (m < 0)
             continue;
@@ -211,9 +201,9 @@ static int child_receiver(void *arg, int ctl)
             strata_status_t status = child_wait(recvs[p], reqs[p][k], got);
             if (status != STRATA_OK)
                 return child_report_failure(ctl, status);
-            CHILD_CHECK(got[0] == job->sizes[i], "peer %d size %d: got %zu, want %zu", p, i,
+            STS_CHILD_CHECK(got[0] == job->sizes[i], "peer %d size %d: got %zu, want %zu", p, i,
                         got[0], job->sizes[i]);
-            CHILD_CHECK(sts_pattern_check(bufs[p][k], got[0], (uint32_t)(i * MAX_PEERS + p)) ==
+            STS_CHILD_CHECK(sts_pattern_check(bufs[p][k], got[0], (uint32_t)(i * MAX_PEERS + p)) ==
                         SIZE_MAX, "peer %d: %zu bytes corrupt", p, got[0]);
             if (m > 0)
                 bytes += got[0];
@@ -222,7 +212,7 @@ static int child_receiver(void *arg, int ctl)
             t0 = stu_time_ns();              /* the rate leaves out the first message */
         if (m == 0 && job->rounds <= 0) {
             int32_t s = STRATA_INPROGRESS;           /* data flows: the parent kills now */
-            CHILD_CHECK(stu_sock_send_all(ctl, &s, sizeof(s), stu_deadline_ms(CTL_MS)) ==
+            STS_CHILD_CHECK(stu_sock_send_all(ctl, &s, sizeof(s), stu_deadline_ms(CTL_MS)) ==
                         STRATA_OK, "reporting progress");
         }
     }
@@ -254,7 +244,7 @@ static int child_sender(void *arg, int ctl)
         cap = job->sizes[i] > cap ? job->sizes[i] : cap;
     for (int k = 0; k < 2; k++) {
         bufs[k] = malloc(cap ? cap : 1);
-        CHILD_CHECK(bufs[k] != NULL, "malloc %zu", cap);
+        STS_CHILD_CHECK(bufs[k] != NULL, "malloc %zu", cap);
     }
     int64_t total = job->rounds > 0 ? (int64_t)job->rounds * job->nsizes : INT64_MAX;
     for (int64_t m = 0; m <= total; m++) {
@@ -265,7 +255,7 @@ static int child_sender(void *arg, int ctl)
                                                &reqs[k]);
             if (status != STRATA_OK)
                 return child_report_failure(ctl, status);
-            CHILD_CHECK(reqs[k] != NULL, "isend: no slot with 2 sends posted");
+            STS_CHILD_CHECK(reqs[k] != NULL, "isend: no slot with 2 sends posted");
         }
         if (m > 0) {
             strata_status_t status = child_wait(send, reqs[(m - 1) & 1], NULL);

@@ -43,15 +43,6 @@
 
 static const char *self_dir = ".";            /* where the conformance binaries are */
 
-#define CHILD_CHECK(cond, ...)                                                          \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "child %d, %s:%d: ", (int)getpid(), __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                               \
-            fputc('\n', stderr);                                                        \
-            return 1;                                                                   \
-        }                                                                               \
-    } while (0)
 
 static void vnic_env(void)
 {
@@ -119,30 +110,30 @@ static int child_grouped(sts_pair_t *pair)
     sts_reqset_t set;
     int rslot = -1;
 
-    CHILD_CHECK(sts_reqset_init(&set, 4) == STRATA_OK, "request set");
+    STS_CHILD_CHECK(sts_reqset_init(&set, 4) == STRATA_OK, "request set");
     for (int i = 0; i < 3; i++) {
-        CHILD_CHECK(sts_buf_alloc(&s[i], pair->send, sz[i]) == STRATA_OK &&
+        STS_CHILD_CHECK(sts_buf_alloc(&s[i], pair->send, sz[i]) == STRATA_OK &&
                     sts_buf_alloc(&r[i], pair->recv, sz[i]) == STRATA_OK, "buffers");
         sts_pattern_fill(s[i].data, sz[i], 50u + (uint32_t)i);
         data[i] = r[i].data;
         mhs[i] = r[i].mh;
         cap[i] = sz[i];
     }
-    CHILD_CHECK(stt_irecv(pair->recv, 3, data, cap, tags, mhs, &req) == STRATA_OK &&
+    STS_CHILD_CHECK(stt_irecv(pair->recv, 3, data, cap, tags, mhs, &req) == STRATA_OK &&
                 req != NULL, "grouped irecv");
     rslot = sts_reqset_add(&set, req);
     for (int k = 0; k < 3; k++) {
         int i = 2 - k;
-        CHILD_CHECK(stt_isend(pair->send, s[i].data, sz[i], tags[i], s[i].mh, &req) ==
+        STS_CHILD_CHECK(stt_isend(pair->send, s[i].data, sz[i], tags[i], s[i].mh, &req) ==
                     STRATA_OK && req != NULL, "isend %d", i);
         sts_reqset_add(&set, req);
     }
-    CHILD_CHECK(sts_reqset_wait(&set, sts_deadline(STS_IO_TIMEOUT_S)) == STRATA_OK &&
+    STS_CHILD_CHECK(sts_reqset_wait(&set, sts_deadline(STS_IO_TIMEOUT_S)) == STRATA_OK &&
                 set.errors == 0, "the grouped exchange");
     const size_t *got = set.slots[rslot].sizes;
     for (int i = 0; i < 3; i++) {
-        CHILD_CHECK(got[i] == sz[i], "buffer %d got %zu of %zu bytes", i, got[i], sz[i]);
-        CHILD_CHECK(sts_pattern_check(r[i].data, sz[i], 50u + (uint32_t)i) == SIZE_MAX,
+        STS_CHILD_CHECK(got[i] == sz[i], "buffer %d got %zu of %zu bytes", i, got[i], sz[i]);
+        STS_CHILD_CHECK(sts_pattern_check(r[i].data, sz[i], 50u + (uint32_t)i) == SIZE_MAX,
                     "buffer %d differs", i);
         sts_buf_free(&s[i]);
         sts_buf_free(&r[i]);
@@ -156,15 +147,16 @@ static int child_members(const stt_comm_t *comm, unsigned long long bytes, const
 {
     unsigned long long sum = 0;
 
-    CHILD_CHECK(comm->nmembers == VNIC_RAILS, "%s comm has %d members", who, comm->nmembers);
+    STS_CHILD_CHECK(comm->nmembers == VNIC_RAILS, "%s comm has %d members", who, comm->nmembers);
     for (int m = 0; m < VNIC_RAILS; m++) {
         unsigned long long b = __atomic_load_n(&comm->members[m].bytes, __ATOMIC_RELAXED);
-        CHILD_CHECK(b > 0 && comm->members[m].msgs > 0, "%s: member %d carried %llu bytes",
+        STS_CHILD_CHECK(b > 0 && comm->members[m].msgs > 0, "%s: member %d carried %llu bytes",
                     who, m, b);
-        CHILD_CHECK(comm->members[m].errors == 0, "%s: member %d errors", who, m);
+        STS_CHILD_CHECK(comm->members[m].errors == 0, "%s: member %d errors", who, m);
         sum += b;
     }
-    CHILD_CHECK(sum == bytes, "%s: the members carried %llu bytes, %llu moved", who, sum, bytes);
+    STS_CHILD_CHECK(sum == bytes, "%s: the members carried %llu bytes, %llu moved", who, sum,
+                    bytes);
     printf("%s: members carried %llu and %llu bytes\n", who,
            (unsigned long long)comm->members[0].bytes, (unsigned long long)comm->members[1].bytes);
     return 0;
@@ -189,27 +181,27 @@ static int child_data(void *arg, int ctl)
     if (arg != NULL)
         setenv("STRATA_SOCKET_STRIPE_MIN", arg, 1);
     stu_param_reload();
-    CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
-    CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
-    CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK &&
+    STS_CHILD_CHECK(stt_init(ops) == STRATA_OK, "init");
+    STS_CHILD_CHECK(stt_devices(ops, &ndev) == STRATA_OK && ndev == 1, "%d devices, want 1", ndev);
+    STS_CHILD_CHECK(stt_get_props(ops, 0, &props) == STRATA_OK &&
                 strcmp(props.name, "veth0+veth1") == 0, "device 0 is '%s'", props.name);
-    CHILD_CHECK(sts_pair_open(ops, 0, STS_CONNECT_TIMEOUT_S, &pair) == STRATA_OK, "pair");
+    STS_CHILD_CHECK(sts_pair_open(ops, 0, STS_CONNECT_TIMEOUT_S, &pair) == STRATA_OK, "pair");
     for (int i = 0; i < VNIC_NSIZES; i++) {
         strata_status_t st = child_xfer(&pair, vnic_sizes[i], vnic_sizes[i], i % 3,
                                         (uint32_t)i + 3, &got);
-        CHILD_CHECK(st == STRATA_OK && got == vnic_sizes[i], "%zu bytes: %s, got %zu",
+        STS_CHILD_CHECK(st == STRATA_OK && got == vnic_sizes[i], "%zu bytes: %s, got %zu",
                     vnic_sizes[i], strata_status_str(st), got);
         moved += vnic_sizes[i];
     }
-    CHILD_CHECK(child_grouped(&pair) == 0, "grouped");
+    STS_CHILD_CHECK(child_grouped(&pair) == 0, "grouped");
     moved += 100 + 300000 + 70000;
-    CHILD_CHECK(child_members(pair.send, moved, "send") == 0 &&
+    STS_CHILD_CHECK(child_members(pair.send, moved, "send") == 0 &&
                 child_members(pair.recv, moved, "recv") == 0, "counters");
     /* a striped message into a smaller buffer, then one that fits */
     strata_status_t st = child_xfer(&pair, 1 << 20, 512 << 10, 4, 99, &got);
-    CHILD_CHECK(st == STRATA_ERR_TRUNCATED, "1 MiB into 512 KiB: %s", strata_status_str(st));
+    STS_CHILD_CHECK(st == STRATA_ERR_TRUNCATED, "1 MiB into 512 KiB: %s", strata_status_str(st));
     st = child_xfer(&pair, 3 << 20, 3 << 20, 4, 100, &got);
-    CHILD_CHECK(st == STRATA_OK && got == 3u << 20, "after the truncation: %s",
+    STS_CHILD_CHECK(st == STRATA_OK && got == 3u << 20, "after the truncation: %s",
                 strata_status_str(st));
     sts_pair_close(&pair);
     stt_fini(ops);
