@@ -272,8 +272,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_NET_FUSE] = {"STRATA_NET_FUSE", STU_PARAM_TYPE_STR, "auto",
         "virtual NICs (docs/multirail.md): auto (makeVDevice offered: NCCL's merge level"
         " decides), off (never fuse; makeVDevice not offered to NCCL), all (fuse every"
-        " interface of the tcp or ucx transport into one device), or groups such as 'eth1,eth2;eth3,eth4' fused at init in"
-        " place of their members",
+        " interface of the tcp or ucx transport into one device), or groups such as"
+        " 'eth1,eth2;eth3,eth4' fused at init in place of their members",
         .check = param_check_fuse},
 };
 

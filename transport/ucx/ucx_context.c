@@ -154,6 +154,9 @@ static strata_status_t ctx_get(const char *ifname, ucp_context_h *ctx_p, int *sl
         }
         if (i == CTX_SLOTS) {
             i = free_slot;
+            if (i < 0)
+                STU_WARN("ucx: no room for a context on %s (%d interfaces have one)", ifname,
+                         CTX_SLOTS - 1);
             status = i < 0 ? STRATA_ERR_NO_RESOURCE : ctx_create(ifname, &slots[i].ctx);
             if (status == STRATA_OK)
                 snprintf(slots[i].ifname, sizeof(slots[i].ifname), "%s", ifname);

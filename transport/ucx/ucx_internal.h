@@ -101,7 +101,7 @@
 /* Endpoint close (force mode) and cancelled receives complete within this bound. */
 #define STT_UCX_CLOSE_FORCE_NS (1000ull * 1000000ull)
 
-/* ------------------------------------------------------------------ devices (ucx_device.c, ucx_vdev.c) */
+/* ------------------------------------------------------------------ devices (ucx_device.c, _vdev.c) */
 
 /* Interfaces, then virtual devices made by make_vdev. */
 #define STT_UCX_MAX_DEVS (STT_NETIF_MAX + 16)

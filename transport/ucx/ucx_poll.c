@@ -1,7 +1,8 @@
 /*
- * poll_fds of the UCX transport: the worker's event descriptor
+ * poll_fds of the UCX transport: each lane's worker's event descriptor (one
+ * lane, or one per member of a virtual device)
  * (ucp_worker_get_efd, UCP_FEATURE_WAKEUP) armed with ucp_worker_arm, plus
- * (one per lane: a virtual device's member) the side-channel socket with POLLIN so that the peer's close wakes the
+ * the side-channel socket with POLLIN so that the peer's close wakes the
  * caller too.
  *
  * ucp_worker_arm answers UCS_ERR_BUSY when events are already waiting; then,
