@@ -242,11 +242,12 @@ $(BUILD)/tests/functional/test_libstrata: tests/functional/test_libstrata.c $(LI
 		-MMD -MP -MF $@.d -o $@ $< -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lstrata \
 		$(LDFLAGS_BASE) $(CMOCKA_LIBS)
 
-# With UCX, the NCCL-plugin functional tests and one collective test run a second time
-# over the ucx transport (named only, so the first pass never uses it); ~30 s.
+# With UCX, the NCCL-plugin functional tests, two collective tests, the CollNet's and the
+# virtual NICs' (their ucx cases) run a second time over the ucx transport (named only, so
+# the first pass never uses it); ~90 s.
 UCX_AGAIN := $(filter $(BUILD)/tests/functional/test_plugin_% \
 	$(BUILD)/tests/functional/test_coll_allreduce $(BUILD)/tests/functional/test_coll_matrix \
-	$(BUILD)/tests/functional/test_collnet,$(TESTS))
+	$(BUILD)/tests/functional/test_collnet $(BUILD)/tests/functional/test_net_vnic,$(TESTS))
 # Under AddressSanitizer, LeakSanitizer's exit-time tracer thread crashes (SIGSEGV) in UCX's
 # memory-event hooks when a process exits with the dlopen'ed UCX still initialised (the
 # v10..v6 shims, which have no finalize; the CollNet's members): the sanitizer runs turn UCX's

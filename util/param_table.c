@@ -104,7 +104,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " half the gap); 8 gave nothing over 4. See docs/tcp-protocol.md",
         .min = 1, .max = 8},
     [STU_PARAM_SOCKET_STRIPE_MIN] = {"STRATA_SOCKET_STRIPE_MIN", STU_PARAM_TYPE_INT, "256K",
-        "messages below this many bytes travel on one socket, larger ones are striped",
+        "messages below this many bytes travel on one socket (tcp) or member (a ucx virtual"
+        " device), larger ones are striped",
         .min = 0, .max = PARAM_MSG_MAX},
     [STU_PARAM_SOCKET_BUFSIZE] = {"STRATA_SOCKET_BUFSIZE", STU_PARAM_TYPE_INT, "0",
         "SO_SNDBUF/SO_RCVBUF in bytes; 0 keeps the kernel's autotuning",
@@ -277,9 +278,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         .check = param_check_stats},
     [STU_PARAM_NET_FUSE] = {"STRATA_NET_FUSE", STU_PARAM_TYPE_STR, "auto",
         "virtual NICs (docs/multirail.md): auto (makeVDevice offered: NCCL's merge level"
-        " decides), off (never fuse; makeVDevice not offered to NCCL), all (fuse every tcp"
-        " interface into one device), or groups such as 'eth1,eth2;eth3,eth4' fused at init in"
-        " place of their members",
+        " decides), off (never fuse; makeVDevice not offered to NCCL), all (fuse every"
+        " interface of the tcp or ucx transport into one device), or groups such as"
+        " 'eth1,eth2;eth3,eth4' fused at init in place of their members",
         .check = param_check_fuse},
 };
 

@@ -33,6 +33,20 @@ typedef struct sts_peer {
 } sts_peer_t;
 
 /*
+ * In a forked child (which cannot use cmocka's asserts): when cond is false, reports the
+ * pid, file, line and the message on stderr and returns 1 from the calling function.
+ */
+#define STS_CHILD_CHECK(cond, ...)                                                      \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "child %d, %s:%d: ", (int)getpid(), __FILE__, __LINE__);    \
+            fprintf(stderr, __VA_ARGS__);                                               \
+            fputc('\n', stderr);                                                        \
+            return 1;                                                                   \
+        }                                                                               \
+    } while (0)
+
+/*
  * Starts `prog` with argv: prog, <control fd>, args... (args NULL-terminated).
  * Returns 0, or -1 with errno set (nothing left running).
  */

@@ -133,6 +133,103 @@ static void test_tag_layout(void **state)
     assert_true(stt_ucx_tag(1, -1) != stt_ucx_tag(2, -1));
 }
 
+/* Packed addresses: n entries round-trip; a count other than the device's, or a length
+ * past the end, is refused. */
+static void test_addrs_pack(void **state)
+{
+    uint8_t buf[4 + 2 * (4 + 5)];
+    const uint8_t *addr[STT_MAX_VDEV_MEMBERS];
+    uint32_t len[STT_MAX_VDEV_MEMBERS];
+
+    buf[0] = 2, buf[1] = buf[2] = buf[3] = 0;
+    stt_ucx_addrs_put(buf, 4, "hello", 5);
+    stt_ucx_addrs_put(buf, 13, "world", 5);
+    assert_int_equal(stt_ucx_addrs_get(buf, sizeof(buf), 2, "peer", addr, len), STRATA_OK);
+    assert_int_equal(len[0], 5);
+    assert_int_equal(len[1], 5);
+    assert_memory_equal(addr[0], "hello", 5);
+    assert_memory_equal(addr[1], "world", 5);
+    /* a plain device (1 member) meets a fused one (2): refused */
+    assert_int_equal(stt_ucx_addrs_get(buf, sizeof(buf), 1, "peer", addr, len),
+                     STRATA_ERR_INVALID);
+    assert_int_equal(stt_ucx_addrs_get(buf, sizeof(buf) - 1, 2, "peer", addr, len),
+                     STRATA_ERR_INVALID);
+    buf[13] = 200;                                     /* second length past the end */
+    assert_int_equal(stt_ucx_addrs_get(buf, sizeof(buf), 2, "peer", addr, len),
+                     STRATA_ERR_INVALID);
+    assert_int_equal(stt_ucx_addrs_get(buf, 3, 1, "peer", addr, len), STRATA_ERR_INVALID);
+}
+
+/* The striping plan: page-multiple parts, the last one the rest, none empty. */
+static void test_vnic_plan(void **state)
+{
+    static const uint64_t sizes[] = {4096, 4097, 65536, 262144, 262145, 1048583, 24u << 20};
+    uint32_t pb;
+    int n;
+
+    for (int lanes = 1; lanes <= STT_MAX_VDEV_MEMBERS; lanes++) {
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            stt_ucx_vnic_plan(sizes[i], lanes, &pb, &n);
+            if (lanes == 1) {
+                assert_true(n < 2);
+                continue;
+            }
+            assert_true(n >= 1 && n <= lanes);
+            if (n < 2)
+                continue;
+            assert_int_equal(pb % STT_UCX_PART_ALIGN, 0);
+            assert_true((uint64_t)pb * (uint64_t)(n - 1) < sizes[i]);
+            assert_true((uint64_t)pb * (uint64_t)n >= sizes[i]);
+        }
+    }
+    stt_ucx_vnic_plan(262144, 2, &pb, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(pb, 131072);
+    stt_ucx_vnic_plan(4096, 2, &pb, &n);      /* one page: nothing to split */
+    assert_int_equal(n, 1);
+}
+
+/* A head round-trips; one that does not describe a striping over the lanes is refused. */
+static void test_vhdr(void **state)
+{
+    stt_ucx_vhdr_t in = {.size = 262145, .seq = 0xdeadbeef, .part_bytes = 135168,
+                         .nparts = 2, .lane = {1, 0}}, out;
+    uint8_t buf[STT_UCX_VHDR_BYTES];
+
+    stt_ucx_vhdr_encode(&in, buf);
+    assert_int_equal(stt_ucx_vhdr_decode(buf, 2, &out), STRATA_OK);
+    assert_true(out.size == in.size && out.seq == in.seq && out.part_bytes == in.part_bytes);
+    assert_int_equal(out.nparts, 2);
+    assert_memory_equal(out.lane, in.lane, 2);
+    assert_int_equal(stt_ucx_vhdr_decode(buf, 1, &out), STRATA_ERR_INVALID);  /* lane 1 */
+    stt_ucx_vhdr_t bad = in;
+    bad.size = 2u * 135168 + 1;                       /* more than the parts hold */
+    stt_ucx_vhdr_encode(&bad, buf);
+    assert_int_equal(stt_ucx_vhdr_decode(buf, 2, &out), STRATA_ERR_INVALID);
+    bad = in;
+    bad.nparts = 9;
+    stt_ucx_vhdr_encode(&bad, buf);
+    assert_int_equal(stt_ucx_vhdr_decode(buf, 8, &out), STRATA_ERR_INVALID);
+    bad = in;
+    bad.size = 135168;                                /* the last part would be empty */
+    stt_ucx_vhdr_encode(&bad, buf);
+    assert_int_equal(stt_ucx_vhdr_decode(buf, 2, &out), STRATA_ERR_INVALID);
+}
+
+/* Virtual device tags: a head matches its whole-message receive, parts never do. */
+static void test_vtag_layout(void **state)
+{
+    uint64_t recv = stt_ucx_vtag(0xabcd1234u, 77);
+    uint64_t head = recv | STT_UCX_VTAG_STRIPED;
+    uint64_t part = stt_ucx_vtag_part(0xabcd1234u, 77, 0);
+
+    assert_true((recv >> 48) == 0x1234);
+    assert_true(((head ^ recv) & STT_UCX_VTAG_RECV_MASK) == 0);
+    assert_true(((part ^ recv) & STT_UCX_VTAG_RECV_MASK) != 0);
+    assert_true(stt_ucx_vtag_part(1, 5, 3) != stt_ucx_vtag_part(1, 5, 2));
+    assert_true((stt_ucx_vtag(1, -1) & 0xffffffffull) == 0xffffffffull);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +239,10 @@ int main(void)
         cmocka_unit_test(test_hello_roundtrip),
         cmocka_unit_test(test_hello_rejects),
         cmocka_unit_test(test_tag_layout),
+        cmocka_unit_test(test_addrs_pack),
+        cmocka_unit_test(test_vnic_plan),
+        cmocka_unit_test(test_vhdr),
+        cmocka_unit_test(test_vtag_layout),
     };
     return cmocka_run_group_tests_name("ucx_wire", tests, NULL, NULL);
 }

@@ -64,6 +64,18 @@ void stt_vdev_order(const stt_vdev_dev_t *list, int *m, int n)
         }
 }
 
+strata_status_t stt_vdev_members(const char *who, const stt_vdev_dev_t *list, int count,
+                                 const int *asked, int n, int *members)
+{
+    strata_status_t status = stt_vdev_check(who, list, count, asked, n);
+
+    if (status != STRATA_OK)
+        return status;
+    memcpy(members, asked, (size_t)n * sizeof(members[0]));
+    stt_vdev_order(list, members, n);
+    return STRATA_OK;
+}
+
 void stt_vdev_props(const stt_vdev_dev_t *list, const int *members, int n, stt_props_t *out)
 {
     int64_t speed = 0;

@@ -32,6 +32,10 @@ strata_status_t stt_vdev_check(const char *who, const stt_vdev_dev_t *list, int 
 /* Sorts members[0..n) by (name, port): the same order in every process. */
 void stt_vdev_order(const stt_vdev_dev_t *list, int *members, int n);
 
+/* stt_vdev_check of asked[0..n), then the members in order into members[0..n). */
+strata_status_t stt_vdev_members(const char *who, const stt_vdev_dev_t *list, int count,
+                                 const int *asked, int n, int *members);
+
 /*
  * The fused device's properties from its (ordered) members: name "a+b", speed
  * the sum, the first member's PCI path and port, the largest latency, the

@@ -63,10 +63,8 @@ strata_status_t stt_ib_vdev_fill(const stt_ib_dev_t *table, int count, const int
     strata_status_t status;
 
     vdev_list(table, count, list);
-    if ((status = stt_vdev_check("ib", list, count, asked, n)) != STRATA_OK)
+    if ((status = stt_vdev_members("ib", list, count, asked, n, m)) != STRATA_OK)
         return status;
-    memcpy(m, asked, (size_t)n * sizeof(m[0]));
-    stt_vdev_order(list, m, n);
     return vdev_build(table, list, m, n, out);
 }
 

@@ -66,12 +66,10 @@ strata_status_t stt_tcp_vdev_fill(const stt_tcp_dev_t *table, int count, const i
     strata_status_t status;
 
     vdev_list(table, count, list);
-    if ((status = stt_vdev_check("tcp", list, count, asked, n)) != STRATA_OK)
+    if ((status = stt_vdev_members("tcp", list, count, asked, n, members)) != STRATA_OK)
         return status;
-    if ((status = vdev_family_check(table, asked, n)) != STRATA_OK)
+    if ((status = vdev_family_check(table, members, n)) != STRATA_OK)
         return status;
-    memcpy(members, asked, (size_t)n * sizeof(members[0]));
-    stt_vdev_order(list, members, n);
     vdev_build(table, list, members, n, vdev);
     return STRATA_OK;
 }

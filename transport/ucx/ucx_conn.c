@@ -34,6 +34,7 @@
 #include "transport/base/sock.h"
 #include "transport/ucx/ucx_internal.h"
 #include "util/log.h"
+#include "util/param.h"
 #include "util/time.h"
 
 _Static_assert(STT_UCX_HANDLE_BYTES <= STT_CONNSLOT_OFFSET,
@@ -53,12 +54,20 @@ _Static_assert(STT_UCX_HANDLE_BYTES <= STT_CONNSLOT_OFFSET,
  */
 static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    stt_ucx_conn_t *conn = arg;
+    stt_ucx_lane_t *lane = arg;
+    stt_ucx_conn_t *conn = lane->conn;
 
     (void)ep;
+    if (conn->nlanes > 1 && conn->head.failed == STRATA_OK && !conn->head.closing) {
+        stt_member_add(&conn->head.base.members[lane->idx].errors, 1);
+        if (conn->head.send)
+            STU_WARN("ucx: send comm with %s: virtual NIC member %d of %d lost (%s); no"
+                     " failover on ucx, the comm fails", conn->head.peer, lane->idx,
+                     conn->nlanes, stt_ucx_lib.status_string(status));
+    }
     if (conn->head.send || conn->head.closing) {
-        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint: %s",
-                      stt_ucx_lib.status_string(status));
+        stt_conn_fail(&conn->head, STRATA_ERR_REMOTE, "UCX failed the endpoint%s: %s",
+                      conn->nlanes > 1 ? " of a member" : "", stt_ucx_lib.status_string(status));
         return;
     }
     conn->ep_status = status;
@@ -66,9 +75,9 @@ static void conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
         conn->peer_eof = true;
         conn->quiet_since_ns = stu_time_ns();
     }
-    STU_INFO(STU_LOG_NET, "ucx: UCX failed the endpoint of the receive comm with %s (%s);"
-             " what the peer sent before it went can still be received",
-             conn->head.peer, stt_ucx_lib.status_string(status));
+    STU_INFO(STU_LOG_NET, "ucx: UCX failed the endpoint (lane %d of %d) of the receive comm"
+             " with %s (%s); what the peer sent before it went can still be received",
+             lane->idx, conn->nlanes, conn->head.peer, stt_ucx_lib.status_string(status));
 }
 
 /*
@@ -83,7 +92,7 @@ static bool conn_wait(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns, uint6
     if (req == NULL || UCS_PTR_IS_ERR(req))
         return true;
     while (stt_ucx_lib.request_check_status(req) == UCS_INPROGRESS && now < deadline) {
-        bool moved = stt_ucx_lib.worker_progress(conn->worker) != 0;
+        bool moved = stt_ucx_conn_progress_lanes(conn) != 0;
         now = stu_time_ns();
         if (moved)
             busy_ns = now;
@@ -93,16 +102,55 @@ static bool conn_wait(stt_ucx_conn_t *conn, void *req, uint64_t budget_ns, uint6
     return stt_ucx_lib.request_check_status(req) != UCS_INPROGRESS;
 }
 
+unsigned stt_ucx_conn_progress_lanes(stt_ucx_conn_t *conn)
+{
+    unsigned events = 0;
+
+    for (int i = 0; i < conn->nlanes; i++)
+        events += stt_ucx_lib.worker_progress(conn->lane[i].worker);
+    return events;
+}
+
+/* Lane i: its endpoint to the peer's worker of the same member. */
+static strata_status_t conn_lane_open(stt_ucx_conn_t *conn, int i, const uint8_t *addr,
+                                      uint32_t len)
+{
+    stt_ucx_lane_t *lane = &conn->lane[i];
+    ucp_ep_params_t params = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = (const ucp_address_t *)addr,
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = conn_err_cb, .arg = lane},
+    };
+    ucs_status_t us = stt_ucx_lib.ep_create(lane->worker, &params, &lane->ep);
+
+    if (us != UCS_OK) {
+        STU_WARN("ucx: ucp_ep_create to %s (lane %d, worker address of %u bytes): %s",
+                 conn->head.peer, i, len, stt_ucx_lib.status_string(us));
+        lane->ep = NULL;
+        return stt_ucx_status(us);
+    }
+    if (stt_ucx_lib.worker_get_efd(lane->worker, &lane->efd) != UCS_OK)
+        lane->efd = -1;                  /* poll_fds then offers nothing */
+    return STRATA_OK;
+}
+
+/* Endpoints of lanes [0, n), force-closed. */
+static void conn_eps_close(stt_ucx_conn_t *conn, int n);
+
 strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int fd,
                                     const stt_ucx_hello_t *peer_hello, const void *peer_addr,
                                     uint32_t conn_id, const char *peer, stt_comm_t **comm_p)
 {
     size_t size = send ? sizeof(stt_ucx_send_t) : sizeof(stt_ucx_recv_t);
     stt_ucx_conn_t *conn = calloc(1, size);
+    const uint8_t *addr[STT_MAX_VDEV_MEMBERS];
+    uint32_t addr_len[STT_MAX_VDEV_MEMBERS];
     strata_status_t status;
-    ucs_status_t us;
+    int i = 0;
 
-    stt_ucx_lib.worker_release_address(w->worker, w->addr);
+    free(w->addr);
     w->addr = NULL;
     if (conn == NULL) {
         STU_WARN("ucx: no memory for a comm with %s (%zu bytes)", peer, size);
@@ -110,25 +158,25 @@ strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int
         goto err_close;
     }
     stt_conn_init(&conn->head, &stt_ucx_ops, dev, send, peer);
-    conn->fd = fd;
-    conn->worker = w->worker;
-    conn->conn_id = conn_id;
-    ucp_ep_params_t params = {
-        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
-        .address = peer_addr,
-        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-        .err_handler = {.cb = conn_err_cb, .arg = conn},
-    };
-    us = stt_ucx_lib.ep_create(conn->worker, &params, &conn->ep);
-    if (us != UCS_OK) {
-        STU_WARN("ucx: ucp_ep_create to %s (worker address of %u bytes): %s", peer,
-                 peer_hello->addr_len, stt_ucx_lib.status_string(us));
-        status = stt_ucx_status(us);
+    status = stt_ucx_addrs_get(peer_addr, peer_hello->addr_len, w->n, peer, addr, addr_len);
+    if (status != STRATA_OK)
         goto err_free;
+    conn->fd = fd;
+    conn->conn_id = conn_id;
+    conn->nlanes = w->n;
+    conn->stripe_min = (uint32_t)stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
+    for (i = 0; i < w->n; i++) {
+        conn->lane[i] = (stt_ucx_lane_t){.conn = conn, .idx = i, .worker = w->lane[i],
+                                         .efd = -1};
+        conn->ctx_slot[i] = w->ctx_slot[i];
     }
-    if (stt_ucx_lib.worker_get_efd(conn->worker, &conn->efd) != UCS_OK)
-        conn->efd = -1;                  /* poll_fds then offers nothing */
+    for (i = 0; i < w->n; i++)
+        if ((status = conn_lane_open(conn, i, addr[i], addr_len[i])) != STRATA_OK)
+            goto err_eps;
+    conn->worker = conn->lane[0].worker;
+    conn->ep = conn->lane[0].ep;
+    conn->efd = conn->lane[0].efd;
+    conn->head.base.nmembers = w->n > 1 ? w->n : 0;
     if (send) {
         stt_ucx_send_t *sc = (stt_ucx_send_t *)conn;
         stt_slots_bind(&sc->slots, sc->reqs, sizeof(sc->reqs[0]), STT_UCX_SEND_SLOTS,
@@ -138,12 +186,15 @@ strata_status_t stt_ucx_conn_create(bool send, int dev, stt_ucx_worker_t *w, int
         stt_slots_bind(&rc->slots, rc->reqs, sizeof(rc->reqs[0]), STT_UCX_RECV_SLOTS,
                        &conn->head.base);
     }
-    STU_INFO(STU_LOG_NET, "ucx: %s comm with %s ready (connection 0x%08x)",
-             stt_conn_kind(&conn->head), peer, conn_id);
-    w->worker = NULL;
+    STU_INFO(STU_LOG_NET, "ucx: %s comm with %s ready (connection 0x%08x, %d lane(s))",
+             stt_conn_kind(&conn->head), peer, conn_id, conn->nlanes);
+    memset(w, 0, sizeof(*w));            /* the comm owns the workers now */
     *comm_p = &conn->head.base;
     return STRATA_OK;
 
+err_eps:
+    conn->head.closing = true;
+    conn_eps_close(conn, i);
 err_free:
     free(conn);
 err_close:
@@ -177,7 +228,7 @@ void stt_ucx_conn_check_peer(stt_ucx_conn_t *conn)
 
 strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn)
 {
-    if (stt_ucx_lib.worker_progress(conn->worker) != 0) {
+    if (stt_ucx_conn_progress_lanes(conn) != 0) {
         conn->idle = 0;
         if (conn->peer_eof)
             conn->quiet_since_ns = stu_time_ns();
@@ -201,24 +252,39 @@ strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn)
     return conn->head.failed;
 }
 
-/* Endpoint close in force mode. */
-static void conn_ep_close(stt_ucx_conn_t *conn)
+static void conn_eps_close(stt_ucx_conn_t *conn, int n)
 {
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
         .flags = UCP_EP_CLOSE_FLAG_FORCE,
     };
-    void *req = stt_ucx_lib.ep_close_nbx(conn->ep, &param);
-    conn_wait(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
-    if (req != NULL && !UCS_PTR_IS_ERR(req))
-        stt_ucx_lib.request_free(req);   /* released now, or by UCX when it completes */
+
+    for (int i = 0; i < n; i++) {
+        if (conn->lane[i].ep == NULL)
+            continue;
+        void *req = stt_ucx_lib.ep_close_nbx(conn->lane[i].ep, &param);
+        conn_wait(conn, req, STT_UCX_CLOSE_FORCE_NS, 0);
+        if (req != NULL && !UCS_PTR_IS_ERR(req))
+            stt_ucx_lib.request_free(req);   /* released now, or by UCX when it completes */
+        conn->lane[i].ep = NULL;
+    }
 }
 
-/* The worker (and its context reference), the socket, the comm. */
+/* Endpoint close in force mode, every lane. */
+static void conn_ep_close(stt_ucx_conn_t *conn)
+{
+    conn_eps_close(conn, conn->nlanes);
+}
+
+/* The workers (and their context references), the socket, the comm. */
 static void conn_release(stt_ucx_conn_t *conn)
 {
-    stt_ucx_worker_t w = {.worker = conn->worker};
+    stt_ucx_worker_t w = {.worker = conn->worker, .n = conn->nlanes};
 
+    for (int i = 0; i < conn->nlanes; i++) {
+        w.lane[i] = conn->lane[i].worker;
+        w.ctx_slot[i] = conn->ctx_slot[i];
+    }
     stt_ucx_worker_close(&w);
     close(conn->fd);
     free(conn);
@@ -230,10 +296,32 @@ static void close_send_finish(void *arg)
     stt_ucx_send_t *sc = arg;
 
     conn_ep_close(&sc->conn);
-    for (int i = 0; i < STT_UCX_SEND_SLOTS; i++)
-        if (sc->reqs[i].slot.state != STT_SLOT_FREE && sc->reqs[i].ucp != NULL)
+    for (int i = 0; i < STT_UCX_SEND_SLOTS; i++) {
+        if (sc->reqs[i].slot.state == STT_SLOT_FREE)
+            continue;
+        if (sc->reqs[i].ucp != NULL)
             stt_ucx_lib.request_free(sc->reqs[i].ucp);
+        stt_ucx_vnic_send_abandon(&sc->reqs[i]);
+    }
     conn_release(&sc->conn);
+}
+
+/*
+ * A virtual device's lanes other than lane 0 are flushed inline, while the
+ * workers make progress (at most STT_UCX_CLOSE_FLUSH_NS, giving up after
+ * STT_UCX_VNIC_CLOSE_IDLE_NS without any); lane 0 then takes the path of a
+ * plain comm, lingering if it must.
+ */
+static void close_send_lanes(stt_ucx_conn_t *conn)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+
+    for (int i = 1; i < conn->nlanes; i++) {
+        void *flush = stt_ucx_lib.ep_flush_nbx(conn->lane[i].ep, &param);
+        conn_wait(conn, flush, STT_UCX_CLOSE_FLUSH_NS, STT_UCX_VNIC_CLOSE_IDLE_NS);
+        if (flush != NULL && !UCS_PTR_IS_ERR(flush))
+            stt_ucx_lib.request_free(flush);
+    }
 }
 
 void stt_ucx_close_send(stt_comm_t *comm)
@@ -254,6 +342,7 @@ void stt_ucx_close_send(stt_comm_t *comm)
      */
     if (stt_slots_idle(&sc->slots) && conn->head.failed == STRATA_OK && !conn->peer_eof) {
         ucp_request_param_t param = {.op_attr_mask = 0};
+        close_send_lanes(conn);
         void *flush = stt_ucx_lib.ep_flush_nbx(conn->ep, &param);
         if (!conn_wait(conn, flush, STT_UCX_CLOSE_FLUSH_NS, STT_UCX_CLOSE_IDLE_NS) &&
             conn->head.failed == STRATA_OK &&
@@ -278,6 +367,10 @@ void stt_ucx_close_recv(stt_comm_t *comm)
         stt_ucx_rreq_t *req = &rc->reqs[i];
         if (req->slot.state == STT_SLOT_FREE)
             continue;
+        if (rc->conn.nlanes > 1) {
+            stt_ucx_vnic_recv_abandon(rc, req);
+            continue;
+        }
         for (int k = 0; k < req->slot.n; k++) {
             if (req->ucp[k] == NULL)
                 continue;
@@ -302,6 +395,7 @@ typedef struct ucx_connect {
     uint8_t secret[STT_HANDLE_SECRET_BYTES];
     stt_ucx_chan_t ch;
     stt_ucx_worker_t w;      /* open from HELLO on */
+    stt_ucx_dev_t dev;
 } ucx_connect_t;
 
 static strata_status_t connect_decode(const void *handle, void *h, uint64_t *listener_id_p)
@@ -327,11 +421,11 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
 {
     const stt_ucx_handle_t *h = hp;
     char peer[STT_NETIF_ADDR_STRLEN];
-    stt_netif_t nif;
+    stt_ucx_dev_t d;
     ucx_connect_t *cs;
     int fd;
 
-    strata_status_t status = stt_ucx_device_get(dev, &nif);
+    strata_status_t status = stt_ucx_device_get(dev, &d);
     if (status != STRATA_OK)
         return status;
     stt_netif_addr_format(&h->addr, peer, sizeof(peer));
@@ -356,6 +450,7 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
     cs->listener_id = h->listener_id;
     memcpy(cs->secret, h->secret, sizeof(cs->secret));
     cs->conn_id = (uint32_t)stt_netif_random_u64();
+    cs->dev = d;
     *state_p = &cs->head;
     return STRATA_OK;
 }
@@ -368,7 +463,7 @@ static strata_status_t connect_poll(ucx_connect_t *cs)
     if (status == STRATA_INPROGRESS)
         return STRATA_OK;
     if (status == STRATA_OK)
-        status = stt_ucx_worker_open(&cs->w, cs->ch.peer);
+        status = stt_ucx_worker_open(&cs->w, &cs->dev, cs->ch.peer);
     if (status != STRATA_OK)
         return status;
     stt_ucx_hello_t hello = {

@@ -90,13 +90,39 @@
  */
 #define STT_UCX_CLOSE_FLUSH_NS (2000ull * 1000000ull)
 #define STT_UCX_CLOSE_IDLE_NS (5ull * 1000000ull)
+/*
+ * A virtual device's send comm flushes its lanes other than lane 0 inline at
+ * close and gives up on one after this long without progress (its peer is
+ * not progressing it: gone, or a same-thread caller that closes its receive
+ * comm next). Longer than the plain comm's 5 ms because those lanes do not
+ * linger; 100 ms is many scheduler ticks on a loaded 2-core machine.
+ */
+#define STT_UCX_VNIC_CLOSE_IDLE_NS (100ull * 1000000ull)
 /* Endpoint close (force mode) and cancelled receives complete within this bound. */
 #define STT_UCX_CLOSE_FORCE_NS (1000ull * 1000000ull)
 
-/* ------------------------------------------------------------------ devices (ucx_device.c) */
+/* ------------------------------------------------------------------ devices (ucx_device.c, _vdev.c) */
 
-/* Copies device dev's interface out of the table. STRATA_ERR_NOT_FOUND for a bad index. */
-strata_status_t stt_ucx_device_get(int dev, stt_netif_t *nif_p);
+/* Interfaces, then virtual devices made by make_vdev. */
+#define STT_UCX_MAX_DEVS (STT_NETIF_MAX + 16)
+
+/* A device: an interface, or a virtual device fusing 2..8 of them. */
+typedef struct stt_ucx_dev {
+    stt_netif_t nif;             /* the side channel's interface (a virtual device: its first
+                                    member's) */
+    stt_props_t props;
+    int nmembers;                /* 1 for an interface */
+    char member_name[STT_MAX_VDEV_MEMBERS][IF_NAMESIZE];   /* ordered (base/vdev.h) */
+} stt_ucx_dev_t;
+
+/* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index. */
+strata_status_t stt_ucx_device_get(int dev, stt_ucx_dev_t *dev_p);
+/* ucx_vdev.c: the entry of members asked[0..n) of table[0..count) (checked, ordered). */
+strata_status_t stt_ucx_vdev_fill(const stt_ucx_dev_t *table, int count, const int *asked,
+                                  int n, stt_ucx_dev_t *vdev);
+/* ucx_vdev.c: the groups STRATA_NET_FUSE names, fused in place of their members. */
+void stt_ucx_vdev_force(stt_ucx_dev_t *table, int *count_p);
+strata_status_t stt_ucx_make_vdev(const int *devs, int n, int *vdev_p);
 
 /* ------------------------------------------------------------------ context (ucx_context.c) */
 
@@ -156,15 +182,59 @@ typedef struct stt_ucx_sreq {
     void *ucp;               /* UCP request, NULL once complete */
     ucs_status_t ucs;        /* UCS_OK or how it failed, once complete */
     size_t size;
+    /* A virtual device's send (ucx_vnic_send.c): a whole message, or a head and parts. */
+    uint8_t nparts;          /* UCP sends below: 1 whole, or 1 head + the parts */
+    uint8_t lane[1 + STT_MAX_VDEV_MEMBERS];
+    uint32_t part_len[1 + STT_MAX_VDEV_MEMBERS];      /* payload bytes (the head: 0) */
+    void *part[1 + STT_MAX_VDEV_MEMBERS];             /* UCP requests, NULL once complete */
+    uint8_t head[STT_UCX_VHDR_BYTES];
 } stt_ucx_sreq_t;
 
 /* slot.n buffers; slot.status is the first failure of a buffer (TRUNCATED, ...). */
+/* One buffer of a virtual device's receive (ucx_vnic_recv.c). */
+typedef struct stt_ucx_vbuf {
+    uint8_t *data;
+    size_t size;
+    uint8_t head_lane;
+    uint8_t nparts;          /* 0 while the head (or whole message) is awaited in part[0] */
+    uint8_t npend;           /* UCP receives not complete */
+    bool done_counted;       /* npend reached 0 and the request's pending count knows */
+    uint8_t lane[STT_MAX_VDEV_MEMBERS];
+    void *part[STT_MAX_VDEV_MEMBERS];                 /* UCP receives, NULL once complete */
+    uint32_t part_len[STT_MAX_VDEV_MEMBERS];          /* bytes received into each */
+    uint64_t total;          /* the message's size, once known */
+    /* The head (or a whole message's first bytes) lands here, never in the caller's
+     * buffer, which another receive in flight may share: iov[0] is scratch, iov[1] the
+     * caller's buffer past its first STT_UCX_VHDR_BYTES. */
+    uint8_t scratch[STT_UCX_VHDR_BYTES];
+    ucp_dt_iov_t iov[2];
+} stt_ucx_vbuf_t;
+
 typedef struct stt_ucx_rreq {
     stt_slot_t slot;
     uint8_t pending;         /* buffers whose UCP receive is not complete */
     void *ucp[STT_MAX_RECVS];
     ucp_tag_recv_info_t info[STT_MAX_RECVS];
+    stt_ucx_vbuf_t v[STT_MAX_RECVS];                  /* a virtual device's buffers */
 } stt_ucx_rreq_t;
+
+/* One member of a comm's device: its worker and the endpoint to the peer's. */
+typedef struct stt_ucx_lane {
+    struct stt_ucx_conn *conn;
+    int idx;
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+    int efd;                 /* -1 without one */
+} stt_ucx_lane_t;
+
+/* Messages of one tag sent (or buffers posted) so far on a virtual device's comm. */
+typedef struct stt_ucx_tagcount {
+    int tag;
+    uint32_t n;
+    bool used;
+} stt_ucx_tagcount_t;
+/* Distinct tags one comm on a virtual device follows (NCCL uses a handful per comm). */
+#define STT_UCX_VNIC_TAGS 64
 
 /*
  * What both comm kinds share. head.failed is also written by UCX's error
@@ -173,9 +243,15 @@ typedef struct stt_ucx_rreq {
 typedef struct stt_ucx_conn {
     stt_conn_t head;         /* comm, direction, peer, first failure (base/conn.h) */
     int fd;                  /* side channel, open for the comm's life */
-    int efd;                 /* the worker's event descriptor, -1 without one */
-    ucp_worker_h worker;
-    ucp_ep_h ep;
+    int efd;                 /* lane 0's event descriptor, -1 without one */
+    ucp_worker_h worker;     /* lane 0's */
+    ucp_ep_h ep;             /* lane 0's */
+    int nlanes;              /* the device's members: 1 for an interface */
+    stt_ucx_lane_t lane[STT_MAX_VDEV_MEMBERS];
+    int ctx_slot[STT_MAX_VDEV_MEMBERS];               /* given back with the workers */
+    uint32_t stripe_min;     /* virtual device: messages this large are striped */
+    uint32_t vseq;           /* virtual device: striped messages sent (send comm) */
+    stt_ucx_tagcount_t tagc[STT_UCX_VNIC_TAGS];       /* virtual device */
     uint32_t conn_id;
     uint32_t idle;           /* idle tests since the last liveness check */
     bool peer_eof;           /* the peer closed the side channel, or (receive comm) UCX
@@ -201,17 +277,23 @@ typedef struct stt_ucx_recv {
  * released with ucp_worker_release_address.
  */
 typedef struct stt_ucx_worker {
-    ucp_worker_h worker;
-    ucp_address_t *addr;
+    ucp_worker_h worker;     /* lane 0's */
+    int n;                   /* lanes open */
+    ucp_worker_h lane[STT_MAX_VDEV_MEMBERS];
+    int ctx_slot[STT_MAX_VDEV_MEMBERS];
+    uint8_t *addr;           /* the packed addresses (ucx_wire.h), malloc'ed */
     size_t addr_len;
 } stt_ucx_worker_t;
 
 /*
- * ucx_context.c: a worker and its address for a connection with peer, with a
- * context reference; STRATA_ERR_INVALID (warned) before init or after the
- * last fini.
+ * ucx_context.c: a worker per member of dev (an interface: one, on the
+ * process's context; a virtual device: one per member, each on a context
+ * whose NET_DEVICES is that member) and their packed addresses, for a
+ * connection with peer, with a context reference each; STRATA_ERR_INVALID
+ * (warned) before init or after the last fini.
  */
-strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const char *peer);
+strata_status_t stt_ucx_worker_open(stt_ucx_worker_t *w, const stt_ucx_dev_t *dev,
+                                    const char *peer);
 void stt_ucx_worker_close(stt_ucx_worker_t *w);
 
 /* ------------------------------------------------------------------ closes in the background (ucx_linger.c) */
@@ -266,6 +348,22 @@ strata_status_t stt_ucx_conn_progress(stt_ucx_conn_t *conn);
 strata_status_t stt_ucx_conn_pending(stt_ucx_conn_t *conn);
 
 /* ------------------------------------------------------------------ the data path */
+
+/* Progresses every lane's worker; returns the events (ucx_conn.c). */
+unsigned stt_ucx_conn_progress_lanes(stt_ucx_conn_t *conn);
+/* Lane of the next message (or buffer) of tag; STRATA_ERR_NO_RESOURCE past STT_UCX_VNIC_TAGS. */
+strata_status_t stt_ucx_vnic_lane_of(stt_ucx_conn_t *conn, int tag, int *lane_p);
+/* A virtual device's data path (ucx_vnic_send.c, ucx_vnic_recv.c). */
+strata_status_t stt_ucx_vnic_isend(stt_ucx_send_t *sc, void *data, size_t size, int tag,
+                                   stt_req_t **req_p);
+strata_status_t stt_ucx_vnic_send_test(stt_ucx_send_t *sc, stt_ucx_sreq_t *req, int *done,
+                                       size_t *sizes);
+void stt_ucx_vnic_send_abandon(stt_ucx_sreq_t *req);
+strata_status_t stt_ucx_vnic_irecv(stt_ucx_recv_t *rc, int n, void **data, const size_t *sizes,
+                                   const int *tags, stt_req_t **req_p);
+strata_status_t stt_ucx_vnic_recv_test(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req, int *done,
+                                       size_t *sizes);
+void stt_ucx_vnic_recv_abandon(stt_ucx_recv_t *rc, stt_ucx_rreq_t *req);
 
 /* test() of each direction (ucx_send.c, ucx_recv.c); ucx_ops.c dispatches. */
 strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done, size_t *sizes);

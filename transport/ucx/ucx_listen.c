@@ -47,16 +47,17 @@ typedef struct stt_ucx_listen {
 strata_status_t stt_ucx_listen(int dev, void *handle, stt_listen_t **listen_p)
 {
     stt_ucx_handle_t h = {0};
-    stt_netif_t nif;
+    stt_ucx_dev_t d;
     strata_status_t status;
 
     if (handle == NULL || listen_p == NULL) {
         STU_WARN("ucx: listen(dev %d) called with a NULL %s", dev, handle ? "output" : "handle");
         return STRATA_ERR_INVALID;
     }
-    status = stt_ucx_device_get(dev, &nif);
+    status = stt_ucx_device_get(dev, &d);
     if (status != STRATA_OK)
         return status;
+    const stt_netif_t nif = d.nif;
     stt_ucx_listen_t *l = calloc(1, sizeof(*l));
     if (l == NULL) {
         STU_WARN("ucx: no memory for a listen comm");
@@ -155,7 +156,10 @@ static strata_status_t pend_step(stt_ucx_listen_t *l, ucx_pend_t *p, bool *ready
         status = stt_ucx_chan_read(&p->ch, &expect, &done);
         if (status != STRATA_OK || !done)
             return status;
-        status = stt_ucx_worker_open(&p->w, p->ch.peer);
+        stt_ucx_dev_t d;
+        status = stt_ucx_device_get(l->base.dev, &d);
+        if (status == STRATA_OK)
+            status = stt_ucx_worker_open(&p->w, &d, p->ch.peer);
         if (status != STRATA_OK)
             return status;
         stt_ucx_hello_t reply = {

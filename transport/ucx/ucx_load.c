@@ -9,7 +9,8 @@
 
 static const stt_dynsym_t ucx_syms[] = {
     UCP(get_version),        UCP(init_version),          UCP(cleanup),
-    UCP(config_read),        UCP(config_release),        UCP(worker_create),
+    UCP(config_read),        UCP(config_release),        UCP(config_modify),
+    UCP(worker_create),
     UCP(worker_destroy),     UCP(worker_get_address),    UCP(worker_release_address),
     UCP(worker_get_efd),     UCP(worker_arm),            UCP(worker_progress),
     UCP(ep_create),          UCP(ep_close_nbx),          UCP(ep_flush_nbx),

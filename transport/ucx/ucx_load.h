@@ -15,7 +15,8 @@
  * same through the table.
  *
  * Exported symbols used (nm -D --undefined-only of the plugin before this
- * change): ucp_cleanup ucp_config_read ucp_config_release ucp_ep_close_nbx
+ * change): ucp_cleanup ucp_config_read ucp_config_release ucp_config_modify (virtual
+ * devices: a member's NET_DEVICES) ucp_ep_close_nbx
  * ucp_ep_create ucp_ep_flush_nbx ucp_get_version ucp_init_version
  * ucp_request_cancel ucp_request_check_status ucp_request_free
  * ucp_tag_recv_nbx ucp_tag_recv_request_test ucp_tag_send_nbx
@@ -42,6 +43,7 @@ typedef struct stt_ucx_lib {
     __typeof__(ucp_cleanup) *cleanup;
     __typeof__(ucp_config_read) *config_read;
     __typeof__(ucp_config_release) *config_release;
+    __typeof__(ucp_config_modify) *config_modify;
     __typeof__(ucp_worker_create) *worker_create;
     __typeof__(ucp_worker_destroy) *worker_destroy;
     __typeof__(ucp_worker_get_address) *worker_get_address;

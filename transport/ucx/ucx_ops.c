@@ -38,5 +38,5 @@ const stt_ops_t stt_ucx_ops = {
     .close_listen = stt_ucx_close_listen,
     .poll_fds = stt_ucx_poll_fds,
     .progress = stt_no_progress,        /* UCX moves nothing of its own outside a test */
-    .make_vdev = stt_no_make_vdev,
+    .make_vdev = stt_ucx_make_vdev,
 };

@@ -1,5 +1,6 @@
 /*
- * poll_fds of the UCX transport: the worker's event descriptor
+ * poll_fds of the UCX transport: each lane's worker's event descriptor (one
+ * lane, or one per member of a virtual device)
  * (ucp_worker_get_efd, UCP_FEATURE_WAKEUP) armed with ucp_worker_arm, plus
  * the side-channel socket with POLLIN so that the peer's close wakes the
  * caller too.
@@ -20,17 +21,23 @@ int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
 {
     stt_ucx_conn_t *conn = (stt_ucx_conn_t *)comm;
 
-    if (conn == NULL || conn->head.base.ops != &stt_ucx_ops || fds == NULL || max < 2 ||
-        conn->efd < 0 || conn->head.failed != STRATA_OK || conn->peer_eof)
+    if (conn == NULL || conn->head.base.ops != &stt_ucx_ops || fds == NULL ||
+        max < conn->nlanes + 1 || conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
+    for (int i = 0; i < conn->nlanes; i++)
+        if (conn->lane[i].efd < 0)
+            return 0;
     stt_ucx_conn_check_peer(conn);
     if (conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
-    while (stt_ucx_lib.worker_progress(conn->worker) != 0)
+    while (stt_ucx_conn_progress_lanes(conn) != 0)
         ;
-    if (stt_ucx_lib.worker_arm(conn->worker) != UCS_OK)
-        return 0;
-    fds[0] = (struct pollfd){.fd = conn->efd, .events = POLLIN};
-    fds[1] = (struct pollfd){.fd = conn->fd, .events = POLLIN};
-    return 2;
+    /* Every lane's worker is armed (one per member of a virtual device). */
+    for (int i = 0; i < conn->nlanes; i++) {
+        if (stt_ucx_lib.worker_arm(conn->lane[i].worker) != UCS_OK)
+            return 0;
+        fds[i] = (struct pollfd){.fd = conn->lane[i].efd, .events = POLLIN};
+    }
+    fds[conn->nlanes] = (struct pollfd){.fd = conn->fd, .events = POLLIN};
+    return conn->nlanes + 1;
 }

@@ -54,6 +54,8 @@ strata_status_t stt_ucx_irecv(stt_comm_t *comm, int n, void **data, const size_t
         return STRATA_ERR_INVALID;
     if (STU_UNLIKELY(rc->conn.head.failed != STRATA_OK))
         return rc->conn.head.failed;
+    if (rc->conn.nlanes > 1)
+        return stt_ucx_vnic_irecv(rc, n, data, sizes, tags, req_p);
     stt_ucx_rreq_t *req = (stt_ucx_rreq_t *)stt_slots_take(&rc->slots, n);
     if (req == NULL) {
         *req_p = NULL;
@@ -104,6 +106,8 @@ strata_status_t stt_ucx_recv_test(stt_ucx_recv_t *rc, stt_req_t *base, int *done
 
     if (req == NULL)
         return stt_slots_stale(&stt_ucx_ops, base);
+    if (rc->conn.nlanes > 1)
+        return stt_ucx_vnic_recv_test(rc, req, done, sizes);
     if (req->pending > 0) {
         stt_ucx_conn_progress(&rc->conn);
         for (int k = 0; k < req->slot.n; k++) {

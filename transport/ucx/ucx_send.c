@@ -24,6 +24,8 @@ strata_status_t stt_ucx_isend(stt_comm_t *comm, void *data, size_t size, int tag
     if (STU_UNLIKELY(stt_hostmr_isend_check(comm, conn->head.peer, data, size,
                                             STT_UCX_MAX_MSG_BYTES, mh, req_p) != STRATA_OK))
         return STRATA_ERR_INVALID;
+    if (conn->nlanes > 1)
+        return stt_ucx_vnic_isend(sc, data, size, tag, req_p);
     if (sc->slots.nfree == 0) {
         *req_p = NULL;
         return STRATA_OK;
@@ -51,6 +53,8 @@ strata_status_t stt_ucx_send_test(stt_ucx_send_t *sc, stt_req_t *base, int *done
 
     if (req == NULL)
         return stt_slots_stale(&stt_ucx_ops, base);
+    if (sc->conn.nlanes > 1)
+        return stt_ucx_vnic_send_test(sc, req, done, sizes);
     if (req->ucp != NULL) {
         stt_ucx_conn_progress(&sc->conn);
         ucs_status_t us = stt_ucx_lib.request_check_status(req->ucp);

@@ -1,4 +1,5 @@
 /* Handle, hello and tag encodings of the UCX transport (ucx_wire.h). */
+#include <stdint.h>
 #include <string.h>
 
 #include "transport/ucx/ucx_wire.h"
@@ -91,5 +92,83 @@ strata_status_t stt_ucx_hello_decode(const void *buf, stt_ucx_hello_t *hello)
     hello->conn_id = stu_le_get32(p + 16);
     hello->addr_len = len;
     memcpy(hello->secret, p + 24, STT_HANDLE_SECRET_BYTES);
+    return STRATA_OK;
+}
+
+void stt_ucx_addrs_put(uint8_t *buf, size_t off, const void *addr, uint32_t len)
+{
+    stu_le_put32(buf + off, len);
+    memcpy(buf + off + 4, addr, len);
+}
+
+strata_status_t stt_ucx_addrs_get(const uint8_t *buf, size_t len, int want, const char *peer,
+                                  const uint8_t **addr, uint32_t *addr_len)
+{
+    size_t off = 4;
+    uint32_t n = len >= 4 ? stu_le_get32(buf) : 0;
+
+    if (n != (uint32_t)want) {
+        STU_WARN("ucx: %s offers %u worker address(es) for %d member(s) here: a virtual device"
+                 " connects only to one fusing as many devices", peer, n, want);
+        return STRATA_ERR_INVALID;
+    }
+    for (int i = 0; i < want; i++) {
+        uint32_t l = len - off >= 4 ? stu_le_get32(buf + off) : 0;
+        if (len - off < 4 || l == 0 || l > len - off - 4) {
+            STU_WARN("ucx: worker address %d of %s runs past its %zu bytes", i, peer, len);
+            return STRATA_ERR_INVALID;
+        }
+        addr_len[i] = l;
+        addr[i] = buf + off + 4;
+        off += 4 + l;
+    }
+    return STRATA_OK;
+}
+
+void stt_ucx_vnic_plan(uint64_t size, int nlanes, uint32_t *part_bytes, int *nparts)
+{
+    uint64_t per = (size + (uint64_t)nlanes - 1) / (uint64_t)(nlanes > 0 ? nlanes : 1);
+
+    per = (per + STT_UCX_PART_ALIGN - 1) / STT_UCX_PART_ALIGN * STT_UCX_PART_ALIGN;
+    if (nlanes < 2 || per == 0 || per > UINT32_MAX) {
+        *nparts = 1;
+        *part_bytes = 0;
+        return;
+    }
+    *part_bytes = (uint32_t)per;
+    *nparts = (int)((size + per - 1) / per);
+}
+
+void stt_ucx_vhdr_encode(const stt_ucx_vhdr_t *h, void *buf)
+{
+    uint8_t *p = buf;
+
+    memset(p, 0, STT_UCX_VHDR_BYTES);
+    stu_le_put64(p, h->size);
+    stu_le_put32(p + 8, h->seq);
+    stu_le_put32(p + 12, h->part_bytes);
+    p[16] = h->nparts;
+    memcpy(p + 17, h->lane, sizeof(h->lane));
+}
+
+strata_status_t stt_ucx_vhdr_decode(const void *buf, int nlanes, stt_ucx_vhdr_t *h)
+{
+    const uint8_t *p = buf;
+
+    h->size = stu_le_get64(p);
+    h->seq = stu_le_get32(p + 8);
+    h->part_bytes = stu_le_get32(p + 12);
+    h->nparts = p[16];
+    memcpy(h->lane, p + 17, sizeof(h->lane));
+    bool ok = h->nparts >= 2 && h->nparts <= STT_MAX_VDEV_MEMBERS && h->part_bytes > 0 &&
+              (uint64_t)h->part_bytes * (h->nparts - 1u) < h->size &&
+              h->size <= (uint64_t)h->part_bytes * h->nparts;
+    for (int j = 0; ok && j < h->nparts; j++)
+        ok = h->lane[j] < nlanes;
+    if (!ok) {
+        STU_WARN("ucx: a striped message's head does not add up (%llu bytes in %u parts of %u,"
+                 " %d lanes)", (unsigned long long)h->size, h->nparts, h->part_bytes, nlanes);
+        return STRATA_ERR_INVALID;
+    }
     return STRATA_OK;
 }
