@@ -132,18 +132,4 @@ int sts_root_relay(const sts_peer_t *peers, int n, uint64_t deadline);
 /* Waits for peers[0..n) (ranks), printing each nonzero exit status; how many failed. */
 int sts_root_wait_all(sts_peer_t *peers, int n, uint64_t deadline);
 
-/*
- * In a forked child, which cannot use cmocka's asserts: when cond is false, says where and
- * why on stderr (a printf format and its arguments) and returns 1 from the child's function.
- */
-#define STS_CHILD_CHECK(cond, ...)                                                      \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "child %d, %s:%d: ", (int)getpid(), __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                               \
-            fputc('\n', stderr);                                                        \
-            return 1;                                                                   \
-        }                                                                               \
-    } while (0)
-
 #endif /* STS_PROC_H */
