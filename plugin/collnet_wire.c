@@ -10,8 +10,8 @@
  *           20 to u32 | 24 nranks u32 | 28 zero u32
  *   record  0 magic u32 "STCA" | 4 version u16 | 6 ok u16 | 8 group u64 | 16 rank u32 |
  *           20 nranks u32 | 24 model: 5 x f64 bits (shm alpha, shm beta, net alpha, net beta,
- *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76 zero u32 |
- *           80 host u64 | 88..95 zero
+ *           gamma) | 64 forced algo i32 | 68 chunk u32 | 72 intra-node kind i32 | 76 cores u32 |
+ *           80 host u64 | 88 stripe_min u32 | 92 flags u32 (STP_CN_REC_*; others zero)
  */
 #include <string.h>
 
@@ -127,7 +127,10 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
     stu_le_put32(p + 64, (uint32_t)r->forced);
     stu_le_put32(p + 68, r->chunk);
     stu_le_put32(p + 72, (uint32_t)r->intra);
+    stu_le_put32(p + 76, r->cores);
     stu_le_put64(p + 80, r->host);
+    stu_le_put32(p + 88, r->stripe_min);
+    stu_le_put32(p + 92, r->flags);
 }
 
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
@@ -145,7 +148,12 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
     r->forced = (int32_t)stu_le_get32(p + 64);
     r->chunk = stu_le_get32(p + 68);
     r->intra = (int32_t)stu_le_get32(p + 72);
+    r->cores = stu_le_get32(p + 76);
     r->host = stu_le_get64(p + 80);
+    r->stripe_min = stu_le_get32(p + 88);
+    r->flags = stu_le_get32(p + 92);
+    if (r->flags & ~STP_CN_REC_FLAGS)
+        return STRATA_ERR_REMOTE;
     return STRATA_OK;
 }
 
