@@ -3,7 +3,7 @@
  * output (10^9 bytes of dst written per second; memory traffic is (nsrc + 1) times that).
  *
  *   strata-reduce [--reps N] [--sizes 256K,64M] [--nsrc 2,4] [--clock wall|cpu]
- *                 [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK]
+ *                 [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK | --rtt]
  *
  * Every (size, nsrc, family) cell is measured once per repetition, the families interleaved in
  * time (the machines are shared and noisy, docs/machines.md), and the table prints the median
@@ -13,7 +13,9 @@
  * --avg measures the average's final division (sta_reduce_avg_finish) per dtype, in place,
  * on the first size; --membw N measures the memcpy bandwidth of N threads at once on the
  * first size (the memory bound of docs/benchmarks.md); --xcore CHUNK hands the first size
- * from CPU 0 to CPU 1 through two shared CHUNK-byte slots (what crossing cores costs).
+ * from CPU 0 to CPU 1 through two shared CHUNK-byte slots (what crossing cores costs);
+ * --rtt times a cache line's round trip between CPU 0 and CPU 1 (--reps batches; how far apart
+ * the host placed the two CPUs).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -284,7 +286,7 @@ static int run_avg(size_t bytes, int reps)
 int main(int argc, char **argv)
 {
     size_t sizes[BENCH_MAX_LIST] = {256u << 10, 64u << 20}, nsrcs[BENCH_MAX_LIST] = {2, 4};
-    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0, membw = 0;
+    int nsizes = 2, nnsrc = 2, reps = 3, sweep = 0, avg = 0, membw = 0, rtt = 0;
     size_t xcore = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -302,6 +304,8 @@ int main(int argc, char **argv)
                 nsizes = -1;
         } else if (strcmp(argv[i], "--nt-sweep") == 0) {
             sweep = 1;
+        } else if (strcmp(argv[i], "--rtt") == 0) {
+            rtt = 1;
         } else if (strcmp(argv[i], "--avg") == 0) {
             avg = 1;
         } else if (strcmp(argv[i], "--membw") == 0 && i + 1 < argc) {
@@ -313,11 +317,13 @@ int main(int argc, char **argv)
             xcore = one[0];
         } else {
             fprintf(stderr, "usage: %s [--reps N] [--sizes 256K,64M] [--nsrc 2,4] "
-                    "[--clock wall|cpu] [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK]\n",
+                    "[--clock wall|cpu] [--nt-sweep | --avg | --membw THREADS | --xcore CHUNK | --rtt]\n",
                     argv[0]);
             return 2;
         }
     }
+    if (rtt)
+        return stb_rtt_run(reps);
     if (reps < 1 || reps > BENCH_MAX_REPS || nsizes < 1 || nnsrc < 1) {
         fprintf(stderr, "strata-reduce: bad --reps (1..%d), --sizes, --nsrc or --clock\n",
                 BENCH_MAX_REPS);

@@ -32,7 +32,7 @@ typedef struct xcore {
     int ok[2];
 } xcore_t;
 
-static void xcore_pin(int cpu)
+void stb_xcore_pin(int cpu)
 {
     cpu_set_t set;
 
@@ -52,7 +52,7 @@ static void *xcore_writer(void *arg)
     xcore_t *x = arg;
     char *src = malloc(x->bytes);
 
-    xcore_pin(0);
+    stb_xcore_pin(0);
     x->ok[0] = src != NULL;
     if (src != NULL)
         memset(src, 3, x->bytes);
@@ -74,7 +74,7 @@ static void *xcore_reader(void *arg)
     xcore_t *x = arg;
     char *dst = malloc(x->bytes);
 
-    xcore_pin(1);
+    stb_xcore_pin(1);
     x->ok[1] = dst != NULL;
     if (dst != NULL)
         memset(dst, 4, x->bytes);

@@ -9,4 +9,11 @@
  * reps; 0 on success. */
 int stb_xcore_run(size_t bytes, size_t chunk, int reps);
 
+/* Pins the calling thread to one CPU, best effort (a failure leaves it where it was). */
+void stb_xcore_pin(int cpu);
+
+/* Prints one line with the round trip of one cache line between CPU 0 and CPU 1 (ns): the
+ * fastest batch and the median batch over reps batches (see reduce_rtt.c); 0 on success. */
+int stb_rtt_run(int reps);
+
 #endif /* STB_REDUCE_XCORE_H */

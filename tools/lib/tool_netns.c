@@ -135,6 +135,12 @@ static int netns_keeper(void *arg)
     else if (!k->hub && mount("strata-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                               "mode=1777") != 0)
         code = errno;
+    /* A sysfs of this network namespace, as `ip netns exec` mounts: /sys/class/net then lists
+     * the node's interfaces, which is where UCX (and anything else reading sysfs) looks for
+     * devices; the root's sysfs would show the root's interfaces instead. */
+    else if (!k->hub && mount("strata-sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                              NULL) != 0)
+        code = errno;
     if (write(k->ready_fd, &code, sizeof(code)) != (ssize_t)sizeof(code) || code != 0)
         return 1;
     close(k->ready_fd);
