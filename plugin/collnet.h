@@ -298,23 +298,15 @@ typedef struct stp_cn_comm {
     int nflights;
     unsigned pass;           /* walks over the flights, for stp_cn_link_t's marks */
     int moved;               /* the last stp_cn_exec_progress changed something */
-    /* waiting (collnet_idle.c): what a test() that finds nothing to do does (STP_CN_WAIT_*,
-     * from STRATA_COLLNET_WAIT and, with auto, the members on this host, its cores and the
-     * model: collnet_connect.c) */
-    int wait;
+    /* waiting (collnet_idle.c): a test() that finds nothing to do sleeps on the links'
+     * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
+     * this host take every core) */
+    int poll_idle;
     int idle;                /* backoff runs: no progress since it started */
     sta_backoff_t backoff;
     struct pollfd *pfds;     /* [2 x nconn x STP_CN_POLL_FDS_PER_COMM], for the wait */
     strata_status_t failed;  /* sticky */
 } stp_cn_comm_t;
-
-/* stp_cn_comm_t.wait */
-enum {
-    STP_CN_WAIT_SPIN = 0,    /* return at once (NCCL's proxy has a core) */
-    STP_CN_WAIT_POLL,        /* sleep in poll() on the links after 2 us without progress */
-    STP_CN_WAIT_BACKOFF,     /* the collective library's wait for ranks that fit the cores
-                                (algos/ctx.c): return for 50 us, yield for 0.5 ms, then poll */
-};
 
 /* ------------------------------------------------------------------ entry points */
 

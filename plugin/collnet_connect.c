@@ -305,50 +305,33 @@ static uint64_t cn_host_id(void)
 }
 
 /*
- * What test() does when nothing moves (STP_CN_WAIT_*, collnet_idle.c): STRATA_COLLNET_WAIT,
- * this member's own: spin, poll, or auto: spin while the members on this host leave a core
- * free; poll where they outnumber the cores, or fill them and the link bounds the transfers
- * (spinning heads would leave none to the kernel's network processing and the peers they
- * wait for); the library's backoff where they fill the cores and the cores bound the
- * transfers (sta_cost_net_cpu_bound with the group's model, `lead`; docs/benchmarks.md).
+ * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
+ * own: poll, spin, or auto: poll when the members on this host take every core (spinning
+ * heads would leave none to the kernel's network processing and the peers they wait for:
+ * 2 heads on 2 cores are faster polling, docs/benchmarks.md).
  */
-static int cn_wait_mode(const stp_cn_comm_t *c, const uint8_t *recs, const stp_cn_record_t *lead)
+static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
 {
-    static const char *const names[] = {"returns", "sleeps in poll()",
-                                        "returns for 50 us, yields for 0.5 ms, then polls"};
     const char *mode = stu_param_str(STU_PARAM_COLLNET_WAIT);
     const uint64_t mine = cn_host_id();
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int here = 0, cpu_copies = 0, wait;
+    int here = 0, poll;
 
     for (int p = 0; p < c->nranks; p++) {
         stp_cn_record_t r;
-        if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) == STRATA_OK) {
+        if (stp_cn_record_decode(recs + (size_t)p * STP_CN_RECORD_BYTES, &r) == STRATA_OK)
             here += r.host == mine;
-            if (p == c->pos)
-                cpu_copies = (r.flags & STP_CN_REC_CPU_COPIES) != 0;
-        }
     }
-    if (strcasecmp(mode, "poll") == 0) {
-        wait = STP_CN_WAIT_POLL;
-    } else if (strcasecmp(mode, "spin") == 0 || ncpu <= 0 || here < ncpu) {
-        wait = STP_CN_WAIT_SPIN;
-    } else if (here > ncpu) {
-        wait = STP_CN_WAIT_POLL;
-    } else {
-        sta_model_t model;
-        sta_dims_t dims;
-        stp_cn_record_model(lead, &model);
-        sta_dims_one_per_node(c->nranks, &dims);
-        dims.host_ranks = here;
-        dims.host_cores = (int)ncpu;
-        dims.net_cpu = cpu_copies;
-        wait = sta_cost_net_cpu_bound(&model, &dims) ? STP_CN_WAIT_BACKOFF : STP_CN_WAIT_POLL;
-    }
+    if (strcasecmp(mode, "poll") == 0)
+        poll = 1;
+    else if (strcasecmp(mode, "spin") == 0)
+        poll = 0;
+    else
+        poll = ncpu > 0 && here >= ncpu;
     STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
              " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
-             c->comm_id, c->pos, here, ncpu, mode, names[wait]);
-    return wait;
+             c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");
+    return poll;
 }
 
 /* Step 3: the records of every member, in position order, into recs (nranks records). */
@@ -487,7 +470,7 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
     }
     if ((status = cn_decide(c, recs, dec)) != STRATA_OK)
         goto out;
-    c->wait = cn_wait_mode(c, recs, &dec[0]);
+    c->poll_idle = cn_poll_idle(c, recs);
     status = stp_cn_select_build(c, dec);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */

@@ -12,13 +12,7 @@
  * the members on this host take every core) test() waits as the collective library's
  * waits do where ranks outnumber cores (algos/ctx.c's backoff): after 2 us without progress
  * it blocks in poll() on the sockets of the connections that have requests in flight, for at
- * most 2 ms, and returns to NCCL; readiness wakes it at once. Where the members exactly fill
- * the cores and the model says the cores, not the link, bound the transfers (unshaped
- * emulated nodes: sta_cost_net_cpu_bound), auto waits as the library's ranks that fit the
- * cores do instead (=backoff): test() returns at once for 50 us, yields for 0.5 ms, then
- * polls; a peer's next piece is then most often taken up without a wake-up. A link that
- * trickles (shaped) keeps poll: spinning through its waits cost 2-2.6x the CPU per call and
- * no time (docs/collnet-protocol.md, "Performance").
+ * most 2 ms, and returns to NCCL; readiness wakes it at once.
  *
  * A comm whose poll_fds names nothing while it has requests in flight (staged bytes, ucx
  * events already waiting, a set too large) makes the wait a short nap instead: sleeping on
@@ -52,17 +46,16 @@ static int idle_fds(stp_cn_comm_t *c)
 
 void stp_cn_exec_idle(stp_cn_comm_t *c)
 {
-    if (c->moved || c->failed != STRATA_OK || c->wait == STP_CN_WAIT_SPIN) {
+    if (c->moved || c->failed != STRATA_OK || !c->poll_idle) {
         c->idle = 0;
         return;
     }
     if (!c->idle) {
         /* the executor's own STRATA_TIMEOUT check names the late member; the backoff's
          * deadline is never reached first */
-        /* POLL: the backoff of ranks that outnumber the cores, which blocks at once; BACKOFF:
-         * that of ranks that fit them, which returns and yields first (the members decide
-         * between the two at connect: collnet_connect.c) */
-        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, c->wait == STP_CN_WAIT_POLL);
+        /* the backoff of ranks that outnumber the cores: block after 2 us (its spin and yield
+         * phases, 0.55 ms, lost to blocking at once side by side with 2 heads on 2 cores) */
+        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, 1);
         c->idle = 1;
     }
     int nfds = idle_fds(c);
