@@ -555,6 +555,14 @@ size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block)
     return (size_t)STU_MIN((double)block, STU_MAX(c, 1.0));
 }
 
+int sta_cost_net_cpu_bound(const sta_model_t *model, const sta_dims_t *dims)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK ||
+        !dims->net_cpu || dims->host_cores <= 0 || dims->host_ranks <= 0)
+        return 0;
+    return cpu_stream_gbps(dims->host_cores, dims->host_ranks) < model->net.beta_gbps;
+}
+
 static double cost_allreduce(const terms_t *t, const sta_dims_t *d, sta_algo_t algo)
 {
     double P = t->P, L = t->L, n = t->n;

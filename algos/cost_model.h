@@ -264,6 +264,16 @@ size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dim
 size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block);
 
 /*
+ * 1 when the host's cores, not the NIC, bound a net stream on these dims: the transport's
+ * bytes are copied by the cores (net_cpu), and β_c(S) = STA_NET_CPU_GBPS·min(1, C/2S), with
+ * S = host_ranks streams at once on C = host_cores cores, is below β_n (docs/algorithms.md,
+ * "Net bytes on the host's cores"). 0 otherwise, and for an invalid model or dims or
+ * unknown cores. The CollNet raises its pieces to the transport's striping size where it
+ * holds (plugin/collnet_select.c).
+ */
+int sta_cost_net_cpu_bound(const sta_model_t *model, const sta_dims_t *dims);
+
+/*
  * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of
  * a node's L ranks (0..L) have their partner on another node, and on a PCIe tree `root_flows`
  * (>= 1) of the node's same-node flows share the root link in each direction (1 for rings and

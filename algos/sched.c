@@ -241,6 +241,18 @@ void sta_sched_piece(size_t len, size_t esize, int npieces, int c, size_t *off_p
     *len_p = n * esize;
 }
 
+int sta_sched_npieces(size_t most, size_t piece, size_t min_piece, int max)
+{
+    if (piece == 0 || max < 1)
+        return 1;
+    size_t n = most / piece + (most % piece != 0);
+    if (min_piece > 0 && n > most / min_piece)
+        n = most / min_piece;
+    if (n > (size_t)max)
+        n = (size_t)max;
+    return n < 1 ? 1 : (int)n;
+}
+
 static int peers_add(int *peers, int n, int max, int pos, int q)
 {
     if (q == pos)

@@ -133,6 +133,13 @@ void sta_sched_piece(size_t len, size_t esize, int npieces, int c, size_t *off_p
                      size_t *len_p);
 
 /*
+ * Pieces a chunkable step is cut into, its largest region `most` bytes: ceil(most/piece),
+ * but fewer where a piece would fall below min_piece (at most most/min_piece of them; 0: no
+ * such floor), within 1..max. piece 0 gives 1.
+ */
+int sta_sched_npieces(size_t most, size_t piece, size_t min_piece, int max);
+
+/*
  * Every position this member exchanges data with in any schedule of a group of P (ring
  * neighbours, recursive-doubling and fold partners), sorted, without pos itself; the relation
  * is symmetric (q is in pos's set exactly when pos is in q's). Writes at most max entries and

@@ -94,8 +94,18 @@ typedef struct stp_cn_record {
     uint32_t chunk;          /* member 0's STRATA_COLLNET_CHUNK */
     uint64_t host;           /* stp_cn_host_id of the member's host name: members on one
                                 host share its cores */
-    int32_t cores;           /* cores online on the member's host (0: unknown) */
+    uint32_t cores;          /* cores online on the member's host (0: unknown) */
+    uint32_t stripe_min;     /* the transport's stt_props_t.stripe_min on this member's device
+                                (bytes, at most UINT32_MAX); 0: it never splits a message */
+    uint32_t flags;          /* STP_CN_REC_* */
 } stp_cn_record_t;
+
+/* stp_cn_record_t.flags */
+#define STP_CN_REC_CPU_COPIES 0x1u   /* the transport's bytes are copied by the host's cores
+                                        (stt_props_t.cpu_copies) */
+#define STP_CN_REC_CHUNK_AUTO 0x2u   /* STRATA_COLLNET_CHUNK is unset: the piece rule may
+                                        raise the pieces (collnet_select.c) */
+#define STP_CN_REC_FLAGS (STP_CN_REC_CPU_COPIES | STP_CN_REC_CHUNK_AUTO)
 
 /* Writes the handle (NCCL_NET_HANDLE_MAXSIZE bytes): xport's listen bytes, then ours.
  * STRATA_ERR_INTERNAL if the transport wrote past its 64 bytes. */
@@ -270,7 +280,9 @@ typedef struct stp_cn_comm {
     int stage_all;           /* STRATA_COLLNET_STAGE: host buffers staged like GPU memory */
     int *link_of;            /* [nranks] index in links, or -1 */
     sta_select_t table;
-    size_t chunk;            /* piece size of the ring steps */
+    size_t chunk;            /* piece size of the ring steps (0: the model's per step) */
+    size_t piece_min;        /* no piece below this (0: none): the transport's striping size
+                                where the host's cores bound the net (stp_cn_piece_min) */
     uint64_t timeout_ns;
 
     pthread_mutex_t mr_lock;
@@ -370,10 +382,22 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r);
  * members report), net_cpu when `transport` is tcp. A garbled record counts as a host alone.
  */
 void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dims_t *dims);
-/* Builds c->table from member 0's record and the group's dims (stp_cn_dims) and logs it at
- * INFO. */
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0,
-                                    const uint8_t *recs);
+/* Builds c->table from member 0's record (dec[0] of every member's decoded, in position
+ * order) and the group's dims (stp_cn_dims over the encoded recs), sets the pieces (chunk and
+ * stp_cn_piece_min's floor; dec is reordered) and logs them at INFO. */
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *dec);
+/*
+ * The piece rule: the smallest piece of a ring step, from every member's record (n of them,
+ * in position order) and the group's model (member 0's). Where member 0 left
+ * STRATA_COLLNET_CHUNK unset, every member's transport copies through the host's cores and
+ * on some host the members' streams get less than the link from its cores
+ * (sta_cost_net_cpu_bound over that host's members and cores), pieces are raised to the
+ * largest size from which the members' transports split a message across their streams
+ * (tcp: sockets), so that every piece is spread over several streams instead of one;
+ * 0 (no floor) otherwise. The same on every member given the same records; sorts recs by
+ * host.
+ */
+size_t stp_cn_piece_min(stp_cn_record_t *recs, int n, const sta_model_t *model);
 /* The schedule for a collective of `bytes` (AG: the window) on c. */
 sta_sched_kind_t stp_cn_select(const stp_cn_comm_t *c, sta_coll_t coll, size_t bytes);
 

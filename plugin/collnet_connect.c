@@ -351,7 +351,12 @@ static strata_status_t cn_agree(stp_cn_comm_t *c, int rank, uint8_t *recs, uint6
     r.nranks = (uint32_t)c->nranks;
     r.host = cn_host_id();
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    r.cores = ncpu > 0 && ncpu < INT32_MAX ? (int32_t)ncpu : 0;
+    r.cores = ncpu > 0 ? (uint32_t)STU_MIN(ncpu, (long)UINT32_MAX) : 0;
+    stt_props_t props;
+    if (stt_get_props(c->ops, c->dev, &props) == STRATA_OK) {
+        r.stripe_min = (uint32_t)STU_MIN(props.stripe_min, (size_t)UINT32_MAX);
+        r.flags |= props.cpu_copies ? STP_CN_REC_CPU_COPIES : 0;
+    }
     c->chunk = r.chunk;
     stp_cn_record_encode(mine, &r);
     size_t bytes = (size_t)c->nranks * STP_CN_RECORD_BYTES;
@@ -380,7 +385,7 @@ out:
 }
 
 /* Step 3b: the same decision on every member, from the same records. */
-static strata_status_t cn_decide(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *r0)
+static strata_status_t cn_decide(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *dec)
 {
     uint8_t *seen = calloc((size_t)c->nranks, 1);
     strata_status_t status = STRATA_OK;
@@ -400,8 +405,7 @@ static strata_status_t cn_decide(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_r
         if (status == STRATA_OK) {
             c->rank_of[p] = (int)r.rank;
             c->pos_of[r.rank] = p;
-            if (p == 0)
-                *r0 = r;
+            dec[p] = r;
         }
     }
     free(seen);
@@ -444,16 +448,17 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
 {
     const uint64_t deadline = stu_time_ns() + c->timeout_ns;
     cn_build_t b = {.c = c, .listen = cl, .deadline = deadline};
-    stp_cn_record_t r0;
     strata_status_t status;
     uint8_t *recs = NULL;
+    stp_cn_record_t *dec = NULL;   /* the records decoded, in position order */
 
     if ((status = cn_links_alloc(c)) != STRATA_OK || (status = stp_cn_exec_init(c)) != STRATA_OK)
         return status;
     b.pend = calloc((size_t)STU_MAX(c->nconn, 1), sizeof(*b.pend));
     b.acc = calloc((size_t)STU_MAX(c->nconn, 1), sizeof(*b.acc));
     recs = calloc((size_t)c->nranks, STP_CN_RECORD_BYTES);
-    if (b.pend == NULL || b.acc == NULL || recs == NULL) {
+    dec = calloc((size_t)c->nranks, sizeof(*dec));
+    if (b.pend == NULL || b.acc == NULL || recs == NULL || dec == NULL) {
         status = STRATA_ERR_NO_MEMORY;
         goto out;
     }
@@ -463,10 +468,10 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
         cn_fail(c, status, "the agreement with the other members did not complete");
         goto out;
     }
-    if ((status = cn_decide(c, recs, &r0)) != STRATA_OK)
+    if ((status = cn_decide(c, recs, dec)) != STRATA_OK)
         goto out;
     c->poll_idle = cn_poll_idle(c, recs);
-    status = stp_cn_select_build(c, &r0, recs);
+    status = stp_cn_select_build(c, recs, dec);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */
         if (b.acc != NULL && b.acc[i].recv != NULL)
@@ -474,6 +479,7 @@ out:
     free(b.pend);
     free(b.acc);
     free(recs);
+    free(dec);
     return status;
 }
 

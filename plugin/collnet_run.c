@@ -97,7 +97,8 @@ static void window_blocks(stp_cn_comm_t *c, stp_cn_run_t *r, const stp_cn_req_t 
 
 /* Pieces per step: whole pieces of the largest region, within the executor's bounds; a
  * piece is STRATA_COLLNET_CHUNK, or with 0 the model's optimum for that region
- * (sta_cost_piece_bytes: sqrt(block·α_n·γ)). */
+ * (sta_cost_piece_bytes: sqrt(block·α_n·γ)), and never below the piece rule's floor
+ * (c->piece_min, stp_cn_piece_min). */
 static int run_pieces(const stp_cn_comm_t *c, const sta_sched_t *s)
 {
     size_t most = 0, piece;
@@ -111,9 +112,7 @@ static int run_pieces(const stp_cn_comm_t *c, const sta_sched_t *s)
         most = STU_MAX(most, STU_MAX(st.send.len, st.recv.len));
     }
     piece = c->chunk > 0 ? c->chunk : sta_cost_piece_bytes(&c->table.model, most);
-    if (piece == 0)
-        return 1;
-    n = (int)STU_MIN((most + piece - 1) / piece, (size_t)STP_CN_MAX_PIECES);
+    n = sta_sched_npieces(most, piece, c->piece_min, STP_CN_MAX_PIECES);
     cap = STP_CN_MAX_UNITS / s->nsteps;
     return STU_MAX(1, STU_MIN(n, cap));
 }

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "algos/profile.h"
@@ -52,7 +53,45 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
     r->intra = (int32_t)model.intra;
     r->forced = forced;
     r->chunk = (uint32_t)chunk;
+    if (stu_param_env(STU_PARAM_COLLNET_CHUNK) == NULL)
+        r->flags |= STP_CN_REC_CHUNK_AUTO;
     return STRATA_OK;
+}
+
+static int rec_host_cmp(const void *a, const void *b)
+{
+    const stp_cn_record_t *x = a, *y = b;
+    return x->host < y->host ? -1 : x->host > y->host;
+}
+
+size_t stp_cn_piece_min(stp_cn_record_t *recs, int n, const sta_model_t *model)
+{
+    uint32_t stripe = 0;
+
+    if (n < 2 || !(recs[0].flags & STP_CN_REC_CHUNK_AUTO))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (!(recs[i].flags & STP_CN_REC_CPU_COPIES))
+            return 0;
+        stripe = STU_MAX(stripe, recs[i].stripe_min);
+    }
+    if (stripe == 0)
+        return 0;
+    /* the members of each host in a run: S streams at once on that host's C cores */
+    qsort(recs, (size_t)n, sizeof(*recs), rec_host_cmp);
+    for (int i = 0, j; i < n; i = j) {
+        uint32_t cores = recs[i].cores;
+        for (j = i + 1; j < n && recs[j].host == recs[i].host; j++)
+            cores = STU_MIN(cores, recs[j].cores);
+        sta_dims_t dims;
+        sta_dims_one_per_node(n, &dims);
+        dims.net_cpu = 1;
+        dims.host_ranks = j - i;
+        dims.host_cores = (int)STU_MIN(cores, (uint32_t)INT32_MAX);
+        if (sta_cost_net_cpu_bound(model, &dims))
+            return stripe;
+    }
+    return 0;
 }
 
 /* One collective's ranges on one line: "0..8191 B recursive, 8192 B.. ring". */
@@ -97,8 +136,9 @@ void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dim
                 q.host != r.host)
                 continue;
             n++;
-            if (q.cores > 0 && (cores == 0 || q.cores < cores))
-                cores = q.cores;
+            int qc = (int)STU_MIN(q.cores, (uint32_t)INT32_MAX);
+            if (qc > 0 && (cores == 0 || qc < cores))
+                cores = qc;
         }
         if (n > host_ranks || (n == host_ranks && cores < host_cores)) {
             host_ranks = n;
@@ -109,10 +149,11 @@ void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dim
     sta_dims_set_host(dims, host_ranks, host_cores, transport);
 }
 
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0,
-                                    const uint8_t *recs)
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *dec)
 {
     const stt_ops_t *ops = stp_state_transport();
+    const stp_cn_record_t lead = dec[0];
+    const stp_cn_record_t *r0 = &lead;
     sta_model_t model;
     sta_dims_t dims;
     strata_status_t status;
@@ -123,14 +164,17 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const stp_cn_record_t *r0,
     if (status != STRATA_OK)
         return status;
     c->chunk = r0->chunk;
+    c->piece_min = stp_cn_piece_min(dec, c->nranks, &model);
     if (stu_log_level >= STU_LOG_INFO) {
         STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: comm 0x%" PRIx64 " dev %d:"
                  " member %d of %d (NCCL rank %d), %d link(s), net alpha %g us beta %g GB/s,"
                  " gamma %g GB/s, STRATA_COLLNET_ALGO=%s, pieces of %zu B (member 0's;"
-                 " 0: the model's per step)",
+                 " 0: the model's per step), at least %zu B (%s)",
                  c->comm_id, c->dev, c->pos, c->nranks, c->rank, c->nlinks,
                  model.net.alpha_us, model.net.beta_gbps, model.gamma_gbps,
-                 sta_algo_name((sta_algo_t)r0->forced), c->chunk);
+                 sta_algo_name((sta_algo_t)r0->forced), c->chunk, c->piece_min,
+                 c->piece_min ? "the transport stripes from there, and the hosts' cores bound"
+                                " the net" : "0: no floor");
         select_log_coll(c, STA_COLL_ALLREDUCE);
         select_log_coll(c, STA_COLL_ALLGATHER);
         select_log_coll(c, STA_COLL_REDUCE_SCATTER);

@@ -12,7 +12,7 @@
  *           20 nranks u32 | 24 model: 8 x f64 bits (shm alpha, shm beta, net alpha, net beta,
  *           gamma, wake-up, shm cache beta, shm cache bytes: sta_field_t's order) | 88 forced
  *           algo i32 | 92 chunk u32 | 96 intra-node kind i32 | 100 cores u32 | 104 host u64 |
- *           112..127 zero
+ *           112 stripe_min u32 | 116 flags u32 (STP_CN_REC_*; others refused) | 120..127 zero
  */
 #include <string.h>
 
@@ -130,8 +130,10 @@ void stp_cn_record_encode(void *buf, const stp_cn_record_t *r)
     stu_le_put32(p, (uint32_t)r->forced);
     stu_le_put32(p + 4, r->chunk);
     stu_le_put32(p + 8, (uint32_t)r->intra);
-    stu_le_put32(p + 12, (uint32_t)r->cores);
+    stu_le_put32(p + 12, r->cores);
     stu_le_put64(p + 16, r->host);
+    stu_le_put32(p + 24, r->stripe_min);
+    stu_le_put32(p + 28, r->flags);
 }
 
 strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
@@ -150,8 +152,12 @@ strata_status_t stp_cn_record_decode(const void *buf, stp_cn_record_t *r)
     r->forced = (int32_t)stu_le_get32(p);
     r->chunk = stu_le_get32(p + 4);
     r->intra = (int32_t)stu_le_get32(p + 8);
-    r->cores = (int32_t)stu_le_get32(p + 12);
+    r->cores = stu_le_get32(p + 12);
     r->host = stu_le_get64(p + 16);
+    r->stripe_min = stu_le_get32(p + 24);
+    r->flags = stu_le_get32(p + 28);
+    if (r->flags & ~STP_CN_REC_FLAGS)
+        return STRATA_ERR_REMOTE;
     return STRATA_OK;
 }
 

@@ -123,6 +123,12 @@ typedef struct stt_props {
                                messages of its connection (tcp's byte stream); else 0 */
     size_t max_p2p_bytes;   /* largest message isend/irecv take on this device, > 0 */
     size_t max_coll_bytes;  /* largest message a collective hands one call (NCCL), > 0 */
+    size_t stripe_min;      /* a message of at least this many bytes is split across the
+                               connection's parallel streams (tcp: its sockets, ib: its QPs),
+                               each moved on its own; 0: every message takes one stream */
+    int cpu_copies;         /* 1: the host's cores copy every payload byte (tcp: the kernel's
+                               socket copies), so the streams at once share them; 0: the NIC
+                               moves them (RDMA) or unknown */
 } stt_props_t;
 
 /* Options of one connection; connect accepts a NULL cfg for "all defaults". */

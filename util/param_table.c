@@ -260,7 +260,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_COLLNET_CHUNK] = {"STRATA_COLLNET_CHUNK", STU_PARAM_TYPE_INT, "128K",
         "bytes per pipelined piece of a CollNet ring step, 4K..64M, or 0: the cost model's"
         " optimum per step, sqrt(block x net alpha x gamma) (see docs/collnet-protocol.md);"
-        " member 0's value is used by all",
+        " member 0's value is used by all. Unset, pieces are also never below the size from"
+        " which the transport stripes a message over its sockets where the model says the"
+        " hosts' cores, not the link, bound the net",
         .min = 0, .max = 64 << 20},
     [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"

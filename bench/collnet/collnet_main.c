@@ -22,7 +22,9 @@
  * calls after -w untimed ones; a round's time is the slowest rank's; rows print the median
  * round. busbw = 2 (N-1)/N x n / t, as nccl-tests. cn.cpu, hier.cpu, ring.cpu: the CPU time
  * (user + system) a rank used per call, the median round's, averaged over the ranks: on a
- * shared machine the time follows the CPU a method needs. -m runs only the methods named (the
+ * shared machine the time follows the CPU a method needs; .vcs and .ivcs: its voluntary
+ * (sleeps) and involuntary (preemptions, yields that gave the core away) context switches
+ * per call, likewise: how a method waits. -m runs only the methods named (the
  * others' columns print 0, their ratios inf or nan). -c checks one call of each per size; -v
  * shows the plugin's INFO lines (with STRATA_DEBUG=INFO: the CollNet's table at connect).
  */
@@ -217,22 +219,30 @@ static strata_status_t cn_method_run(cn_bench_t *b, int m, size_t bytes)
     return strata_allreduce(b->send, b->recv, bytes / 4, STRATA_FP32, STRATA_SUM, b->comm);
 }
 
-/* CPU time (user + system, every thread) this process has used, in microseconds. */
-static double cn_cpu_us(void)
+/* What a rank used: CPU time (user + system, every thread) in microseconds, and context
+ * switches: voluntary (it slept: poll, futex, nanosleep) and involuntary (it was preempted,
+ * or yielded the core to another). */
+typedef struct cn_use {
+    double cpu_us, vcs, ivcs;
+} cn_use_t;
+
+static cn_use_t cn_use_now(void)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        return (cn_use_t){0};
+    return (cn_use_t){.cpu_us = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+                                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec),
+                      .vcs = (double)ru.ru_nvcsw, .ivcs = (double)ru.ru_nivcsw};
 }
 
 /*
- * warmup + a barrier + iters timed calls; *us_p: the slowest rank's time per call, *cpu_p:
- * the CPU time a rank used per call, averaged over the ranks (what the method costs the
- * cores, whatever else runs on them).
+ * warmup + a barrier + iters timed calls; *us_p: the slowest rank's time per call, *use_p:
+ * the CPU time and context switches of a rank per call, averaged over the ranks (what the
+ * method costs the cores, whatever else runs on them, and how it waits).
  */
-static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p, double *cpu_p)
+static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p,
+                               cn_use_t *use_p)
 {
     strata_status_t status = STRATA_OK;
 
@@ -245,15 +255,20 @@ static strata_status_t cn_time(cn_bench_t *b, int m, size_t bytes, double *us_p,
     if (status == STRATA_OK)
         status = strata_barrier(b->comm);
     uint64_t t0 = stu_time_ns();
-    double cpu0 = cn_cpu_us();
+    cn_use_t u0 = cn_use_now();
     for (int i = 0; i < b->o.iters && status == STRATA_OK; i++)
         status = cn_method_run(b, m, bytes);
     double us = (double)(stu_time_ns() - t0) / 1e3 / b->o.iters;
-    double cpu = (cn_cpu_us() - cpu0) / b->o.iters / b->nranks;
+    cn_use_t u1 = cn_use_now();
+    double per = (double)b->o.iters * b->nranks;
+    double use[3] = {(u1.cpu_us - u0.cpu_us) / per, (u1.vcs - u0.vcs) / per,
+                     (u1.ivcs - u0.ivcs) / per}, sum[3];
     if (status == STRATA_OK)
         status = strata_allreduce(&us, us_p, 1, STRATA_FP64, STRATA_MAX, b->comm);
     if (status == STRATA_OK)
-        status = strata_allreduce(&cpu, cpu_p, 1, STRATA_FP64, STRATA_SUM, b->comm);
+        status = strata_allreduce(use, sum, 3, STRATA_FP64, STRATA_SUM, b->comm);
+    if (status == STRATA_OK)
+        *use_p = (cn_use_t){.cpu_us = sum[0], .vcs = sum[1], .ivcs = sum[2]};
     return status;
 }
 
@@ -317,9 +332,11 @@ static void cn_header(const cn_bench_t *b)
     printf("# model (bound): net alpha %g us (%s) beta %g GB/s (%s), gamma %g GB/s\n",
            model.net.alpha_us, stb_comm_source(b->comm, STA_FIELD_NET_ALPHA),
            model.net.beta_gbps, stb_comm_source(b->comm, STA_FIELD_NET_BETA), model.gamma_gbps);
-    printf("# %12s %11s %8s %11s %8s %11s %8s %11s %8s %9s %7s %7s %8s %8s %8s\n", "size(B)",
+    printf("# %12s %11s %8s %11s %8s %11s %8s %11s %8s %9s %7s %7s %8s %8s %8s %7s %7s %7s"
+           " %7s %7s %7s\n", "size(B)",
            "collnet(us)", "busbw", "hier(us)", "busbw", "ring(us)", "busbw", "bound(us)",
-           "busbw", "bound", "cn/bnd", "cn/hier", "cn.cpu", "hier.cpu", "ring.cpu");
+           "busbw", "bound", "cn/bnd", "cn/hier", "cn.cpu", "hier.cpu", "ring.cpu",
+           "cn.vcs", "hier.vcs", "ring.vcs", "cn.ivcs", "hr.ivcs", "rg.ivcs");
 }
 
 static int cn_sweep(cn_bench_t *b)
@@ -328,19 +345,27 @@ static int cn_sweep(cn_bench_t *b)
 
     for (size_t n = b->o.min_bytes; n <= b->o.max_bytes && !failed; n *= (size_t)b->o.factor) {
         size_t bytes = n / 4 * 4;
-        double t[M_COUNT][CN_MAX_ROUNDS], cpu[M_COUNT][CN_MAX_ROUNDS], med[M_COUNT];
-        double med_cpu[M_COUNT];
+        double t[M_COUNT][CN_MAX_ROUNDS], med[M_COUNT];
+        double use[3][M_COUNT][CN_MAX_ROUNDS], med_use[3][M_COUNT];   /* cpu, vcs, ivcs */
         memset(t, 0, sizeof(t));
-        memset(cpu, 0, sizeof(cpu));
-        for (int r = 0; r < b->o.rounds && !failed; r++)
-            for (int m = 0; m < M_COUNT && !failed; m++)
+        memset(use, 0, sizeof(use));
+        for (int r = 0; r < b->o.rounds && !failed; r++) {
+            for (int m = 0; m < M_COUNT && !failed; m++) {
+                cn_use_t u = {0};
                 if (b->o.methods & (1u << m))
-                    failed = cn_time(b, m, bytes, &t[m][r], &cpu[m][r]) != STRATA_OK;
+                    failed = cn_time(b, m, bytes, &t[m][r], &u) != STRATA_OK;
+                use[0][m][r] = u.cpu_us;
+                use[1][m][r] = u.vcs;
+                use[2][m][r] = u.ivcs;
+            }
+        }
         for (int m = 0; m < M_COUNT && !failed; m++) {
             qsort(t[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
-            qsort(cpu[m], (size_t)b->o.rounds, sizeof(double), cmp_double);
             med[m] = t[m][b->o.rounds / 2];
-            med_cpu[m] = cpu[m][b->o.rounds / 2];
+            for (int k = 0; k < 3; k++) {
+                qsort(use[k][m], (size_t)b->o.rounds, sizeof(double), cmp_double);
+                med_use[k][m] = use[k][m][b->o.rounds / 2];
+            }
             if (b->o.check && (b->o.methods & (1u << m))) {
                 long long wrong = 0;
                 failed = cn_check(b, m, bytes, &wrong) != STRATA_OK;
@@ -357,13 +382,15 @@ static int cn_sweep(cn_bench_t *b)
         const char *algo = "?";
         double bound = cn_bound_us(b, bytes, &algo);
         printf("  %12zu %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %11.1f %8.3f %9s %7.2f %7.2f"
-               " %8.0f %8.0f %8.0f\n",
+               " %8.0f %8.0f %8.0f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f\n",
                bytes, med[M_COLLNET], cn_busbw(b->nranks, bytes, med[M_COLLNET]), med[M_HIER],
                cn_busbw(b->nranks, bytes, med[M_HIER]), med[M_RING],
                cn_busbw(b->nranks, bytes, med[M_RING]), bound,
                cn_busbw(b->nranks, bytes, bound), algo, bound / med[M_COLLNET],
-               med[M_HIER] / med[M_COLLNET], med_cpu[M_COLLNET], med_cpu[M_HIER],
-               med_cpu[M_RING]);
+               med[M_HIER] / med[M_COLLNET], med_use[0][M_COLLNET], med_use[0][M_HIER],
+               med_use[0][M_RING], med_use[1][M_COLLNET], med_use[1][M_HIER],
+               med_use[1][M_RING], med_use[2][M_COLLNET], med_use[2][M_HIER],
+               med_use[2][M_RING]);
         fflush(stdout);
     }
     return failed;

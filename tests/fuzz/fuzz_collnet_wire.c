@@ -104,7 +104,9 @@ static void fuzz_record(fuzz_in_t *in)
     FUZZ_CHECK(stp_cn_record_check(again, group, nranks, lead, &r2, &why) == STRATA_OK);
     FUZZ_CHECK(r2.ok == r.ok && r2.group == r.group && r2.rank == r.rank &&
                r2.nranks == r.nranks && r2.intra == r.intra && r2.forced == r.forced &&
-               r2.chunk == r.chunk && r2.host == r.host);
+               r2.chunk == r.chunk && r2.host == r.host && r2.cores == r.cores &&
+               r2.stripe_min == r.stripe_min && r2.flags == r.flags);
+    FUZZ_CHECK((r.flags & ~STP_CN_REC_FLAGS) == 0);
     FUZZ_CHECK(memcmp(r2.model, r.model, sizeof(r.model)) == 0);
 }
 

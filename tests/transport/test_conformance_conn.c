@@ -50,6 +50,8 @@ static void conf_props(void **state)
         assert_true(p.max_coll_bytes > 0);
         assert_true(p.latency_us >= 0.0f && p.latency_us < 1e6f);
         assert_true(p.reg_is_global == 0 || p.reg_is_global == 1);
+        assert_true(p.cpu_copies == 0 || p.cpu_copies == 1);
+        assert_true(p.stripe_min <= p.max_p2p_bytes);
     }
     stt_props_t p;
     assert_true(stt_get_props(ctx->ops, ndev, &p) != STRATA_OK);

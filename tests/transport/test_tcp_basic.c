@@ -23,6 +23,14 @@ static void test_devices_and_props(void **state)
     assert_true(props.speed_mbps > 0);
     assert_true(props.max_p2p_bytes == (1ull << 40));
     assert_true(props.max_coll_bytes == (512ull << 20));
+    /* the kernel copies the bytes; the fixture's one socket a connection splits nothing,
+     * 4 of them stripe from STRATA_SOCKET_STRIPE_MIN (256K) */
+    assert_int_equal(props.cpu_copies, 1);
+    assert_int_equal(props.stripe_min, 0);
+    tcp_env("4", "256K");
+    assert_ok(stt_get_props(ops, 0, &props));
+    assert_int_equal(props.stripe_min, 256 * 1024);
+    tcp_env("1", "256K");
     assert_status(stt_get_props(ops, 1, &props), STRATA_ERR_NOT_FOUND);
     assert_status(stt_get_props(ops, -1, &props), STRATA_ERR_NOT_FOUND);
 

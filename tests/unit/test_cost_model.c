@@ -588,6 +588,38 @@ static void test_piece_bytes(void **state)
     assert_int_equal(sta_cost_piece_bytes(&m, 1000000), 1000000);
 }
 
+/* Where the cores, not the link, bound a stream: β_c(S) = 3.6·min(1, C/2S) below β_n. */
+static void test_net_cpu_bound(void **state)
+{
+    sta_model_t m = model_m;
+    sta_dims_t d;
+    (void)state;
+
+    sta_dims_one_per_node(2, &d);
+    d.net_cpu = 1;
+    d.host_ranks = 2;
+    d.host_cores = 2;                       /* β_c = 1.8 GB/s */
+    m.net.beta_gbps = 3.6;
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 1);
+    m.net.beta_gbps = 0.25;                 /* 2 Gbit/s: the link bounds */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+    m.net.beta_gbps = 1.8;                  /* equal: not below */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+    m.net.beta_gbps = 3.6;
+    d.host_ranks = 1;                       /* a core each side: β_c = 3.6, not below */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+    m.net.beta_gbps = 12.5;                 /* a 100 Gbit/s NIC over tcp */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 1);
+    d.net_cpu = 0;                          /* the NIC moves the bytes */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+    d.net_cpu = 1;
+    d.host_cores = 0;                       /* unknown cores */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+    d.host_cores = 2;
+    m.gamma_gbps = 0.0;                     /* invalid model */
+    assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+}
+
 static void test_tables_identical(void **state)
 {
     const sta_dims_t shapes[] = {node4_over, node4_fit};
@@ -631,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_tables_identical),
         cmocka_unit_test(test_piece_bytes),
+        cmocka_unit_test(test_net_cpu_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,6 +291,35 @@ static void test_peers_symmetric(void **state)
                      2 + 16 - 1);   /* ring neighbours, 16 partners, one of them a neighbour */
 }
 
+/* Pieces per step: ceil(most/piece), no piece under the floor, within 1..max; and the
+ * pieces sta_sched_piece cuts at that count are never under the floor. */
+static void test_npieces(void **state)
+{
+    const size_t K = 1024;
+    (void)state;
+
+    assert_int_equal(sta_sched_npieces(1024 * K, 128 * K, 0, 16), 8);
+    assert_int_equal(sta_sched_npieces(1024 * K - 4, 128 * K, 0, 16), 8);
+    assert_int_equal(sta_sched_npieces(1024 * K, 128 * K, 256 * K, 16), 4);
+    /* a block a little short of 2 floors: one piece, not two under the floor */
+    assert_int_equal(sta_sched_npieces(512 * K - 512, 128 * K, 256 * K, 16), 1);
+    assert_int_equal(sta_sched_npieces(512 * K, 128 * K, 256 * K, 16), 2);
+    assert_int_equal(sta_sched_npieces(100 * K, 128 * K, 256 * K, 16), 1);   /* under both */
+    assert_int_equal(sta_sched_npieces(64 * 1024 * K, 128 * K, 256 * K, 16), 16);
+    assert_int_equal(sta_sched_npieces(1024 * K, 512 * K, 256 * K, 16), 2);  /* floor moot */
+    assert_int_equal(sta_sched_npieces(1024 * K, 0, 256 * K, 16), 1);
+    assert_int_equal(sta_sched_npieces(0, 128 * K, 256 * K, 16), 1);
+    assert_int_equal(sta_sched_npieces(1024 * K, 1, 0, 0), 1);
+    for (size_t most = 4; most < 4 * 1024 * K; most = most * 3 + 4) {
+        int n = sta_sched_npieces(most, 4 * K, 64 * K, 16);
+        for (int c = 0; c < n && most >= 64 * K; c++) {
+            size_t off, len;
+            sta_sched_piece(most, 4, n, c, &off, &len);
+            assert_true(len >= 64 * K);
+        }
+    }
+}
+
 static void test_bad_args(void **state)
 {
     sta_sched_t s;
@@ -327,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_peers_symmetric),
+        cmocka_unit_test(test_npieces),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

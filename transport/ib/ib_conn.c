@@ -424,20 +424,26 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
     return STRATA_OK;
 }
 
+int stt_ib_conn_nqps(int nmembers)
+{
+    int64_t nqps = stu_param_int(STU_PARAM_IB_QPS_PER_CONNECTION);
+
+    nqps = nqps < 1 ? 1 : nqps > STT_IB_MAX_QPS ? STT_IB_MAX_QPS : nqps;
+    /* A virtual device: the same number of QPs on each member, at least one. */
+    int k = nmembers < 1 ? 1 : nmembers;
+    int64_t per = nqps / k < 1 ? 1 : nqps / k;
+    return (int)(per * k);
+}
+
 /* The socket is connected: make the send comm and its HELLO. */
 static strata_status_t connect_made(ib_connect_t *cs, const stt_ib_handle_t *h)
 {
     strata_status_t status;
     stt_ib_meta_t hello;
-    int64_t nqps = stu_param_int(STU_PARAM_IB_QPS_PER_CONNECTION);
     int64_t tc = stu_param_int(STU_PARAM_IB_TC);
+    int nqps = stt_ib_conn_nqps(stt_ib_device_at(cs->dev)->nmembers);
 
-    nqps = nqps < 1 ? 1 : nqps > STT_IB_MAX_QPS ? STT_IB_MAX_QPS : nqps;
-    /* A virtual device: the same number of QPs on each member, at least one. */
-    int k = stt_ib_device_at(cs->dev)->nmembers;
-    int64_t per = nqps / k < 1 ? 1 : nqps / k;
-    nqps = per * k;
-    status = stt_ib_conn_create(true, cs->dev, (int)nqps, cs->fd, cs->head.peer, &cs->conn);
+    status = stt_ib_conn_create(true, cs->dev, nqps, cs->fd, cs->head.peer, &cs->conn);
     cs->fd = -1;                                 /* the comm owns it, even on failure */
     if (status != STRATA_OK)
         return status;

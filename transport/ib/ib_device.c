@@ -462,6 +462,11 @@ strata_status_t stt_ib_get_props(int dev, stt_props_t *props_p)
     if (d == NULL)
         return STRATA_ERR_NOT_FOUND;
     *props_p = d->props;
+    /* messages from STRATA_IB_SPLIT_MIN up are split across the connection's QPs
+     * (ib_stripe.c; 0: all of them), where it has several */
+    int64_t split_min = stu_param_int(STU_PARAM_IB_SPLIT_MIN);
+    props_p->stripe_min = stt_ib_conn_nqps(d->nmembers) < 2 ? 0
+                          : split_min < 1 ? 1 : (size_t)split_min;
     return STRATA_OK;
 }
 

@@ -378,6 +378,9 @@ bool stt_ib_flush_wanted(const stt_ib_dev_t *d);
 
 /* ------------------------------------------------------------------ ib_conn.c */
 
+/* QPs of a connection on a device of `nmembers` ports: STRATA_IB_QPS_PER_CONNECTION, the same
+ * number on each member and at least one (ib_conn.c). */
+int stt_ib_conn_nqps(int nmembers);
 /*
  * Makes a send (send true) or receive comm on dev with nqps QPs in INIT; a
  * receive comm's QPs get their receive WRs posted. It owns fd from then on,

@@ -194,8 +194,7 @@ static strata_status_t connect_decode(const void *handle, void *hp, uint64_t *li
     return STRATA_OK;
 }
 
-/* Sockets of a connection: STRATA_SOCKET_NSOCKS rounded to a multiple of the members. */
-static int connect_nsocks(int members)
+int stt_tcp_conn_nsocks(int members)
 {
     int64_t nsocks = stu_param_int(STU_PARAM_SOCKET_NSOCKS);
     /* Out-of-range values were reported once at init. */
@@ -273,7 +272,7 @@ static strata_status_t connect_start(int dev, const void *hp, const stt_conn_cfg
     cs->dev = dev;
     cs->peer = peer;
     cs->nmembers = d.nmembers > peer.n ? d.nmembers : peer.n;
-    cs->nsocks = connect_nsocks(cs->nmembers);
+    cs->nsocks = stt_tcp_conn_nsocks(cs->nmembers);
     cs->nmembers = d.nmembers;
     cs->head.start_ns = stu_time_ns();
     stt_netif_addr_format(&h->addr, cs->head.peer, sizeof(cs->head.peer));

@@ -105,6 +105,12 @@ strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)
     if (status != STRATA_OK)
         return status;
     *props_p = d.props;
+    /* what a connection made now does: one socket carries every message, or messages from
+     * STRATA_SOCKET_STRIPE_MIN up are striped (tcp_send.c; 0 and below: all of them) */
+    int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
+    props_p->stripe_min = stt_tcp_conn_nsocks(d.nmembers) < 2 ? 0
+                          : stripe_min < 1 ? 1 : (size_t)stripe_min;
+    props_p->cpu_copies = 1;    /* the kernel copies every byte through the socket buffers */
     return STRATA_OK;
 }
 

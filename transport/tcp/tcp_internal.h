@@ -109,6 +109,9 @@ typedef struct stt_tcp_dev {
 
 /* Copies device dev out of the table. STRATA_ERR_NOT_FOUND for a bad index or no init. */
 strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p);
+/* Sockets of a connection on a device of `members` members: STRATA_SOCKET_NSOCKS rounded to
+ * a multiple of the members (tcp_conn.c). */
+int stt_tcp_conn_nsocks(int members);
 /*
  * tcp_vdev.c: the table entry of a virtual device fusing members[0..n) of
  * table[0..count), ordered by interface name. Errors (logged): STRATA_ERR_INVALID
