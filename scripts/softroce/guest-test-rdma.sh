@@ -190,7 +190,7 @@ figures() {
     perftest "perftest rxe0->rxe0" ib_write_bw rxe0 rxe0 1 -s 1048576 -n 200 || rc=1
     STRATA_IB_HCA==rxe0 "$TESTS"/transport/helper_ib_perf 0 0 1048576 200 8 | sed 's/^/   /' \
         || rc=1
-    # NCCL_DEBUG=INFO names the transport and the GID it chose (the check)
+    # NCCL_DEBUG=INFO names the transport and the GID it chose (what a user checks first)
     echo "   NCCL_DEBUG=INFO through the plugin's logger (strata-netperf -v):"
     NCCL_DEBUG=INFO STRATA_TRANSPORT=ib STRATA_IB_HCA==rxe0 timeout 120 "$BUILD"/bin/strata-netperf \
         -v -b 8 -e 8 -n 10 -w 2 >"$LOG/info" 2>&1 || rc=1

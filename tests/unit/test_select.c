@@ -1,5 +1,5 @@
 /*
- * Unit tests of the selection tables: the exact crossover of the issue's
+ * Unit tests of the selection tables: the exact crossover of a worked
  * example, lookups at 0, at and around boundaries and at SIZE_MAX, forced
  * algorithms and their fallback, and the property that every boundary is a
  * real crossing and every lookup the cheapest algorithm, or in a near tie the
