@@ -448,22 +448,41 @@ static double intra_rooted(const terms_t *t, int with_reduce)
  * reduce-scatter, or reduce to local rank 0 for leader), the ring over the nodes (net), the
  * node's last phase (out: allgather, or broadcast).
  */
+/*
+ * A rail of two nodes exchanges its part m whole (one step: send m, receive m, reduce m)
+ * where that beats the ring's two steps of m/2 (the same bytes on the wire): the step it
+ * saves, α_n + ω_l, against the m/2 more it reduces, (m/2)/γ; so for m < 2·(α_n + ω_l)·γ.
+ */
+static int pair_exchange(const terms_t *t, double m)
+{
+    return t->N == 2.0 && t->a_n + t->wl > xfer(m / 2.0, t->g);
+}
+
+/* The rails' ring (or, on two nodes, the exchange) of a pipeline's chunk: `wire` the bytes
+ * through the NIC(s) at `gbps`, `per` a stream's bytes at `cpu`, m each member's part. */
+static double rail_net(const terms_t *t, double wire, double gbps, double per, double cpu,
+                       double m)
+{
+    double N = t->N;
+
+    if (pair_exchange(t, m))
+        return t->a_n + t->wl + net_xfer(wire, gbps, per, cpu) + xfer(m, t->g);
+    return 2 * (N - 1) * (t->a_n + t->wl) + 2 * (N - 1) / N * net_xfer(wire, gbps, per, cpu) +
+           (N - 1) / N * xfer(m, t->g);
+}
+
 static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *net, double *out)
 {
-    double N = t->N, L = t->L, n = t->n;
+    double L = t->L, n = t->n;
 
     if (algo == STA_ALGO_LEADER) {
         *in = shm_phase(t, SHM_ALL) + shm_reduce(t, L, n);
-        *net = 2 * (N - 1) * (t->a_n + t->wl) +
-               2 * (N - 1) / N * net_xfer(n, t->b_n, n, t->c_lead) +
-               (N - 1) / N * xfer(n, t->g);
+        *net = rail_net(t, n, t->b_n, n, t->c_lead, n);
         *out = shm_phase(t, SHM_READERS);
         return;
     }
     *in = intra_rs(t);
-    *net = 2 * (N - 1) * (t->a_n + t->wl) +
-           2 * (N - 1) / N * net_xfer(n, t->R * t->b_n, n / L, t->c_all) +
-           (N - 1) / N * xfer(n / L, t->g);
+    *net = rail_net(t, n, t->R * t->b_n, n / L, t->c_all, n / L);
     *out = intra_ag(t);
 }
 
@@ -544,6 +563,14 @@ size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dim
     terms_t t = terms_make(model, dims, (double)bytes);
     double c = pipe_chunk(&t, algo);
     return c >= 1.0 ? (size_t)c : 1;
+}
+
+int sta_cost_rail_exchange(const sta_model_t *model, const sta_dims_t *dims, size_t part_bytes)
+{
+    if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK)
+        return 0;
+    terms_t t = terms_make(model, dims, (double)part_bytes);
+    return pair_exchange(&t, (double)part_bytes);
 }
 
 size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block)

@@ -255,6 +255,14 @@ size_t sta_cost_hier_chunk_bytes(const sta_model_t *model, const sta_dims_t *dim
                                  sta_algo_t algo, size_t bytes);
 
 /*
+ * 1 where a rail of the pipelined two-tier allreduce over two nodes exchanges each member's
+ * part of `part_bytes` whole in one step instead of the ring's two steps of half (cheaper
+ * below 2·(α_n + ω_l)·γ: cost_model.c's pair_exchange), 0 otherwise (more nodes, invalid
+ * model or dims). The same on every rank for the same model, dims and part.
+ */
+int sta_cost_rail_exchange(const sta_model_t *model, const sta_dims_t *dims, size_t part_bytes);
+
+/*
  * The piece, in bytes (1..block), a pipelined ring step of `block` bytes is cut into when
  * each piece crosses the net (α_n + c/β_n) and is then reduced (c/γ) while the next one
  * crosses: the step costs (block/c)·α_n + block/β_n + c/γ, least at c* = sqrt(block·α_n·γ)

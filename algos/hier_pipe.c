@@ -18,6 +18,8 @@
  * both ends (they match in posting order) and the link has the next chunk's
  * bytes queued behind the current one's.
  *
+ * On two nodes a rail's ring of a small part is one exchange instead (ring_async.c; the
+ * model's rule, sta_cost_rail_exchange): one step of latency fewer.
  * Terms: K = ceil(n/c) chunks; RS(c), NET(c), AG(c) the phases of one chunk.
  *   t = RS(c) + NET(c) + AG(c) + (K-1)·max(NET(c), RS(c) + AG(c))
  * c is STRATA_HIER_CHUNK, or the model's optimum (sta_cost_hier_chunk_bytes).
@@ -80,6 +82,14 @@ static void pipe_net_part(const sta_ctx_t *ctx, const pipe_t *p, size_t k, size_
     *len_p = blen;
 }
 
+/* Whether a rail of two nodes exchanges a part of len elements whole (the model's rule; the
+ * same on both members, whose parts are equal). */
+static int pipe_exchange(const sta_ctx_t *ctx, const pipe_t *p, size_t len)
+{
+    return p->rail.size == 2 && ctx->model != NULL && ctx->dims != NULL &&
+           sta_cost_rail_exchange(ctx->model, ctx->dims, len * p->esz);
+}
+
 /* Starts chunk k's ring; it posts once chunk k-1's ring (if still busy) posted its last step. */
 static void pipe_net_start(sta_ctx_t *ctx, pipe_t *p, size_t k)
 {
@@ -92,7 +102,8 @@ static void pipe_net_start(sta_ctx_t *ctx, pipe_t *p, size_t k)
     if (p->ring[prev].after == &p->ring[i])
         p->ring[prev].after = NULL;   /* chunk k-2's ring, in this slot, is done */
     sta_ring_op_init(&p->ring[i], &p->rail, p->dst + off * p->esz, len, p->dtype, p->op,
-                     p->tmp + (size_t)i * p->tmp_bytes, p->busy[prev] ? &p->ring[prev] : NULL);
+                     p->tmp + (size_t)i * p->tmp_bytes, pipe_exchange(ctx, p, len),
+                     p->busy[prev] ? &p->ring[prev] : NULL);
     p->busy[i] = 1;
 }
 
@@ -178,10 +189,11 @@ static strata_status_t pipe_allreduce(sta_ctx_t *ctx, const void *src, void *dst
     if (count == 0)
         return STRATA_OK;
     sta_rail_group(ctx, leader ? 0 : ctx->local_rank, ranks, &p.rail);
-    /* tmp for the largest part any chunk's ring reduces: the first chunk's */
+    /* tmp for the largest part any chunk's ring reduces: the first chunk's (whole where two
+     * nodes may exchange: a later, shorter chunk may where the first does not) */
     size_t off, len;
     pipe_net_part(ctx, &p, 0, &off, &len);
-    p.tmp_bytes = sta_ring_op_tmp_bytes(ctx->nnodes, len, dtype);
+    p.tmp_bytes = sta_ring_op_tmp_bytes(ctx->nnodes, len, dtype, p.rail.size == 2);
     if ((status = sta_ctx_scratch(ctx, 2 * p.tmp_bytes + 1, &tmp)) != STRATA_OK)
         return status;
     p.tmp = tmp;

@@ -10,37 +10,55 @@
  * completed (and the received block was reduced). One ring per pair of comms
  * may be in flight at a time: messages match in posting order.
  * Cost: as ring.c's allreduce, 2(P-1)·(α + (n/P)/β) + (P-1)/P·n/γ.
+ *
+ * The exchange (P = 2 only, chosen by the caller from the model): one step, send all of
+ * buf, receive the peer's into tmp, reduce it into buf: α + n/β + n/γ, the same bytes on
+ * the wire as the ring's two steps with one α fewer. Both members reduce member 0's values
+ * op member 1's, in that order, so they hold the same bits (member 1 through tmp, one copy
+ * of n more).
  */
 #include "algos/ring_async.h"
+
+#include <string.h>
 
 #include "algos/reduce.h"
 
 void sta_ring_op_init(sta_ring_op_t *op, const sta_group_t *g, void *buf, size_t count,
-                      strata_dtype_t dtype, strata_op_t redop, void *tmp,
+                      strata_dtype_t dtype, strata_op_t redop, void *tmp, int exchange,
                       const sta_ring_op_t *after)
 {
+    exchange = exchange && g->size == 2;
     *op = (sta_ring_op_t){
         .g = g, .buf = buf, .count = count, .dtype = dtype, .redop = redop, .tmp = tmp,
-        .after = after,
+        .after = after, .exchange = exchange,
         .esz = strata_dtype_size(dtype),
-        .nsteps = g->size > 1 ? 2 * (g->size - 1) : 0,
+        .nsteps = exchange ? 1 : g->size > 1 ? 2 * (g->size - 1) : 0,
     };
 }
 
-size_t sta_ring_op_tmp_bytes(int P, size_t count, strata_dtype_t dtype)
+size_t sta_ring_op_tmp_bytes(int P, size_t count, strata_dtype_t dtype, int exchange)
 {
     size_t off, len;
+    if (exchange && P == 2)
+        return count * strata_dtype_size(dtype);
     sta_block(count, P, 0, &off, &len);   /* block 0 is the largest */
     return len * strata_dtype_size(dtype);
 }
 
-/* The blocks of the current step: rs = 1 in the reduce-scatter half. */
+/* The blocks of the current step: rs = 1 where the received block is reduced (the
+ * reduce-scatter half, or the exchange's one step, which sends and receives all of buf). */
 static void ring_op_blocks(const sta_ring_op_t *op, int *rs, size_t *soff, size_t *slen,
                            size_t *roff, size_t *rlen)
 {
     const int P = op->g->size, p = op->g->pos;
     int sb, rb;
 
+    if (op->exchange) {
+        *rs = 1;
+        *soff = *roff = 0;
+        *slen = *rlen = op->count;
+        return;
+    }
     *rs = op->step < P - 1;
     if (*rs)
         sta_ring_rs_step(P, p, op->step, &sb, &rb);
@@ -118,7 +136,12 @@ static strata_status_t ring_op_test(sta_ctx_t *ctx, sta_ring_op_t *op, int *done
         }
     }
     *done_p = op->send_posted && op->recv_posted && op->sreq == NULL && op->rreq == NULL;
-    if (*done_p && rs) {
+    if (*done_p && op->exchange && p == 1) {
+        /* member 0's values first on both members (max and min of a NaN depend on the
+         * order): tmp = peer op mine, then into buf */
+        sta_reduce(op->tmp, op->tmp, op->buf, rlen, op->dtype, op->redop);
+        memcpy(op->buf, op->tmp, rlen * op->esz);
+    } else if (*done_p && rs) {
         char *dst = op->buf + roff * op->esz;
         sta_reduce(dst, dst, op->tmp, rlen, op->dtype, op->redop);
     }

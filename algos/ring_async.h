@@ -21,24 +21,27 @@ typedef struct sta_ring_op {
     strata_dtype_t dtype;
     strata_op_t redop;
     void *tmp;                  /* sta_ring_op_tmp_bytes(): a reduce-scatter step lands here */
-    int step, nsteps;           /* next step to finish; 2(P-1) steps in all */
+    int step, nsteps;           /* next step to finish; 2(P-1) steps in all (1: exchange) */
+    int exchange;               /* P = 2: one step that swaps and reduces all of buf */
     int send_posted, recv_posted;
     stt_req_t *sreq, *rreq;     /* the current step's requests, NULL once complete */
     const struct sta_ring_op *after;   /* posts nothing before this one posted its last step
                                           (NULL: no such wait); see sta_ring_op_init */
 } sta_ring_op_t;
 
-/* Bytes tmp must hold for a ring over P members of count elements. */
-size_t sta_ring_op_tmp_bytes(int P, size_t count, strata_dtype_t dtype);
+/* Bytes tmp must hold for a ring (or, P = 2, an exchange) over P members of count elements. */
+size_t sta_ring_op_tmp_bytes(int P, size_t count, strata_dtype_t dtype, int exchange);
 
 /*
- * Prepares (posts nothing yet); g, buf and tmp must outlive the op. With `after` (an op over
+ * Prepares (posts nothing yet); g, buf and tmp must outlive the op. `exchange` (used only
+ * where g has 2 members; every member must pass the same) swaps and reduces all of buf in
+ * one step instead of the ring's two. With `after` (an op over
  * the same group, or NULL), this op starts posting once `after` posted its last step: every
  * comm then carries after's messages before this one's on both of its ends, so two rings
  * can be in flight and the link never waits between them.
  */
 void sta_ring_op_init(sta_ring_op_t *op, const sta_group_t *g, void *buf, size_t count,
-                      strata_dtype_t dtype, strata_op_t redop, void *tmp,
+                      strata_dtype_t dtype, strata_op_t redop, void *tmp, int exchange,
                       const sta_ring_op_t *after);
 
 /*

@@ -58,16 +58,19 @@ static void test_allreduce(void **state)
      * 20 + 2·1000 + 100 = 2120. -> 2540 */
     assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 2540.0);
     /* hierarchical, pipelined in chunks of c bytes: in = [1 + c/10^4 + 1/2·c/γ],
-     * net = [2·1·20 + 2·1/2·c/(1 GB/s) + 1/2·(c/2)/γ] = 40 + 0.001025·c, out = [1 + c/10^4].
-     * The ring is the slower stage (a_b = 40 µs a chunk); the node's phases fill and drain
-     * (a_o = 2, r_o = 0.00025 µs/B): c* = sqrt(10^6·40/0.00025) = 4·10^5, K = 2.5, and
-     * t = a_o + n·r_b + 2·sqrt(n·a_b·r_o) = 2 + 1025 + 2·sqrt(10^4) = 1227
-     * (one after the other, K = 1: 151 + 1065 + 101 = 1317) */
-    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 1227.0);
-    /* leader: in = [1 + c/10^4 + (2-1)·c/γ], net = 40 + 0.00105·c, out = [1 + c/10^4]:
-     * a_o = 2, r_o = 0.0003: 2 + 1050 + 2·sqrt(10^6·40·0.0003) */
+     * out = [1 + c/10^4]; each rail's part c/2 is below 2·α_n·γ = 4·10^5, so two nodes
+     * exchange it whole: net = [20 + c/(1 GB/s) + (c/2)/γ] = 20 + 0.00105·c. The net is
+     * the slower stage (a_b = 20 µs a chunk); the node's phases fill and drain (a_o = 2,
+     * r_o = 0.00025 µs/B): c* = sqrt(10^6·20/0.00025), and
+     * t = a_o + n·r_b + 2·sqrt(n·a_b·r_o) = 2 + 1050 + 2·sqrt(5000)
+     * (the ring's two steps, net = 40 + 0.001025·c, gave 2 + 1025 + 2·sqrt(10^4) = 1227) */
+    assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
+              1052.0 + 2 * sqrt(5000.0));
+    /* leader: in = [1 + c/10^4 + (2-1)·c/γ], out = [1 + c/10^4] (a_o = 2, r_o = 0.0003);
+     * the ring net = 40 + 0.00105·c gives 1052 + 2·sqrt(10^6·40·0.0003), the exchange
+     * net = 20 + 0.0011·c (chunks below 4·10^5) 1102 + 2·sqrt(10^6·20·0.0003): the less */
     assert_us(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB),
-              1052.0 + 2 * sqrt(12000.0));
+              fmin(1052.0 + 2 * sqrt(12000.0), 1102.0 + 2 * sqrt(6000.0)));
 }
 
 static void test_allreduce_shapes(void **state)
@@ -83,9 +86,10 @@ static void test_allreduce_shapes(void **state)
     assert_us(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 4880.0);
     /* 2 rails: distance 2 has 2 ranks on 2 NICs, σ = 1: 100 + 320 + (20 + 1000 + 100) */
     assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 1540.0);
-    /* hierarchical with 2 rails: net = 40 + 2·1/2·c/(2 GB/s) + c/(4γ) = 40 + 0.000525·c,
-     * still the slower stage: 2 + 525 + 2·sqrt(10^6·40·0.00025) = 727 */
-    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB), 727.0);
+    /* hierarchical with 2 rails, the parts exchanged: net = 20 + c/(2 GB/s) + (c/2)/γ =
+     * 20 + 0.00055·c, still the slower stage: 2 + 550 + 2·sqrt(10^6·20·0.00025) */
+    assert_us(cost(&rails2, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
+              552.0 + 2 * sqrt(5000.0));
     /* N = 1: no net bracket. hierarchical is the one-pass allreduce: 10^6 B is one 1 MiB
      * chunk, 2 rounds (2·1), half the input copied in (50), a 2-input pass over the 5·10^5 B
      * block (50), all of it copied out (100) = 202; leader 201 + 101 = 302;
@@ -95,10 +99,11 @@ static void test_allreduce_shapes(void **state)
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, MB), 302.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 390.0);
     assert_us(cost(&one_node, STA_COLL_ALLREDUCE, STA_ALGO_RECURSIVE, MB), 420.0);
-    /* L = 1: the shm phases stay (a copy each: in = out = 1 + c/10^4), net = 40 + 0.00105·c:
-     * 2 + 1050 + 2·sqrt(10^6·40·0.0002); the flat ring: 100 + 1090 */
+    /* L = 1: the shm phases stay (a copy each: in = out = 1 + c/10^4); the chunk exchanged
+     * whole, net = 20 + 0.0011·c: 2 + 1100 + 2·sqrt(10^6·20·0.0002) (the ring's two steps,
+     * net = 40 + 0.00105·c, gave 1052 + 2·sqrt(8000), more); the flat ring: 100 + 1090 */
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, MB),
-              1052.0 + 2 * sqrt(8000.0));
+              1102.0 + 2 * sqrt(4000.0));
     assert_us(cost(&one_per_node, STA_COLL_ALLREDUCE, STA_ALGO_RING, MB), 1190.0);
 }
 
@@ -223,12 +228,12 @@ static void test_wakeups(void **state)
     d.host_cores = 2;
     /* ring: 2·3 steps of 20 + 30 */
     assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 0), 300.0);
-    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' ring 2·20 (each rail's
-     * ring has two ranks on the host's two cores, and the two rings interleave), shm phase
+    /* hierarchical: shm phase 1 + 0.75·30 (a futex wake), the rails' exchange 20 (each
+     * rail's two ranks on the host's two cores, and the two rails interleave), shm phase
      * 1 + 22.5 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 87.0);
-    /* leader: two leaders on the host's two cores spin: 2·(1 + 22.5) + 2·20 */
-    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 87.0);
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 67.0);
+    /* leader: two leaders on the host's two cores spin: 2·(1 + 22.5) + 20 */
+    assert_us(sta_cost_us(&m, &d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 67.0);
     /* four one-rank nodes on the host: the leaders outnumber the cores too; a one-rank
      * node's shm phases wait for nobody */
     sta_dims_t four = {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1,
@@ -431,13 +436,13 @@ static void test_node_reductions(void **state)
     sta_dims_t two = {.nranks = 2, .nnodes = 1, .local_size = 2, .nrails = 1, .contiguous = 1};
     assert_us(costw(&two, STA_COLL_REDUCE, STA_ALGO_HIERARCHICAL, (size_t)n), 1 + 100 + 100);
     /* L = 1: nothing to combine, the shm phases only copy; over 2 nodes the pipeline:
-     * in(c) = out(c) = 1 + c/β_s, net(c) = 2·20 + c/β_n + (c/2)/γ, the slower stage; its
-     * fixed 40 µs against the node's 2/β_s per byte: c = sqrt(n·40/(2·10^-4)), K = n/c;
-     * t = in + out + K·net */
+     * in(c) = out(c) = 1 + c/β_s; the chunk exchanged whole (c < 2·α_n·γ = 4·10^5):
+     * net(c) = 20 + c/β_n + c/γ, the slower stage; its fixed 20 µs against the node's
+     * 2/β_s per byte: c = sqrt(n·20/(2·10^-4)), K = n/c; t = in + out + K·net */
     sta_dims_t solo = {.nranks = 2, .nnodes = 2, .local_size = 1, .nrails = 1, .contiguous = 1};
-    double c = sqrt(n * 40 / 2e-4), K = n / c;
+    double c = sqrt(n * 20 / 2e-4), K = n / c;
     assert_us(costw(&solo, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, (size_t)n),
-              2 * (1 + c / 1e4) + K * (40 + c / 1e3 + c / 2 / 1e4));
+              2 * (1 + c / 1e4) + K * (20 + c / 1e3 + c / 1e4));
 }
 
 /* Oversubscribed, one node: shm rounds cost ω_y (a yield turn), a broadcast phase ω_y/2;
@@ -474,11 +479,11 @@ static void test_multi_node_blocking_waits(void **state)
     sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
                     .host_ranks = 4, .host_cores = 2};
     const double ws = STA_SHM_WAKE_RATIO * 30;
-    /* shm phase 1 + ws, the rails' ring 2·20 (a rail's two ranks on two cores), shm phase
-     * 1 + ws */
-    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 40);
-    /* leader: 1 + ws, the leaders' ring (two leaders on two cores: no ω) 2·20, 1 + ws */
-    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 40);
+    /* shm phase 1 + ws, the rails' exchange 20 (a rail's two ranks on two cores), shm
+     * phase 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 2 * (1 + ws) + 20);
+    /* leader: 1 + ws, the leaders' exchange (two leaders on two cores: no ω) 20, 1 + ws */
+    assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 20);
     /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
     assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0),
               20 + 1 + STA_YIELD_US / 2);
@@ -589,6 +594,26 @@ static void test_piece_bytes(void **state)
 }
 
 /* Where the cores, not the link, bound a stream: β_c(S) = 3.6·min(1, C/2S) below β_n. */
+/* A rail of two nodes exchanges a part whole below 2·(α_n + ω_l)·γ (here 2·20 µs·10 GB/s =
+ * 400 kB), which takes one α_n off the pipelined two-tier allreduce's small sizes. */
+static void test_rail_exchange(void **state)
+{
+    sta_model_t m = model_m;
+    sta_dims_t p6 = {.nranks = 6, .nnodes = 3, .local_size = 2, .nrails = 1};
+    (void)state;
+
+    assert_int_equal(sta_cost_rail_exchange(&m, &dims_4x1, 8), 1);
+    assert_int_equal(sta_cost_rail_exchange(&m, &dims_4x1, 399000), 1);
+    assert_int_equal(sta_cost_rail_exchange(&m, &dims_4x1, 401000), 0);
+    assert_int_equal(sta_cost_rail_exchange(&m, &p6, 8), 0);          /* a ring of 3 */
+    /* the ring's two steps alone would cost 2·α_n = 40 µs */
+    assert_true(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 8) < 2 * 20.0);
+    assert_true(cost(&dims_4x1, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 8) < 2 * 20.0);
+    assert_true(cost(&p6, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 8) > 4 * 20.0);
+    m.gamma_gbps = 0.0;                                                /* invalid model */
+    assert_int_equal(sta_cost_rail_exchange(&m, &dims_4x1, 8), 0);
+}
+
 static void test_net_cpu_bound(void **state)
 {
     sta_model_t m = model_m;
@@ -664,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_tables_identical),
         cmocka_unit_test(test_piece_bytes),
         cmocka_unit_test(test_net_cpu_bound),
+        cmocka_unit_test(test_rail_exchange),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
