@@ -444,11 +444,6 @@ static double intra_rooted(const terms_t *t, int with_reduce)
 }
 
 /*
- * One chunk's phases of a two-tier allreduce for t->n bytes: the node's first phase (in:
- * reduce-scatter, or reduce to local rank 0 for leader), the ring over the nodes (net), the
- * node's last phase (out: allgather, or broadcast).
- */
-/*
  * A rail of two nodes exchanges its part m whole (one step: send m, receive m, reduce m)
  * where that beats the ring's two steps of m/2 (the same bytes on the wire): the step it
  * saves, α_n + ω_l, against the m/2 more it reduces, (m/2)/γ; so for m < 2·(α_n + ω_l)·γ.
@@ -471,6 +466,11 @@ static double rail_net(const terms_t *t, double wire, double gbps, double per, d
            (N - 1) / N * xfer(m, t->g);
 }
 
+/*
+ * One chunk's phases of a two-tier allreduce for t->n bytes: the node's first phase (in:
+ * reduce-scatter, or reduce to local rank 0 for leader), the ring over the nodes (net), the
+ * node's last phase (out: allgather, or broadcast).
+ */
 static void pipe_phases(const terms_t *t, sta_algo_t algo, double *in, double *net, double *out)
 {
     double L = t->L, n = t->n;
