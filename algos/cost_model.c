@@ -25,9 +25,9 @@
  * shm pays α_n: same-node partners are reached through the transport (the connections
  * coll/connect.c builds, not the shm tier), but the bytes never reach the wire: TCP loopback
  * copies them into the kernel's socket buffer and out again, two memcpys at β_s each (an
- * RDMA loopback is a DMA read and a DMA write). Measured, loopback TCP streams at 3.5-4 GB/s
- * where memcpy does 12 (docs/benchmarks.md): 2·m/β_s keeps a one-node flat ring dearer than
- * the shm tier's one copy per phase. ρ (root flows) is 1 for rings, chains and trees, which
+ * RDMA loopback is a DMA read and a DMA write). Loopback TCP streams at a fraction of what
+ * memcpy does (strata-netperf against strata-reduce's copy rate on the same host):
+ * 2·m/β_s keeps a one-node flat ring dearer than the shm tier's one copy per phase. ρ (root flows) is 1 for rings, chains and trees, which
  * embed in a tree with one flow per link and direction (an Euler tour of the tree); L/2 for
  * recursive doubling at distance L/2, whose pairs all straddle the two halves.
  * s per step (with N = 1, s = 0 for every step):

@@ -21,10 +21,12 @@
  */
 #define BACKOFF_SPIN_NS 50000ull           /* 50 µs: about 10 busy-polled hops */
 /*
- * Oversubscribed, no spin at all and 20 µs of yields before blocking on a futex: 4 ranks on
- * 2 cores, 8 B-4 KiB allreduce, medians of 5-7 interleaved runs at load average 12-14
- * (docs/benchmarks.md): 6-8 µs per call; a spin of 0.5-2 µs first made it 30-50 µs, and 100 µs
- * of yields (a peer on our core gets its turn, but so does every other process) 18-32 µs.
+ * Oversubscribed, no spin at all and 20 µs of yields before blocking on a futex. Chosen by
+ * measurement (4 ranks on 2 cores, 8 B-4 KiB allreduce, interleaved runs on a loaded
+ * machine): a spin of 0.5-2 µs first made a call several times slower, and 100 µs of
+ * yields (a peer on our core gets its turn, but so does every other process) two to four
+ * times; the figures against OpenMPI: docs/benchmarks.md, "Small messages with more ranks
+ * than cores".
  */
 #define BACKOFF_SPIN_OVERSUB_NS 0ull
 #define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */

@@ -308,7 +308,7 @@ static uint64_t cn_host_id(void)
  * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
  * own: poll, spin, or auto: poll when the members on this host take every core (spinning
  * heads would leave none to the kernel's network processing and the peers they wait for:
- * 2 heads on 2 cores are faster polling, docs/benchmarks.md).
+ * docs/collnet-protocol.md, "Waiting").
  */
 static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
 {

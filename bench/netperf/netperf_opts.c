@@ -24,10 +24,9 @@
 
 /*
  * Bytes one measurement may move (iterations x size) before its iterations
- * are scaled down. Loopback TCP streams at 3.5-4 GB/s on a quiet 2-core CI
- * machine and at 1-1.3 GB/s when other jobs load it, so each scaled size
- * costs 0.2-0.7 s per path; measured, a default --raw sweep (plugin and raw)
- * takes about 25 s on the loaded machine (docs/benchmarks.md).
+ * are scaled down: at the 1-4 GB/s loopback TCP streams on a 2-core machine
+ * (loaded or quiet), each scaled size costs well under a second per path, so a
+ * default sweep stays short enough to run as a check.
  */
 #define NP_BYTES_BUDGET (256.0 * 1024 * 1024)
 /* Fewest timed iterations after scaling: enough for a median that means something. */
