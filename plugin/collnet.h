@@ -284,6 +284,7 @@ typedef struct stp_cn_comm {
     size_t piece_min;        /* no piece below this (0: none): the transport's striping size
                                 where the host's cores bound the net (stp_cn_piece_min) */
     uint64_t timeout_ns;
+    size_t inflight_max;     /* STRATA_COLLNET_INFLIGHT: bytes of runs at once (0: no cap) */
 
     pthread_mutex_t mr_lock;
     stp_cn_mr_t *mrs;

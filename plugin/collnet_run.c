@@ -16,6 +16,7 @@
 strata_status_t stp_cn_exec_init(stp_cn_comm_t *c)
 {
     c->timeout_ns = (uint64_t)stu_param_int(STU_PARAM_TIMEOUT) * 1000000ull;
+    c->inflight_max = (size_t)stu_param_int(STU_PARAM_COLLNET_INFLIGHT);
     for (int i = 0; i < STP_CN_ACTIVE; i++) {
         stp_cn_run_t *r = &c->runs[i];
         r->sdone = calloc(STP_CN_MAX_UNITS, 1);
@@ -221,9 +222,19 @@ static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t
     return STRATA_OK;
 }
 
-/* Starts queued requests, in call order, while executor slots are free. */
+/*
+ * Starts queued requests, in call order, while executor slots are free and the bytes of the
+ * running ones and the next stay within STRATA_COLLNET_INFLIGHT (the oldest always starts).
+ * The cap is local: every member posts in the same (collective, step, piece) order whatever
+ * it runs at once, so members may differ. Why it exists: docs/collnet-protocol.md, "Bytes in
+ * flight".
+ */
 strata_status_t stp_cn_runs_start(stp_cn_comm_t *c, int *changed)
 {
+    size_t running = 0;
+
+    for (int i = 0; i < c->nrunning; i++)
+        running += stp_cn_run_at(c, i)->req->bytes;
     while (c->nrunning < STP_CN_ACTIVE) {
         stp_cn_req_t *q = NULL;
         for (int i = 0; i < STP_CN_MAX_REQUESTS && q == NULL; i++) {
@@ -232,6 +243,9 @@ strata_status_t stp_cn_runs_start(stp_cn_comm_t *c, int *changed)
         }
         if (q == NULL)
             return STRATA_OK;
+        if (c->nrunning > 0 && c->inflight_max > 0 && running + q->bytes > c->inflight_max)
+            return STRATA_OK;
+        running += q->bytes;
         stp_cn_run_t *r = stp_cn_run_at(c, c->nrunning);
         strata_status_t status = run_start(c, r, q);
         if (status != STRATA_OK)

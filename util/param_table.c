@@ -264,6 +264,13 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " which the transport stripes a message over its sockets where the model says the"
         " hosts' cores, not the link, bound the net",
         .min = 0, .max = 64 << 20},
+    /* One NCCL call (CollNet Chain: 8 channels x 256 KiB) at a time, several smaller ones:
+     * docs/collnet-protocol.md, "Bytes in flight". */
+    [STU_PARAM_COLLNET_INFLIGHT] = {"STRATA_COLLNET_INFLIGHT", STU_PARAM_TYPE_INT, "2M",
+        "bytes of collectives the CollNet runs at once: a call starts while those running"
+        " and its own stay within it (the oldest always runs), up to 4 at once; 0: 4 at once"
+        " whatever their size",
+        .min = 0, .max = INT32_MAX},
     [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"
         " (slower; for tests of that path on machines without GPUs)",

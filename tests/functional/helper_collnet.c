@@ -12,7 +12,9 @@
  *   helper_collnet <ctl fd> <scenario> <nranks> <rank> <collnet version> [cycles]
  *
  * Scenarios: types, windows, depth, kill, stall, cycles, threads. STS_CN_VICTIM names the
- * member that dies (kill) or stops progressing (stall).
+ * member that dies (kill) or stops progressing (stall). STS_CN_INFLIGHT_ODD, where set, is
+ * the STRATA_COLLNET_INFLIGHT of the odd-ranked members (members that run different numbers
+ * of collectives at once).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -585,6 +587,9 @@ int main(int argc, char **argv)
     m.region = calloc(2 * CN_SLOTS, CN_SLOT_BYTES);
     if (m.nranks < 1 || m.nranks > CN_MAX_MEMBERS || m.region == NULL)
         return 2;
+    const char *odd = getenv("STS_CN_INFLIGHT_ODD");
+    if (odd != NULL && m.rank % 2 == 1)
+        setenv("STRATA_COLLNET_INFLIGHT", odd, 1);
     int rc = member_open(&m);
     if (rc == 0)
         rc = member_run(&m);

@@ -260,6 +260,27 @@ static void test_depth_3_poll(void **state)
                        .env = {"STRATA_COLLNET_WAIT=poll"}});
 }
 
+/* STRATA_COLLNET_INFLIGHT: every call alone (a cap below any call's bytes: only the oldest
+ * runs) on the even members, 4 at once whatever their size (0) on the odd ones; members
+ * that run different numbers at once still post in the same order. And both on all. */
+static void test_depth_4_inflight_mixed(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "depth", .nranks = 4, .version = 12, .victim = -1,
+                       .env = {"STRATA_COLLNET_INFLIGHT=1", "STS_CN_INFLIGHT_ODD=0"}});
+}
+
+static void test_types_3_inflight_one(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "types", .nranks = 3, .version = 11, .victim = -1,
+                       .env = {"STRATA_COLLNET_INFLIGHT=1"}});
+}
+
+static void test_types_3_inflight_uncapped(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "types", .nranks = 3, .version = 11, .victim = -1,
+                       .env = {"STRATA_COLLNET_INFLIGHT=0"}});
+}
+
 static void test_types_3_spin(void **state)
 {
     cn_run(&(cn_job_t){.scenario = "types", .nranks = 3, .version = 11, .victim = -1,
@@ -528,6 +549,9 @@ int main(void)
         cmocka_unit_test_teardown(test_windows_8_permuted, cn_teardown),
         cmocka_unit_test_teardown(test_windows_4_recursive, cn_teardown),
         cmocka_unit_test_teardown(test_depth_3_poll, cn_teardown),
+        cmocka_unit_test_teardown(test_depth_4_inflight_mixed, cn_teardown),
+        cmocka_unit_test_teardown(test_types_3_inflight_one, cn_teardown),
+        cmocka_unit_test_teardown(test_types_3_inflight_uncapped, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_spin, cn_teardown),
         cmocka_unit_test_teardown(test_kill_4, cn_teardown),
         cmocka_unit_test_teardown(test_stall_3, cn_teardown),
