@@ -27,9 +27,10 @@
  * copies them into the kernel's socket buffer and out again, two memcpys at β_s each (an
  * RDMA loopback is a DMA read and a DMA write). Loopback TCP streams at a fraction of what
  * memcpy does (strata-netperf against strata-reduce's copy rate on the same host):
- * 2·m/β_s keeps a one-node flat ring dearer than the shm tier's one copy per phase. ρ (root flows) is 1 for rings, chains and trees, which
- * embed in a tree with one flow per link and direction (an Euler tour of the tree); L/2 for
- * recursive doubling at distance L/2, whose pairs all straddle the two halves.
+ * 2·m/β_s keeps a one-node flat ring dearer than the shm tier's one copy per phase. ρ (root
+ * flows) is 1 for rings, chains and trees, which embed in a tree with one flow per link and
+ * direction (an Euler tour of the tree); L/2 for recursive doubling at distance L/2, whose
+ * pairs all straddle the two halves.
  * s per step (with N = 1, s = 0 for every step):
  *   s1        = 1: ring, chain and binomial tree in node-major order (the flat group).
  *               A ring or chain leaves a node at one rank; a binomial round's senders are
