@@ -20,7 +20,8 @@
  * same length as the previous step's receive, so an executor may split every region into the
  * same number of element-aligned pieces and let piece c of step s+1 go as soon as piece c of
  * step s is in; sta_sched_piece gives the split. Sends and receives between two members match
- * when both post them in (step, piece) order.
+ * when both post them in one order, (step, piece) or (piece, step): either posts every
+ * piece's step s-1 before its step s.
  *
  * Schedules (costs: algos/cost_model.c, the same formulas at L = 1):
  *   ring allreduce      2(P-1) steps: reduce-scatter into DST, then allgather within DST

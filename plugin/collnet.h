@@ -105,7 +105,10 @@ typedef struct stp_cn_record {
                                         (stt_props_t.cpu_copies) */
 #define STP_CN_REC_CHUNK_AUTO 0x2u   /* STRATA_COLLNET_CHUNK is unset: the piece rule may
                                         raise the pieces (collnet_select.c) */
-#define STP_CN_REC_FLAGS (STP_CN_REC_CPU_COPIES | STP_CN_REC_CHUNK_AUTO)
+#define STP_CN_REC_ORDER_STEP 0x4u   /* STRATA_COLLNET_ORDER=step (member 0's is used) */
+#define STP_CN_REC_ORDER_PIECE 0x8u  /* STRATA_COLLNET_ORDER=piece; neither: auto */
+#define STP_CN_REC_FLAGS (STP_CN_REC_CPU_COPIES | STP_CN_REC_CHUNK_AUTO | \
+                          STP_CN_REC_ORDER_STEP | STP_CN_REC_ORDER_PIECE)
 
 /* Writes the handle (NCCL_NET_HANDLE_MAXSIZE bytes): xport's listen bytes, then ours.
  * STRATA_ERR_INTERNAL if the transport wrote past its 64 bytes. */
@@ -235,7 +238,8 @@ typedef struct stp_cn_run {
     size_t src_len, dst_len; /* bytes of NCCL's buffers this run reads and writes */
     sta_sched_t sched;
     int npieces, nunits, left;
-    int send_unit, recv_unit;   /* cursors: the next unit (step * npieces + piece) to post */
+    int send_unit, recv_unit;   /* cursors: how many units were posted, in the comm's order
+                                   (stp_cn_unit_at) */
     uint8_t *sdone;          /* [units] 1: this unit's send is complete (or has none) */
     uint8_t *rstate;         /* [units] STP_CN_R_* */
     size_t *blk_off, *blk_len;  /* [nranks] AG/RS blocks, by position */
@@ -283,6 +287,8 @@ typedef struct stp_cn_comm {
     size_t chunk;            /* piece size of the ring steps (0: the model's per step) */
     size_t piece_min;        /* no piece below this (0: none): the transport's striping size
                                 where the host's cores bound the net (stp_cn_piece_min) */
+    int pieces_in_turn;      /* 1: runs post every step of a piece before the next piece
+                                (stp_cn_pieces_in_turn); 0: every piece of a step first */
     uint64_t timeout_ns;
     size_t inflight_max;     /* STRATA_COLLNET_INFLIGHT: bytes of runs at once (0: no cap) */
 
@@ -385,8 +391,9 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r);
 void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dims_t *dims);
 /* Builds c->table from member 0's record (dec[0] of every member's decoded, in position
  * order) and the group's dims (stp_cn_dims over the encoded recs), sets the pieces (chunk and
- * stp_cn_piece_min's floor; dec is reordered) and logs them at INFO. */
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *dec);
+ * stp_cn_piece_min's floor) and the order (stp_cn_pieces_in_turn) and logs them at INFO. */
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs,
+                                    const stp_cn_record_t *dec);
 /*
  * The piece rule: the smallest piece of a ring step, from every member's record (n of them,
  * in position order) and the group's model (member 0's). Where member 0 left
@@ -395,10 +402,18 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_c
  * (sta_cost_net_cpu_bound over that host's members and cores), pieces are raised to the
  * largest size from which the members' transports split a message across their streams
  * (tcp: sockets), so that every piece is spread over several streams instead of one;
- * 0 (no floor) otherwise. The same on every member given the same records; sorts recs by
- * host.
+ * 0 (no floor) otherwise. The same on every member given the same records.
  */
-size_t stp_cn_piece_min(stp_cn_record_t *recs, int n, const sta_model_t *model);
+size_t stp_cn_piece_min(const stp_cn_record_t *recs, int n, const sta_model_t *model);
+/*
+ * The order rule: 1 when a run posts its pieces in turn (all the steps of piece 0, then of
+ * piece 1, ...), 0 when step by step (every piece of step 0, then of step 1, ...). Member 0's
+ * STRATA_COLLNET_ORDER decides when it is step or piece; auto is piece where every member's
+ * transport copies through the host's cores and some host runs more members than it has
+ * cores (docs/collnet-protocol.md, "Order of pieces"). The same on every member given the
+ * same records (n, in position order: recs[0] is member 0's).
+ */
+int stp_cn_pieces_in_turn(const stp_cn_record_t *recs, int n);
 /* The schedule for a collective of `bytes` (AG: the window) on c. */
 sta_sched_kind_t stp_cn_select(const stp_cn_comm_t *c, sta_coll_t coll, size_t bytes);
 

@@ -65,7 +65,7 @@ static void timeout_check(stp_cn_comm_t *c)
     uint64_t now = stu_time_ns();
     if (now - r->last_ns <= c->timeout_ns)
         return;
-    int peer = -1, step = r->recv_unit / STU_MAX(r->npieces, 1);
+    int peer = -1, step = r->sched.nsteps;   /* every receive is in: a send is late */
     for (int i = 0; i < c->nflights && peer < 0; i++) {
         if (&c->runs[c->flights[i].run] == r && !c->flights[i].is_send) {
             peer = c->flights[i].peer;
@@ -73,6 +73,7 @@ static void timeout_check(stp_cn_comm_t *c)
         }
     }
     if (peer < 0 && r->recv_unit < r->nunits) {
+        step = stp_cn_unit_at(c, r, r->recv_unit) / r->npieces;
         sta_sched_step_t st;
         sta_sched_step(&r->sched, step, &st);
         peer = st.recv_peer;

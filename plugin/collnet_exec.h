@@ -10,17 +10,20 @@
  * of at least the agreed chunk so that piece c of step s+1 leaves as soon as piece c of step
  * s has arrived and been reduced (the schedules' chunkable rule).
  *
- * Order: every member posts its sends, and its receives, in (run, unit) order, stopping at the
- * first one that cannot go yet; sends and receives of a connection then match in order on both
- * ends (the transport contract), with no tags. Rules per unit u = (s, c):
+ * Order: every member posts its sends, and its receives, run by run and within a run in the
+ * comm's unit order (step by step, or every step of a piece in turn: stp_cn_unit_at, the same
+ * on every member), stopping at the first one that cannot go yet; sends and receives of a
+ * connection then match in order on both ends (the transport contract), with no tags. Rules
+ * per unit u = (s, c):
  *   send(s, c)  after receive(s-1, c) is done (the data it forwards or has reduced)
  *   recv(s, c)  after send(s-1, c) and receive(s-1, c) are done: nothing still reads the
  *               region it may overwrite, and the staging area of piece c is free again
  *   reduce      when the bytes are in, and send(s, c) is done if it reads the memory the
  *               reduction writes (recursive doubling sends and reduces DST; in place, SRC
  *               is DST)
- * Every dependency points to a smaller unit, so each member makes progress as long as its
- * peers do: no deadlock, whatever the order in which transport requests complete.
+ * Every dependency points to a unit posted earlier in either order (the same piece, the step
+ * before), so each member makes progress as long as its peers do: no deadlock, whatever the
+ * order in which transport requests complete.
  *
  * Everything here runs on NCCL's progress thread (the data-path calls), never blocks, and
  * reports progress through *changed.
@@ -49,6 +52,20 @@ strata_status_t stp_cn_exec_fail(stp_cn_comm_t *c, strata_status_t status, int p
 
 /* collnet_run.c: starts queued requests, in call order, while executor slots are free. */
 strata_status_t stp_cn_runs_start(stp_cn_comm_t *c, int *changed);
+/* The unit (step x npieces + piece) that is the k-th a run posts: step by step, or with
+ * c->pieces_in_turn every step of a piece before the next piece. */
+static inline int stp_cn_unit_at(const stp_cn_comm_t *c, const stp_cn_run_t *r, int k)
+{
+    if (!c->pieces_in_turn || r->npieces == 1)
+        return k;
+    return (k % r->sched.nsteps) * r->npieces + k / r->sched.nsteps;
+}
+
+/* The admission rule stp_cn_runs_start applies to the next queued collective of `next`
+ * bytes, with `nrunning` collectives of `running` bytes on the executor: 1 if it may start.
+ * A free slot is needed (at most STP_CN_ACTIVE run); the oldest (nrunning 0) always starts;
+ * a cap of 0 admits up to the slots; otherwise running + next must stay within the cap. */
+int stp_cn_run_admits(int nrunning, size_t running, size_t next, size_t cap);
 /* The schedule's SRC bytes copied into DST before its first step (allgather's own block). */
 void stp_cn_run_pre_copy(stp_cn_run_t *r);
 

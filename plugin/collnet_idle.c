@@ -58,12 +58,11 @@ void stp_cn_exec_idle(stp_cn_comm_t *c)
         sta_backoff_init(&c->backoff, 2 * c->timeout_ns, 1);
         c->idle = 1;
     }
-    int nfds = idle_fds(c);
-    /* Asking for descriptors progresses some transports (ucx runs its worker before arming
-     * it): a completion found there must not wait for the sleep to end. */
-    if (stp_cn_exec_progress(c) != STRATA_OK || c->moved) {
-        c->idle = 0;
-        return;
-    }
-    (void)sta_backoff_step_fds(&c->backoff, c->pfds, nfds);
+    /* The set describes the transports as the pass that just moved nothing left them, and
+     * nothing may progress them between here and the sleep: a tcp pass that reads a header
+     * makes the message's other sockets owe bytes, which a set asked before it leaves out
+     * (the sleep could then last its full 2 ms while the data waits there). A transport
+     * whose poll_fds progresses (ucx runs its worker before arming it) names nothing when
+     * that found events, so its completions are tested before any sleep. */
+    (void)sta_backoff_step_fds(&c->backoff, c->pfds, idle_fds(c));
 }

@@ -222,11 +222,21 @@ static strata_status_t run_start(stp_cn_comm_t *c, stp_cn_run_t *r, stp_cn_req_t
     return STRATA_OK;
 }
 
+/* The admission rule (collnet_exec.h). */
+int stp_cn_run_admits(int nrunning, size_t running, size_t next, size_t cap)
+{
+    if (nrunning >= STP_CN_ACTIVE)
+        return 0;
+    if (nrunning == 0 || cap == 0)
+        return 1;
+    return running <= cap && next <= cap - running;
+}
+
 /*
  * Starts queued requests, in call order, while executor slots are free and the bytes of the
  * running ones and the next stay within STRATA_COLLNET_INFLIGHT (the oldest always starts).
- * The cap is local: every member posts in the same (collective, step, piece) order whatever
- * it runs at once, so members may differ. Why it exists: docs/collnet-protocol.md, "Bytes in
+ * The cap is local: every member posts in the same order (collective by collective, the
+ * comm's unit order within each) whatever it runs at once, so members may differ. Why it exists: docs/collnet-protocol.md, "Bytes in
  * flight".
  */
 strata_status_t stp_cn_runs_start(stp_cn_comm_t *c, int *changed)
@@ -243,7 +253,7 @@ strata_status_t stp_cn_runs_start(stp_cn_comm_t *c, int *changed)
         }
         if (q == NULL)
             return STRATA_OK;
-        if (c->nrunning > 0 && c->inflight_max > 0 && running + q->bytes > c->inflight_max)
+        if (!stp_cn_run_admits(c->nrunning, running, q->bytes, c->inflight_max))
             return STRATA_OK;
         running += q->bytes;
         stp_cn_run_t *r = stp_cn_run_at(c, c->nrunning);

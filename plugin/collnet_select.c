@@ -8,7 +8,6 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "algos/profile.h"
@@ -55,16 +54,38 @@ strata_status_t stp_cn_record_local(stp_cn_record_t *r)
     r->chunk = (uint32_t)chunk;
     if (stu_param_env(STU_PARAM_COLLNET_CHUNK) == NULL)
         r->flags |= STP_CN_REC_CHUNK_AUTO;
+    const char *order = stu_param_str(STU_PARAM_COLLNET_ORDER);
+    if (strcmp(order, "step") == 0)
+        r->flags |= STP_CN_REC_ORDER_STEP;
+    else if (strcmp(order, "piece") == 0)
+        r->flags |= STP_CN_REC_ORDER_PIECE;
+    else if (strcmp(order, "auto") != 0)
+        STU_WARN("collnet: STRATA_COLLNET_ORDER='%s' is not auto, step or piece; using auto",
+                 order);
     return STRATA_OK;
 }
 
-static int rec_host_cmp(const void *a, const void *b)
+/* 1 when member i is the first of its host among recs: then *members counts the host's
+ * members and *cores is the fewest cores they report. Quadratic in the group, once per
+ * connect; the records stay in position order. */
+static int host_first(const stp_cn_record_t *recs, int n, int i, int *members,
+                      uint32_t *cores)
 {
-    const stp_cn_record_t *x = a, *y = b;
-    return x->host < y->host ? -1 : x->host > y->host;
+    for (int j = 0; j < i; j++)
+        if (recs[j].host == recs[i].host)
+            return 0;
+    *members = 0;
+    *cores = recs[i].cores;
+    for (int j = i; j < n; j++) {
+        if (recs[j].host == recs[i].host) {
+            (*members)++;
+            *cores = STU_MIN(*cores, recs[j].cores);
+        }
+    }
+    return 1;
 }
 
-size_t stp_cn_piece_min(stp_cn_record_t *recs, int n, const sta_model_t *model)
+size_t stp_cn_piece_min(const stp_cn_record_t *recs, int n, const sta_model_t *model)
 {
     uint32_t stripe = 0;
 
@@ -77,19 +98,38 @@ size_t stp_cn_piece_min(stp_cn_record_t *recs, int n, const sta_model_t *model)
     }
     if (stripe == 0)
         return 0;
-    /* the members of each host in a run: S streams at once on that host's C cores */
-    qsort(recs, (size_t)n, sizeof(*recs), rec_host_cmp);
-    for (int i = 0, j; i < n; i = j) {
-        uint32_t cores = recs[i].cores;
-        for (j = i + 1; j < n && recs[j].host == recs[i].host; j++)
-            cores = STU_MIN(cores, recs[j].cores);
+    /* each host's members: S streams at once on that host's C cores */
+    for (int i = 0; i < n; i++) {
+        int members;
+        uint32_t cores;
+        if (!host_first(recs, n, i, &members, &cores))
+            continue;
         sta_dims_t dims;
         sta_dims_one_per_node(n, &dims);
         dims.net_cpu = 1;
-        dims.host_ranks = j - i;
+        dims.host_ranks = members;
         dims.host_cores = (int)STU_MIN(cores, (uint32_t)INT32_MAX);
         if (sta_cost_net_cpu_bound(model, &dims))
             return stripe;
+    }
+    return 0;
+}
+
+int stp_cn_pieces_in_turn(const stp_cn_record_t *recs, int n)
+{
+    if (n < 2 || (recs[0].flags & STP_CN_REC_ORDER_STEP))
+        return 0;
+    if (recs[0].flags & STP_CN_REC_ORDER_PIECE)
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (!(recs[i].flags & STP_CN_REC_CPU_COPIES))
+            return 0;
+    for (int i = 0; i < n; i++) {
+        int members;
+        uint32_t cores;
+        if (host_first(recs, n, i, &members, &cores) && cores > 0 &&
+            (uint32_t)members > cores)
+            return 1;
     }
     return 0;
 }
@@ -100,14 +140,21 @@ static void select_log_coll(const stp_cn_comm_t *c, sta_coll_t coll)
     char line[512];
     size_t at = 0, first = 0;
 
-    for (int i = 0; i < c->table.nranges[coll] && at < sizeof(line); i++) {
+    /* what runs (stp_cn_select: the ring wherever the table names another algorithm than
+     * recursive doubling), neighbouring ranges of one schedule merged */
+    for (int i = 0, n = c->table.nranges[coll]; i < n && at < sizeof(line); i++) {
         const sta_select_range_t *r = &c->table.ranges[coll][i];
+        sta_sched_kind_t kind = stp_cn_select(c, coll, first);
+        if (i + 1 < n && r->upper != SIZE_MAX && stp_cn_select(c, coll, r->upper + 1) == kind)
+            continue;                             /* the next range runs the same */
+        const char *name = kind == STA_SCHED_RD_ALLREDUCE || kind == STA_SCHED_RD_ALLGATHER
+                               ? "recursive" : "ring";
         if (r->upper == SIZE_MAX)
             at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%zu B and up -> %s",
-                                   i ? ", " : "", first, sta_algo_name(r->algo));
+                                   at ? ", " : "", first, name);
         else
             at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%zu..%zu B -> %s",
-                                   i ? ", " : "", first, r->upper, sta_algo_name(r->algo));
+                                   at ? ", " : "", first, r->upper, name);
         first = r->upper + 1;
     }
     size_t mib = (size_t)1 << 20;
@@ -149,11 +196,11 @@ void stp_cn_dims(const uint8_t *recs, int nranks, const char *transport, sta_dim
     sta_dims_set_host(dims, host_ranks, host_cores, transport);
 }
 
-strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_cn_record_t *dec)
+strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs,
+                                    const stp_cn_record_t *dec)
 {
     const stt_ops_t *ops = stp_state_transport();
-    const stp_cn_record_t lead = dec[0];
-    const stp_cn_record_t *r0 = &lead;
+    const stp_cn_record_t *r0 = &dec[0];
     sta_model_t model;
     sta_dims_t dims;
     strata_status_t status;
@@ -164,17 +211,19 @@ strata_status_t stp_cn_select_build(stp_cn_comm_t *c, const uint8_t *recs, stp_c
     if (status != STRATA_OK)
         return status;
     c->chunk = r0->chunk;
+    c->pieces_in_turn = stp_cn_pieces_in_turn(dec, c->nranks);
     c->piece_min = stp_cn_piece_min(dec, c->nranks, &model);
     if (stu_log_level >= STU_LOG_INFO) {
         STU_INFO(STU_LOG_NET | STU_LOG_TUNING, "Strata collnet: comm 0x%" PRIx64 " dev %d:"
                  " member %d of %d (NCCL rank %d), %d link(s), net alpha %g us beta %g GB/s,"
                  " gamma %g GB/s, STRATA_COLLNET_ALGO=%s, pieces of %zu B (member 0's;"
-                 " 0: the model's per step), at least %zu B (%s)",
+                 " 0: the model's per step), at least %zu B (%s), posted %s",
                  c->comm_id, c->dev, c->pos, c->nranks, c->rank, c->nlinks,
                  model.net.alpha_us, model.net.beta_gbps, model.gamma_gbps,
                  sta_algo_name((sta_algo_t)r0->forced), c->chunk, c->piece_min,
                  c->piece_min ? "the transport stripes from there, and the hosts' cores bound"
-                                " the net" : "0: no floor");
+                                " the net" : "0: no floor",
+                 c->pieces_in_turn ? "piece by piece" : "step by step");
         select_log_coll(c, STA_COLL_ALLREDUCE);
         select_log_coll(c, STA_COLL_ALLGATHER);
         select_log_coll(c, STA_COLL_REDUCE_SCATTER);

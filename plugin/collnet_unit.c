@@ -89,7 +89,8 @@ int stp_cn_unit_post_sends(stp_cn_comm_t *c, int i, int *changed)
     if (r->phase == STP_CN_PH_IN)
         return 0;                   /* its input is still on the way in: later runs wait too */
     while (r->send_unit < r->nunits) {
-        const int u = r->send_unit, s = u / r->npieces, pc = u % r->npieces;
+        const int u = stp_cn_unit_at(c, r, r->send_unit), s = u / r->npieces,
+                  pc = u % r->npieces;
         sta_sched_step_t st;
         size_t len;
         sta_sched_step(&r->sched, s, &st);
@@ -128,7 +129,8 @@ int stp_cn_unit_post_recvs(stp_cn_comm_t *c, int i, int *changed)
     if (r->phase == STP_CN_PH_IN)
         return 0;
     while (r->recv_unit < r->nunits) {
-        const int u = r->recv_unit, s = u / r->npieces, pc = u % r->npieces;
+        const int u = stp_cn_unit_at(c, r, r->recv_unit), s = u / r->npieces,
+                  pc = u % r->npieces;
         sta_sched_step_t st;
         size_t len, poff;
         if (!unit_ready(r, u, 1))

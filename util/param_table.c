@@ -271,6 +271,14 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " and its own stay within it (the oldest always runs), up to 4 at once; 0: 4 at once"
         " whatever their size",
         .min = 0, .max = INT32_MAX},
+    /* Why pieces go in turn where heads outnumber cores: docs/collnet-protocol.md, "Order
+     * of pieces". */
+    [STU_PARAM_COLLNET_ORDER] = {"STRATA_COLLNET_ORDER", STU_PARAM_TYPE_STR, "auto",
+        "the order in which a CollNet ring posts its pieces: step (every piece of a step, then"
+        " the next step), piece (every step of a piece, then the next piece), or auto (piece"
+        " where some host runs more heads than it has cores and the transports copy through"
+        " them, else step); member 0's value is used by all",
+        .choices = "auto|step|piece"},
     [STU_PARAM_COLLNET_STAGE] = {"STRATA_COLLNET_STAGE", STU_PARAM_TYPE_INT, "0",
         "1: the CollNet stages host buffers through its self link as it stages GPU memory"
         " (slower; for tests of that path on machines without GPUs)",

@@ -12,9 +12,9 @@
  *   helper_collnet <ctl fd> <scenario> <nranks> <rank> <collnet version> [cycles]
  *
  * Scenarios: types, windows, depth, kill, stall, cycles, threads. STS_CN_VICTIM names the
- * member that dies (kill) or stops progressing (stall). STS_CN_INFLIGHT_ODD, where set, is
- * the STRATA_COLLNET_INFLIGHT of the odd-ranked members (members that run different numbers
- * of collectives at once).
+ * member that dies (kill) or stops progressing (stall). STS_CN_ODD_ENV, where set, is one
+ * NAME=VALUE the odd-ranked members put in their environment (members that differ: how many
+ * collectives they run at once, what order they would pick alone).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -587,9 +587,16 @@ int main(int argc, char **argv)
     m.region = calloc(2 * CN_SLOTS, CN_SLOT_BYTES);
     if (m.nranks < 1 || m.nranks > CN_MAX_MEMBERS || m.region == NULL)
         return 2;
-    const char *odd = getenv("STS_CN_INFLIGHT_ODD");
-    if (odd != NULL && m.rank % 2 == 1)
-        setenv("STRATA_COLLNET_INFLIGHT", odd, 1);
+    const char *odd = getenv("STS_CN_ODD_ENV");
+    if (odd != NULL && m.rank % 2 == 1 && strchr(odd, '=') != NULL) {
+        char name[64];
+        size_t len = (size_t)(strchr(odd, '=') - odd);
+        if (len == 0 || len >= sizeof(name))
+            return 2;
+        memcpy(name, odd, len);
+        name[len] = '\0';
+        setenv(name, odd + len + 1, 1);
+    }
     int rc = member_open(&m);
     if (rc == 0)
         rc = member_run(&m);

@@ -266,7 +266,8 @@ static void test_depth_3_poll(void **state)
 static void test_depth_4_inflight_mixed(void **state)
 {
     cn_run(&(cn_job_t){.scenario = "depth", .nranks = 4, .version = 12, .victim = -1,
-                       .env = {"STRATA_COLLNET_INFLIGHT=1", "STS_CN_INFLIGHT_ODD=0"}});
+                       .env = {"STRATA_COLLNET_INFLIGHT=1",
+                               "STS_CN_ODD_ENV=STRATA_COLLNET_INFLIGHT=0"}});
 }
 
 static void test_types_3_inflight_one(void **state)
@@ -279,6 +280,25 @@ static void test_types_3_inflight_uncapped(void **state)
 {
     cn_run(&(cn_job_t){.scenario = "types", .nranks = 3, .version = 11, .victim = -1,
                        .env = {"STRATA_COLLNET_INFLIGHT=0"}});
+}
+
+/* STRATA_COLLNET_ORDER: member 0's order is everyone's. Rings of 4 KiB pieces (several a
+ * step) posted piece by piece on member 0 and step by step on the odd members' own setting,
+ * and the reverse: a member that followed its own setting would pair its pieces with the
+ * wrong ones of its neighbours, and the results would differ from the reference. */
+static void test_types_4_order_piece_mixed(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "types", .nranks = 4, .version = 12, .victim = -1,
+                       .env = {"STRATA_COLLNET_ALGO=ring", "STRATA_COLLNET_CHUNK=4K",
+                               "STRATA_COLLNET_ORDER=piece",
+                               "STS_CN_ODD_ENV=STRATA_COLLNET_ORDER=step"}});
+}
+
+static void test_windows_4_order_step_mixed(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "windows", .nranks = 4, .version = 11, .victim = -1,
+                       .env = {"STRATA_COLLNET_CHUNK=4K", "STRATA_COLLNET_ORDER=step",
+                               "STS_CN_ODD_ENV=STRATA_COLLNET_ORDER=piece"}});
 }
 
 static void test_types_3_spin(void **state)
@@ -552,6 +572,8 @@ int main(void)
         cmocka_unit_test_teardown(test_depth_4_inflight_mixed, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_inflight_one, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_inflight_uncapped, cn_teardown),
+        cmocka_unit_test_teardown(test_types_4_order_piece_mixed, cn_teardown),
+        cmocka_unit_test_teardown(test_windows_4_order_step_mixed, cn_teardown),
         cmocka_unit_test_teardown(test_types_3_spin, cn_teardown),
         cmocka_unit_test_teardown(test_kill_4, cn_teardown),
         cmocka_unit_test_teardown(test_stall_3, cn_teardown),

@@ -12,8 +12,9 @@
  * the event that matters. The side channel is peeked first (one recv, paid
  * only by a caller about to sleep), so a closed peer is seen here rather than
  * leaving a descriptor that stays readable. The worker is progressed before
- * arming, as UCP requires; completions this finds are reported by the next
- * test().
+ * arming, as UCP requires; when that finds events the answer is 0 as well: the
+ * completions they bring are reported by the next test(), which must come
+ * before any sleep.
  */
 #include "transport/ucx/ucx_internal.h"
 
@@ -30,8 +31,10 @@ int stt_ucx_poll_fds(stt_comm_t *comm, struct pollfd *fds, int max)
     stt_ucx_conn_check_peer(conn);
     if (conn->head.failed != STRATA_OK || conn->peer_eof)
         return 0;
-    while (stt_ucx_conn_progress_lanes(conn) != 0)
-        ;
+    /* Events found now may complete requests only the next test() reports: nothing to
+     * sleep on until then (no sleep may hide a completion). */
+    if (stt_ucx_conn_progress_lanes(conn) != 0)
+        return 0;
     /* Every lane's worker is armed (one per member of a virtual device). */
     for (int i = 0; i < conn->nlanes; i++) {
         if (stt_ucx_lib.worker_arm(conn->lane[i].worker) != UCS_OK)
