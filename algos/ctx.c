@@ -167,3 +167,11 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
         b->nap_ns *= 2;
     return STRATA_OK;
 }
+
+int sta_wait_fds_add(stt_comm_t *comm, struct pollfd *fds, int n, int max)
+{
+    if (n < 0 || n >= max)
+        return -1;
+    int got = stt_poll_fds(comm, fds + n, max - n);
+    return got > 0 ? n + got : -1;
+}

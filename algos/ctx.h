@@ -127,6 +127,15 @@ struct pollfd;
 strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int nfds);
 
 /*
+ * Adds the descriptors of a comm the caller waits on (a request in flight) to a wait's set
+ * of n, fds[n .. max): the new count, or -1 once any comm of the set named none (stt_poll_fds'
+ * 0: staged bytes or events test() can use at once, a set too large). Then the caller naps
+ * (sta_backoff_step_fds with 0): a sleep on the other comms' descriptors alone could last
+ * its whole 2 ms while this comm's completion waits. n < 0 stays -1.
+ */
+int sta_wait_fds_add(stt_comm_t *comm, struct pollfd *fds, int n, int max);
+
+/*
  * Point to point over the transport: sends sbytes to rank `to` and receives
  * exactly rbytes from rank `from` concurrently (either may be -1 to skip), and
  * waits for both. A size other than rbytes is STRATA_ERR_MISMATCH.

@@ -101,12 +101,11 @@ strata_status_t sta_sendrecv(sta_ctx_t *ctx, int to, const void *sbuf, size_t sb
         int nfds = 0;
         if (!sta_backoff_spinning(&b)) {
             if (sreq != NULL)
-                nfds += stt_poll_fds(sreq->comm, fds, STA_POLL_FDS_MAX);
+                nfds = sta_wait_fds_add(sreq->comm, fds, nfds, STA_POLL_FDS_MAX);
             if (rreq != NULL)
-                nfds += stt_poll_fds(rreq->comm, fds + nfds,
-                                     STA_POLL_FDS_MAX - nfds);
+                nfds = sta_wait_fds_add(rreq->comm, fds, nfds, STA_POLL_FDS_MAX);
         }
-        if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
+        if (sta_backoff_step_fds(&b, fds, STU_MAX(nfds, 0)) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "no progress exchanging with ranks %d/%d within the timeout", to,
                                 from);

@@ -185,13 +185,12 @@ int sta_ring_op_done(const sta_ring_op_t *op)
     return op->step >= op->nsteps;
 }
 
-int sta_ring_op_poll_fds(const sta_ring_op_t *op, struct pollfd *fds, int max)
+int sta_ring_op_poll_fds(const sta_ring_op_t *op, struct pollfd *fds, int n, int max)
 {
-    int n = 0;
     if (op->sreq != NULL)
-        n += stt_poll_fds(op->sreq->comm, fds, max);
-    if (op->rreq != NULL && n < max)
-        n += stt_poll_fds(op->rreq->comm, fds + n, max - n);
+        n = sta_wait_fds_add(op->sreq->comm, fds, n, max);
+    if (op->rreq != NULL)
+        n = sta_wait_fds_add(op->rreq->comm, fds, n, max);
     return n;
 }
 
@@ -218,10 +217,10 @@ strata_status_t sta_ring_ops_wait(sta_ctx_t *ctx, sta_ring_op_t *const *ops, int
         }
         struct pollfd fds[STA_RING_OP_FDS_MAX];
         int nfds = 0;
-        for (int i = 0; i < nops && !sta_backoff_spinning(&b); i++)
-            if (ops[i] != NULL && nfds < STA_RING_OP_FDS_MAX)
-                nfds += sta_ring_op_poll_fds(ops[i], fds + nfds, STA_RING_OP_FDS_MAX - nfds);
-        if (sta_backoff_step_fds(&b, fds, nfds) != STRATA_OK)
+        for (int i = 0; i < nops && nfds >= 0 && !sta_backoff_spinning(&b); i++)
+            if (ops[i] != NULL && !sta_ring_op_done(ops[i]))
+                nfds = sta_ring_op_poll_fds(ops[i], fds, nfds, STA_RING_OP_FDS_MAX);
+        if (sta_backoff_step_fds(&b, fds, STU_MAX(nfds, 0)) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,
                                 "no progress in step %d of %d of a ring over %d ranks within "
                                 "the timeout", ops[0]->step, ops[0]->nsteps, ops[0]->g->size);

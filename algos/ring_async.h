@@ -53,8 +53,9 @@ strata_status_t sta_ring_op_progress(sta_ctx_t *ctx, sta_ring_op_t *op, int *pro
 /* Every step completed. */
 int sta_ring_op_done(const sta_ring_op_t *op);
 
-/* The descriptors to sleep on for the requests in flight (see stt_poll_fds). */
-int sta_ring_op_poll_fds(const sta_ring_op_t *op, struct pollfd *fds, int max);
+/* Adds the descriptors to sleep on for op's requests in flight to a set of n (see
+ * sta_wait_fds_add): the new count, or -1 when one of them names none (nap). */
+int sta_ring_op_poll_fds(const sta_ring_op_t *op, struct pollfd *fds, int n, int max);
 
 /*
  * Progresses ops[0..nops) in order until ops[0] is done, backing off (and sleeping on their
