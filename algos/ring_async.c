@@ -218,7 +218,7 @@ strata_status_t sta_ring_ops_wait(sta_ctx_t *ctx, sta_ring_op_t *const *ops, int
         struct pollfd fds[STA_RING_OP_FDS_MAX];
         int nfds = 0;
         for (int i = 0; i < nops && nfds >= 0 && !sta_backoff_spinning(&b); i++)
-            if (ops[i] != NULL && !sta_ring_op_done(ops[i]))
+            if (ops[i] != NULL)
                 nfds = sta_ring_op_poll_fds(ops[i], fds, nfds, STA_RING_OP_FDS_MAX);
         if (sta_backoff_step_fds(&b, fds, STU_MAX(nfds, 0)) != STRATA_OK)
             return sta_ctx_fail(ctx, STRATA_ERR_TIMEOUT,

@@ -35,11 +35,11 @@ static int idle_fds(stp_cn_comm_t *c)
         if (*mark == pass)
             continue;
         *mark = pass;
-        int got = stt_poll_fds(f->is_send ? lk->send : lk->recv, c->pfds + n,
-                               STP_CN_POLL_FDS_PER_COMM);
-        if (got <= 0)
+        /* up to STP_CN_POLL_FDS_PER_COMM each: the array holds every comm's set */
+        n = sta_wait_fds_add(f->is_send ? lk->send : lk->recv, c->pfds, n,
+                             n + STP_CN_POLL_FDS_PER_COMM);
+        if (n < 0)
             return 0;
-        n += got;
     }
     return n;
 }
