@@ -82,20 +82,20 @@ void sta_ctx_progress_idle(const sta_ctx_t *ctx)
     }
 }
 
-void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed)
+void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, sta_wait_mode_t mode)
 {
     b->start_ns = stu_time_ns();
     b->deadline_ns = b->start_ns + timeout_ns;
     b->nap_ns = BACKOFF_NAP_MIN_NS;
     b->idle_ns = b->start_ns;
     b->polls = 0;
-    b->oversubscribed = oversubscribed;
+    b->mode = mode;
     b->ctx = NULL;
 }
 
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx)
 {
-    sta_backoff_init(b, ctx->timeout_ns, ctx->oversubscribed);
+    sta_backoff_init(b, ctx->timeout_ns, ctx->wait);
     b->ctx = ctx;
 }
 
@@ -109,9 +109,15 @@ void sta_backoff_idle(sta_backoff_t *b)
     sta_ctx_progress_idle(b->ctx);
 }
 
+/* The spin phase: none where ranks outnumber the cores or a wait yields from the start. */
+static uint64_t backoff_spin_ns(const sta_backoff_t *b)
+{
+    return b->mode == STA_WAIT_SPIN ? BACKOFF_SPIN_NS : BACKOFF_SPIN_OVERSUB_NS;
+}
+
 int sta_backoff_spinning(const sta_backoff_t *b)
 {
-    uint64_t spin = b->oversubscribed ? BACKOFF_SPIN_OVERSUB_NS : BACKOFF_SPIN_NS;
+    uint64_t spin = backoff_spin_ns(b);
     return stu_time_ns() - b->start_ns < spin;
 }
 
@@ -121,9 +127,9 @@ int sta_backoff_should_block(const sta_backoff_t *b, strata_status_t *status_p)
     uint64_t spent = now - b->start_ns;
 
     *status_p = now >= b->deadline_ns ? STRATA_ERR_TIMEOUT : STRATA_OK;
-    if (b->oversubscribed)
+    if (b->mode == STA_WAIT_BLOCK)
         return spent >= BACKOFF_SPIN_OVERSUB_NS + BACKOFF_YIELD_OVERSUB_NS;
-    return spent >= BACKOFF_SPIN_NS + BACKOFF_YIELD_NS;
+    return spent >= backoff_spin_ns(b) + BACKOFF_YIELD_NS;
 }
 
 strata_status_t sta_backoff_step(sta_backoff_t *b)
@@ -136,7 +142,7 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
     /* Reading the clock every poll is cheap (vDSO) next to a transport test. */
     uint64_t now = stu_time_ns();
     uint64_t spent = now - b->start_ns;
-    uint64_t spin = b->oversubscribed ? BACKOFF_SPIN_OVERSUB_NS : BACKOFF_SPIN_NS;
+    uint64_t spin = backoff_spin_ns(b);
 
     b->polls++;
     if (STU_UNLIKELY(now >= b->deadline_ns))
@@ -144,7 +150,7 @@ strata_status_t sta_backoff_step_fds(sta_backoff_t *b, struct pollfd *fds, int n
     if (spent < spin)
         return STRATA_OK;
     sta_backoff_idle(b);
-    if (nfds > 0 && b->oversubscribed) {
+    if (nfds > 0 && b->mode == STA_WAIT_BLOCK) {
         /*
          * More ranks than cores: the peer we wait for may need our core to run at
          * all, so block in poll() right away; readiness wakes us (~35 µs) where

@@ -18,6 +18,15 @@
 
 typedef struct sta_node sta_node_t;
 typedef struct sta_ctx sta_ctx_t;
+
+/*
+ * How a rank's waits poll (sta_backoff_t): SPIN, ranks with cores to spare: busy-poll a
+ * while, then yield, then nap; BLOCK, more ranks than cores: yield briefly, then sleep until
+ * a descriptor is ready; YIELD, two ranks that have the cores to themselves but may share
+ * one (calibration's ping-pong, coll/calibrate.c): yield at every poll, never sleep early,
+ * so a peer on this core runs at once and one on another core is met as a spinner would.
+ */
+typedef enum { STA_WAIT_SPIN, STA_WAIT_BLOCK, STA_WAIT_YIELD } sta_wait_mode_t;
 struct sta_model;
 struct sta_dims;
 
@@ -47,7 +56,7 @@ struct sta_ctx {
     const int *rank_of;       /* [nnodes * local_size] rank at (node, local); uniform only */
     sta_peer_conn_t *peers;   /* [nranks] */
     sta_node_t *node_tier;    /* this node's shared memory */
-    int oversubscribed;       /* more local ranks than cores: spin less */
+    sta_wait_mode_t wait;     /* STA_WAIT_BLOCK: more local ranks than cores */
     uint64_t timeout_ns;
     void *scratch;
     size_t scratch_size;
@@ -91,7 +100,7 @@ typedef struct sta_backoff {
     uint64_t nap_ns;
     uint64_t idle_ns;           /* the last sta_ctx_progress_idle of this wait */
     unsigned polls;
-    int oversubscribed;
+    sta_wait_mode_t mode;
     const sta_ctx_t *ctx;       /* whose comms a sleeping wait progresses; NULL: none */
 } sta_backoff_t;
 
@@ -104,15 +113,15 @@ typedef struct sta_backoff {
 void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
 /* That progress of the context's comms, for a wait that blocks its own way (a futex). */
 void sta_backoff_idle(sta_backoff_t *b);
-/* The same without a context: the wait's deadline and whether ranks outnumber the cores. */
-void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, int oversubscribed);
+/* The same without a context: the wait's deadline and how it waits. */
+void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, sta_wait_mode_t mode);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
 /* True while the backoff is still in its spin phase (the next step returns at once). */
 int sta_backoff_spinning(const sta_backoff_t *b);
 
 /*
- * True once the backoff is past spinning (and, unless oversubscribed, past
+ * True once the backoff is past spinning (and, unless STA_WAIT_BLOCK, past
  * yielding): a caller with its own way to block (a futex) should block now.
  * STRATA_ERR_TIMEOUT in *status_p past the deadline.
  */

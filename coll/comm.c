@@ -118,7 +118,7 @@ static strata_status_t comm_topology(strata_comm_t *comm, const rank_info_t *inf
     int on_host = 0;
     for (int r = 0; r < P; r++)
         on_host += strcmp(info[r].host, info[ctx->rank].host) == 0;
-    ctx->oversubscribed = ncpu > 0 && on_host > ncpu;
+    ctx->wait = ncpu > 0 && on_host > ncpu ? STA_WAIT_BLOCK : STA_WAIT_SPIN;
     /* For the model, the same on every rank: the busiest host and its cores (fewest on a tie). */
     comm->host_ranks = 0;
     comm->host_cores = 0;

@@ -55,7 +55,7 @@ void stp_cn_exec_idle(stp_cn_comm_t *c)
          * deadline is never reached first */
         /* the backoff of ranks that outnumber the cores: block after 2 us (its spin and yield
          * phases, 0.55 ms, lost to blocking at once side by side with 2 heads on 2 cores) */
-        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, 1);
+        sta_backoff_init(&c->backoff, 2 * c->timeout_ns, STA_WAIT_BLOCK);
         c->idle = 1;
     }
     /* The set describes the transports as the pass that just moved nothing left them, and
