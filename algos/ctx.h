@@ -27,6 +27,7 @@ typedef struct sta_ctx sta_ctx_t;
  * so a peer on this core runs at once and one on another core is met as a spinner would.
  */
 typedef enum { STA_WAIT_SPIN, STA_WAIT_BLOCK, STA_WAIT_YIELD } sta_wait_mode_t;
+
 struct sta_model;
 struct sta_dims;
 
