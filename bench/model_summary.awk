@@ -5,6 +5,10 @@
 # the model's error (signed (model - measured) / measured) for the algorithm auto picks and
 # for every algorithm, per table, per size and overall, with how many points lie within 25 %.
 # POSIX awk (mawk): no asort, so the helpers sort by insertion.
+# With -v POINTS=1 it also lists every point that misses a target (regret over 10 %, or auto's
+# algorithm outside ±25 % of its measurement): shape, collective, size, auto's algorithm, the
+# fastest, regret, measured and modelled µs of auto's algorithm, error; then the misses of
+# ±25 % counted by shape, size band (up to 2 KiB, 8-128 KiB, from 512 KiB) and sign.
 
 function isnum(s) { return s ~ /^[0-9.e+-]+$/ }
 function abs(x) { return x < 0 ? -x : x }
@@ -121,6 +125,31 @@ END {
     for (i = 1; i <= nall; i++) y[i] = abs(EALL[i])
     printf "# Model error of every algorithm: median |err| %.0f %%, p95 %.0f %%; %d of %d points within 25 %%\n", \
         median(y, nall) * 100, pct(y, nall, 0.95) * 100, within(EALL, nall, LIM), nall
+    if (POINTS) {
+        printf "# %-6s %-15s %9s %13s %13s %8s %10s %10s %7s\n", "shape", "collective", "size(B)", \
+            "auto", "fastest", "regret%", "meas(us)", "model(us)", "err%"
+        for (k = 1; k <= nkeys; k++) {
+            key = order[k]
+            if (!(key in regret)) continue
+            ca = chosenidx[key]
+            ex = (key, ca) in err ? err[key, ca] : 0
+            if (regret[key] <= 0.10 && abs(ex) <= LIM) continue
+            split(key, kk, SUBSEP)
+            printf "  %-6s %-15s %9d %13s %13s %8.1f %10.1f %10.1f %+7.0f\n", kk[1], kk[2], kk[3], \
+                chosen[key], bestalgo[key], regret[key] * 100, med[key, ca], pred[key, ca], ex * 100
+            if (abs(ex) > LIM) {
+                band = kk[3] <= 2048 ? "<=2K" : (kk[3] <= 131072 ? "8K-128K" : ">=512K")
+                g = kk[1] SUBSEP band SUBSEP (ex > 0 ? "over" : "under")
+                if (!(g in gcount)) gorder[++ng] = g
+                gcount[g]++
+            }
+        }
+        printf "# misses of 25 %%: shape, size band, model over or under the measurement: points\n"
+        for (i = 1; i <= ng; i++) {
+            split(gorder[i], gg, SUBSEP)
+            printf "  %-6s %-8s %-6s %4d\n", gg[1], gg[2], gg[3], gcount[gorder[i]]
+        }
+    }
     # Per size, auto's algorithm: where the model misses.
     sort(sizes, nsizes)
     printf "# %12s %7s %12s %12s %12s\n", "size(B)", "points", "err median%", "err min%", "err max%"

@@ -306,8 +306,10 @@ static uint64_t cn_host_id(void)
 
 /*
  * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
- * own: poll, spin, or auto: poll when the members on this host take every core (spinning
- * heads would leave none to the kernel's network processing and the peers they wait for:
+ * own: poll, spin, or auto, the collective library's rule for blocking (algos/ctx.h): poll
+ * where the members on this host outnumber its cores (spinning heads would leave none to the
+ * peers they wait for); where they fit, return at once (where they took every core, a
+ * member that slept paid a wake-up per hop whenever its peer's data took over 2 us:
  * docs/collnet-protocol.md, "Waiting").
  */
 static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
@@ -327,7 +329,7 @@ static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
     else if (strcasecmp(mode, "spin") == 0)
         poll = 0;
     else
-        poll = ncpu > 0 && here >= ncpu;
+        poll = ncpu > 0 && here > ncpu;
     STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
              " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
              c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");
@@ -476,6 +478,9 @@ out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */
         if (b.acc != NULL && b.acc[i].recv != NULL)
             stt_close_recv(b.acc[i].recv);
+    for (int l = 0; b.pend != NULL && l < c->nconn; l++)   /* connects still in progress */
+        if (c->links[l].send == NULL)
+            stt_connect_abandon(c->ops, b.pend[l].xhandle);
     free(b.pend);
     free(b.acc);
     free(recs);

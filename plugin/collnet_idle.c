@@ -3,16 +3,17 @@
  *
  * NCCL's proxy thread busy-polls test() and calls sched_yield() after a pass that progressed
  * nothing; with a core of its own that is the quickest a software collective can react, and
- * test() returns at once (STRATA_COLLNET_WAIT=spin). Where the members on one host fill
- * its cores (emulated nodes on one machine: strata-run --nodes, the functional tests), or the
- * cores are busy with other work, spinning members take the CPU from the members whose data
- * they wait for: sched_yield() hands the core over only when the scheduler agrees, a process
- * that spins uses up its share, and a peer woken behind spinners or compilers waits a
- * scheduler tick (~4 ms, docs/machines.md) or more per hop. There (=poll; auto picks it when
- * the members on this host take every core) test() waits as the collective library's
- * waits do where ranks outnumber cores (algos/ctx.c's backoff): after 2 us without progress
- * it blocks in poll() on the sockets of the connections that have requests in flight, for at
- * most 2 ms, and returns to NCCL; readiness wakes it at once.
+ * test() returns at once (STRATA_COLLNET_WAIT=spin; auto where this host's members fit its
+ * cores). Where the members on one host outnumber its cores (emulated nodes on one machine:
+ * strata-run --nodes, the functional tests), or the cores are busy with other work, spinning
+ * members take the CPU from the members whose data they wait for: sched_yield() hands the
+ * core over only when the scheduler agrees, a process that spins uses up its share, and a
+ * peer woken behind spinners or compilers waits a scheduler tick (~4 ms, docs/machines.md)
+ * or more per hop. There (=poll; auto picks it where the members on this host outnumber its
+ * cores) test() waits as the collective library's waits do where ranks outnumber cores
+ * (algos/ctx.c's backoff): after 2 us without progress it blocks in poll() on the sockets
+ * of the connections that have requests in flight, for at most 2 ms, and returns to NCCL;
+ * readiness wakes it at once.
  *
  * A comm whose poll_fds names nothing while it has requests in flight (staged bytes, ucx
  * events already waiting, a set too large) makes the wait a short nap instead: sleeping on

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks Strata's layering and file-size rules (docs/style.md, docs/architecture.md).
+# Checks Strata's layering and file-size rules (docs/style.md, docs/architecture.md), that the
+# scripts parse, and the real-NCCL check's answer on a machine without a GPU.
 # Prints every violation and exits non-zero if there is one.
 #
 #   util <- transport <- algos <- coll <- tools, bench
@@ -117,5 +118,19 @@ for f in $(find util transport plugin algos coll tools bench tests include -name
     n=$(wc -l <"$f")
     [ "$n" -gt 800 ] && report "$f has $n lines (split past 800)"
 done
+# The scripts parse (bash -n; Python through its parser, writing nothing).
+for f in $(find scripts bench -name '*.sh' 2>/dev/null); do
+    bash -n "$f" 2>/dev/null || report "$f: bash -n fails"
+done
+for f in $(find scripts bench -name '*.py' 2>/dev/null); do
+    python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$f" \
+        2>/dev/null || report "$f does not parse as Python 3"
+done
+# The real-NCCL check says so where there is no GPU, and exits 0 (this is not a pass).
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    out=$(scripts/nccl-gpu-check.sh 2>&1)
+    [ $? = 0 ] && [ "$out" = "skipped: no GPU" ] ||
+        report "scripts/nccl-gpu-check.sh without a GPU: '$out' (want 'skipped: no GPU', status 0)"
+fi
 [ $bad = 0 ] && echo "lint: ok"
 exit $bad

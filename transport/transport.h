@@ -274,7 +274,8 @@ struct stt_ops {
      * Connects to the listener a handle describes. STRATA_OK with *send_p NULL while in
      * progress: call again with the same handle memory (a transport keeps its
      * in-progress state inside the handle, after the bytes listen wrote). A caller that
-     * abandons a connect in progress leaks that state. cfg may be NULL.
+     * gives up on a connect in progress calls connect_abandon with the same handle memory;
+     * one that neither finishes nor abandons it leaks that state. cfg may be NULL.
      * Errors: STRATA_ERR_INVALID (a handle from another transport or version),
      * STRATA_ERR_REMOTE (refused, or the peer broke the handshake), STRATA_ERR_TIMEOUT
      * (past STRATA_CONNECT_TIMEOUT; the handle is reset and a later call starts over),
@@ -282,6 +283,14 @@ struct stt_ops {
      */
     strata_status_t (*connect)(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p);
+
+    /*
+     * Ends the connect in progress on handle (the memory connect was called with): frees
+     * its state and resets the handle, so a later connect starts over. Nothing to do when
+     * none is in progress (never started, finished, or failed). NULL in a transport whose
+     * connect keeps no state between calls.
+     */
+    void (*connect_abandon)(void *handle);
 
     /*
      * Accepts one connection: STRATA_OK with *recv_p NULL while none is ready. A peer
@@ -433,6 +442,11 @@ static inline strata_status_t stt_connect(const stt_ops_t *ops, int dev, void *h
                                           const stt_conn_cfg_t *cfg, stt_comm_t **send_p)
 {
     return ops->connect(dev, handle, cfg, send_p);
+}
+static inline void stt_connect_abandon(const stt_ops_t *ops, void *handle)
+{
+    if (ops->connect_abandon != NULL && handle != NULL)
+        ops->connect_abandon(handle);
 }
 static inline strata_status_t stt_accept(stt_listen_t *l, stt_comm_t **recv_p)
 {

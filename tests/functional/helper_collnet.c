@@ -11,8 +11,9 @@
  *
  *   helper_collnet <ctl fd> <scenario> <nranks> <rank> <collnet version> [cycles]
  *
- * Scenarios: types, windows, depth, kill, stall, cycles, threads. STS_CN_VICTIM names the
- * member that dies (kill) or stops progressing (stall). STS_CN_ODD_ENV, where set, is one
+ * Scenarios: types, windows, depth, kill, stall, cycles, threads, split. STS_CN_VICTIM
+ * names the member that dies (kill), stops progressing (stall) or sees other handles
+ * (split). STS_CN_ODD_ENV, where set, is one
  * NAME=VALUE the odd-ranked members put in their environment (members that differ: how many
  * collectives they run at once, what order they would pick alone).
  */
@@ -72,7 +73,18 @@ static uint8_t *recv_slot(member_t *m, int k)
     return m->region + (size_t)(CN_SLOTS + k) * CN_SLOT_BYTES;
 }
 
-/* listen, swap handles through the test, connect: NCCL's sharedListen + sharedConnect. */
+static int victim(void)
+{
+    const char *v = getenv("STS_CN_VICTIM");
+    return v != NULL ? atoi(v) : -1;
+}
+
+/* Byte 72 of a CollNet handle starts its nonce (docs/collnet-protocol.md, "The handle"). */
+#define CN_HANDLE_NONCE_AT 72
+
+/* listen, swap handles through the test, connect: NCCL's sharedListen + sharedConnect.
+ * Scenario split: the victim's copy of the next member's handle carries another nonce, so
+ * its view of the group differs from everyone else's. */
 static int member_join(member_t *m)
 {
     uint8_t handle[STB_PLUGIN_HANDLE_SIZE], all[CN_MAX_MEMBERS][STB_PLUGIN_HANDLE_SIZE];
@@ -90,6 +102,8 @@ static int member_join(member_t *m)
             return fail(m, "control socket: handle %d of %d", i, m->nranks);
         ptrs[i] = all[i];
     }
+    if (strcmp(m->scenario, "split") == 0 && m->rank == victim())
+        all[(m->rank + 1) % m->nranks][CN_HANDLE_NONCE_AT] ^= 0x01;
     strata_status_t status = stb_collnet_connect(m->cn, ptrs, m->nranks, m->rank, lcomm,
                                                  &m->ccomm);
     /* NCCL's handles are freed right after connect: scribble on them */
@@ -341,6 +355,13 @@ static int scenario_windows(member_t *m)
         windows_reduce_scatter(m, STRATA_FP32, STRATA_SUM, 4096, 1536, 1) != 0 ||
         windows_reduce_scatter(m, STRATA_INT64, STRATA_SUM, 80000, 1 << 20, 1) != 0)
         return -1;
+    /* every type x operator over windows that straddle the ranks' blocks (1200 and 1000
+     * bytes: whole elements of every type) */
+    static const strata_op_t ops[] = {STRATA_SUM, STRATA_PROD, STRATA_MIN, STRATA_MAX};
+    for (int t = 0; t < STRATA_DTYPE_COUNT; t++)
+        for (size_t o = 0; o < 4; o++)
+            if (windows_reduce_scatter(m, (strata_dtype_t)t, ops[o], 1200, 1000, 0) != 0)
+                return -1;
     return 0;
 }
 
@@ -384,11 +405,6 @@ static int scenario_depth(member_t *m)
 
 /* ------------------------------------------------------------------ failures */
 
-static int victim(void)
-{
-    const char *v = getenv("STS_CN_VICTIM");
-    return v != NULL ? atoi(v) : -1;
-}
 
 /*
  * kill: the test SIGKILLs the victim while the others are inside a large allreduce; stall:
@@ -531,10 +547,28 @@ static void member_leave(member_t *m)
     m->ccomm = NULL;
 }
 
+/*
+ * split: one member's handles differ (member_join). Every member's connect must fail, the
+ * victim's included, none may hang: a member that succeeded while others failed would wait
+ * for them forever in its first collective. Reported as a result of 0 ("connect failed
+ * ..."): the test checks every member's message.
+ */
+static int scenario_split(member_t *m)
+{
+    uint64_t t0 = stu_time_ns();
+
+    if (member_join(m) == 0)
+        return fail(m, "connect succeeded although member %d saw other handles", victim());
+    sts_ctl_result(m->fd, 0, "%s after %.1f s", m->err, (double)(stu_time_ns() - t0) / 1e9);
+    return 1;
+}
+
 static int member_run(member_t *m)
 {
     if (strcmp(m->scenario, "threads") == 0)
         return scenario_threads(m);
+    if (strcmp(m->scenario, "split") == 0)
+        return scenario_split(m);
     int cycles = strcmp(m->scenario, "cycles") == 0 ? m->cycles : 1, fds0 = 0;
     for (int c = 0; c < cycles; c++) {
         if (member_join(m) != 0 || region_register(m) != 0)

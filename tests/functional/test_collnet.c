@@ -153,6 +153,7 @@ static void cn_run(const cn_job_t *job)
             }
     }
     int kill_victim = job->victim >= 0 && strcmp(job->scenario, "kill") == 0;
+    int split = strcmp(job->scenario, "split") == 0;
     for (int i = 0; i < N; i++) {
         /* the victim first: a kill happens once the others are inside the collective */
         int r = job->victim >= 0 ? (job->victim + i) % N : i;
@@ -166,7 +167,10 @@ static void cn_run(const cn_job_t *job)
         print_message("member %d: %d %s\n", r, (int)st, msg);
         if (st != 0)
             failed++;
-        else if (job->victim >= 0 && r != job->victim && strncmp(msg, "error after", 11) != 0)
+        else if (split && strncmp(msg, "connect failed", 14) != 0)
+            failed++;                        /* split: every member, the victim too */
+        else if (!split && job->victim >= 0 && r != job->victim &&
+                 strncmp(msg, "error after", 11) != 0)
             failed++;
     }
     for (int r = 0; r < N; r++) {
@@ -320,6 +324,13 @@ static void test_stall_3(void **state)
                        .env = {"STRATA_TIMEOUT=3000"}});
 }
 
+/* One member's view of the handles differs: connect fails on every member, bounded. */
+static void test_split_handles_3(void **state)
+{
+    cn_run(&(cn_job_t){.scenario = "split", .nranks = 3, .version = 11, .victim = 1,
+                       .env = {"STRATA_TIMEOUT=20000"}});
+}
+
 static void test_cycles_2(void **state)
 {
     const char *env = getenv("STS_CYCLES");
@@ -415,6 +426,38 @@ static void test_rail_from_map(void **state)
     }
     cn_local_close(&l);
     unsetenv("STRATA_RAIL_MAP");
+}
+
+/*
+ * v12's rail and plane from STRATA_IB_HCA's hca:port:rail:plane: over ib (make test-rdma)
+ * device 0's entry sets both; the other transports ignore the variable (rail d, no plane).
+ */
+static void test_plane_from_ib_hca(void **state)
+{
+    const char *xport = getenv("STRATA_TRANSPORT"), *old = getenv("STRATA_IB_HCA");
+    int ib = xport != NULL && strcmp(xport, "ib") == 0, rail = -2, plane = -2;
+    char saved[256] = "", spec[300];
+    stb_plugin_props_t p;
+    cn_local_t l;
+
+    if (old != NULL)
+        snprintf(saved, sizeof(saved), "%s", old);
+    cn_local_open(&l, 12);                     /* device 0's name and port, as configured */
+    assert_int_equal(stb_collnet_props_get(l.cn, 0, &p, &rail, &plane), STRATA_OK);
+    cn_local_close(&l);
+    snprintf(spec, sizeof(spec), "=%s:%d:3:2", p.name, p.port > 0 ? p.port : 1);
+    setenv("STRATA_IB_HCA", spec, 1);
+    cn_local_open(&l, 12);
+    assert_int_equal(stb_collnet_props_get(l.cn, 0, &p, &rail, &plane), STRATA_OK);
+    print_message("STRATA_IB_HCA=%s over %s: rail %d plane %d\n", spec, ib ? "ib" : "not ib",
+                  rail, plane);
+    assert_int_equal(rail, ib ? 3 : 0);
+    assert_int_equal(plane, ib ? 2 : -1);
+    cn_local_close(&l);
+    if (old != NULL)
+        setenv("STRATA_IB_HCA", saved, 1);
+    else
+        unsetenv("STRATA_IB_HCA");
 }
 
 /* Every type NCCL has with every operator it asks about; "no" (never an error) beyond. */
@@ -554,6 +597,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices_mirror),
         cmocka_unit_test(test_rail_from_map),
+        cmocka_unit_test(test_plane_from_ib_hca),
         cmocka_unit_test(test_reduce_support),
         cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_bad_handles),
@@ -577,6 +621,7 @@ int main(void)
         cmocka_unit_test_teardown(test_types_3_spin, cn_teardown),
         cmocka_unit_test_teardown(test_kill_4, cn_teardown),
         cmocka_unit_test_teardown(test_stall_3, cn_teardown),
+        cmocka_unit_test_teardown(test_split_handles_3, cn_teardown),
         cmocka_unit_test_teardown(test_cycles_2, cn_teardown),
         cmocka_unit_test_teardown(test_threads_3, cn_teardown),
         cmocka_unit_test_teardown(test_netns_types_2, cn_teardown),

@@ -210,6 +210,11 @@ static strata_status_t fake_connect(int dev, void *handle, const stt_conn_cfg_t 
     return fake_comm_wrap(inner, 1, send_p);
 }
 
+static void fake_connect_abandon(void *handle)
+{
+    stt_connect_abandon(fake_inner_ops, handle);
+}
+
 static strata_status_t fake_accept(stt_listen_t *listen, stt_comm_t **recv_p)
 {
     fake_listen_t *fl = (fake_listen_t *)listen;
@@ -436,6 +441,7 @@ const stt_ops_t stt_fake_ops = {
     .get_props = fake_get_props,
     .listen = fake_listen,
     .connect = fake_connect,
+    .connect_abandon = fake_connect_abandon,
     .accept = fake_accept,
     .reg_mr = fake_reg_mr,
     .reg_mr_dmabuf = fake_reg_mr_dmabuf,

@@ -85,6 +85,21 @@ void stt_connslot_store(void *handle, uint64_t listener_id, void *state)
     memcpy((char *)handle + STT_CONNSLOT_OFFSET, &slot, sizeof(slot));
 }
 
+/* The handle decoded into h (STT_HANDLE_SIZE bytes) with its listener id: the transport's
+ * decode, or the shared head. */
+static strata_status_t connect_decode(const stt_connect_steps_t *steps, const void *handle,
+                                      uint8_t *h, uint64_t *listener_id_p)
+{
+    strata_status_t status;
+
+    if (steps->decode != NULL)
+        return steps->decode(handle, h, listener_id_p);
+    status = stt_handle_load(handle, steps->magic, steps->version, steps->who,
+                             (stt_handle_t *)h);
+    *listener_id_p = ((const stt_handle_t *)h)->listener_id;
+    return status;
+}
+
 strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void *handle,
                                 const stt_conn_cfg_t *cfg, stt_comm_t **send_p)
 {
@@ -102,13 +117,7 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
                  handle ? "output" : "handle");
         return STRATA_ERR_INVALID;
     }
-    if (steps->decode != NULL) {
-        status = steps->decode(handle, h.bytes, &listener_id);
-    } else {
-        status = stt_handle_load(handle, steps->magic, steps->version, steps->who,
-                                 (stt_handle_t *)h.bytes);
-        listener_id = ((const stt_handle_t *)h.bytes)->listener_id;
-    }
+    status = connect_decode(steps, handle, h.bytes, &listener_id);
     if (status == STRATA_OK)
         status = stt_connslot_load(handle, listener_id, steps->who, (void **)&cs);
     if (status != STRATA_OK)
@@ -133,6 +142,25 @@ strata_status_t stt_connect_run(const stt_connect_steps_t *steps, int dev, void 
     if (status == STRATA_OK)
         *send_p = comm;
     return status;
+}
+
+void stt_connect_abandon_run(const stt_connect_steps_t *steps, void *handle)
+{
+    union {
+        uint8_t bytes[STT_HANDLE_SIZE];
+        uint64_t align;
+    } h;
+    uint64_t listener_id = 0;
+    stt_connect_t *cs = NULL;
+    strata_status_t status;
+
+    status = connect_decode(steps, handle, h.bytes, &listener_id);
+    if (status != STRATA_OK ||
+        stt_connslot_load(handle, listener_id, steps->who, (void **)&cs) != STRATA_OK ||
+        cs == NULL)
+        return;
+    steps->free(cs);
+    stt_connslot_store(handle, listener_id, NULL);
 }
 
 uint64_t stt_connect_timeout_ns(void)

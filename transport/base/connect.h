@@ -13,9 +13,10 @@
  * validate. stt_connect_run drives an attempt through a transport's steps:
  * decode the handle, start, step until ready, and past
  * STRATA_CONNECT_TIMEOUT fail with STRATA_ERR_TIMEOUT; the slot is reset
- * whenever an attempt ends, so a later call starts over. A caller that
- * abandons a connect in progress (never calls again) leaks the attempt: the
- * contract gives the transport no later chance to free it.
+ * whenever an attempt ends, so a later call starts over. A caller that gives
+ * up on a connect in progress calls the transport's connect_abandon, which
+ * stt_connect_abandon_run frees the attempt for (one that never calls again
+ * and never abandons leaks it).
  *
  * The tcp and ib handles start with the same native head (magic, version,
  * listener id, listen address), so both ends must share the architecture,
@@ -141,6 +142,13 @@ typedef struct stt_connect_steps {
     /* Frees an ended attempt and whatever it still holds. */
     void (*free)(stt_connect_t *state);
 } stt_connect_steps_t;
+
+/*
+ * A transport's connect_abandon: frees the attempt the handle's slot holds (steps->free) and
+ * resets the slot. A handle with no attempt, or one that does not decode, is left alone
+ * (a warning for a corrupt slot, as connect gives).
+ */
+void stt_connect_abandon_run(const stt_connect_steps_t *steps, void *handle);
 
 /*
  * The whole connect operation of a transport: NULL checks, the handle, the

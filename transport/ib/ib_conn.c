@@ -553,6 +553,11 @@ static const stt_connect_steps_t connect_steps = {
     .free = connect_state_free,
 };
 
+void stt_ib_connect_abandon(void *handle)
+{
+    stt_connect_abandon_run(&connect_steps, handle);
+}
+
 strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p)
 {

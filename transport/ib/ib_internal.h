@@ -528,6 +528,7 @@ strata_status_t stt_ib_listen(int dev, void *handle, stt_listen_t **listen_p);
 strata_status_t stt_ib_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_ib_close_listen(stt_listen_t *listen);
 /* ib_conn.c */
+void stt_ib_connect_abandon(void *handle);
 strata_status_t stt_ib_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                stt_comm_t **send_p);
 void stt_ib_close_send(stt_comm_t *comm);

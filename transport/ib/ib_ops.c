@@ -57,6 +57,7 @@ const stt_ops_t stt_ib_ops = {
     .get_props = stt_ib_get_props,
     .listen = stt_ib_listen,
     .connect = stt_ib_connect,
+    .connect_abandon = stt_ib_connect_abandon,
     .accept = stt_ib_accept,
     .reg_mr = stt_ib_reg_mr,
     .reg_mr_dmabuf = stt_ib_reg_mr_dmabuf,

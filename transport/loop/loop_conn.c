@@ -155,6 +155,11 @@ static const stt_connect_steps_t connect_steps = {
     .free = connect_free,
 };
 
+void stt_loop_connect_abandon(void *handle)
+{
+    stt_connect_abandon_run(&connect_steps, handle);
+}
+
 strata_status_t stt_loop_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                  stt_comm_t **send_p)
 {

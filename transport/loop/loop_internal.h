@@ -58,6 +58,7 @@ strata_status_t stt_loop_listen(int dev, void *handle, stt_listen_t **listen_p);
 strata_status_t stt_loop_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_loop_close_listen(stt_listen_t *listen);
 /* loop_conn.c */
+void stt_loop_connect_abandon(void *handle);
 strata_status_t stt_loop_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                  stt_comm_t **send_p);
 void stt_loop_close(stt_comm_t *comm);

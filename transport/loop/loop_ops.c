@@ -92,6 +92,7 @@ const stt_ops_t stt_loop_ops = {
     .get_props = loop_get_props,
     .listen = stt_loop_listen,
     .connect = stt_loop_connect,
+    .connect_abandon = stt_loop_connect_abandon,
     .accept = stt_loop_accept,
     .reg_mr = stt_hostmr_reg,           /* host memory, nothing pinned */
     .reg_mr_dmabuf = stt_hostmr_reg_dmabuf,

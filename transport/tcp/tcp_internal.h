@@ -479,6 +479,7 @@ strata_status_t stt_tcp_listen(int dev, void *handle, stt_listen_t **listen_p);
 strata_status_t stt_tcp_accept(stt_listen_t *listen, stt_comm_t **recv_p);
 void stt_tcp_close_listen(stt_listen_t *listen);
 /* tcp_conn.c */
+void stt_tcp_connect_abandon(void *handle);
 strata_status_t stt_tcp_connect(int dev, void *handle, const stt_conn_cfg_t *cfg,
                                 stt_comm_t **send_p);
 void stt_tcp_close_send(stt_comm_t *comm);

@@ -46,6 +46,7 @@ const stt_ops_t stt_tcp_ops = {
     .get_props = stt_tcp_get_props,
     .listen = stt_tcp_listen,
     .connect = stt_tcp_connect,
+    .connect_abandon = stt_tcp_connect_abandon,
     .accept = stt_tcp_accept,
     .reg_mr = stt_hostmr_reg,           /* host memory, nothing pinned */
     .reg_mr_dmabuf = stt_hostmr_reg_dmabuf,

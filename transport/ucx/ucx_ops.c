@@ -25,6 +25,7 @@ const stt_ops_t stt_ucx_ops = {
     .get_props = stt_ucx_get_props,
     .listen = stt_ucx_listen,
     .connect = stt_ucx_connect,
+    .connect_abandon = stt_ucx_connect_abandon,
     .accept = stt_ucx_accept,
     .reg_mr = stt_hostmr_reg,           /* host memory, nothing pinned */
     .reg_mr_dmabuf = stt_hostmr_reg_dmabuf,
