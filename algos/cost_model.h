@@ -32,10 +32,11 @@
  * ω_y: one shm round where the node's ranks outnumber the host's cores and nothing but shm
  * lies between their rounds (one node). Such waits never block (algos/ctx.c: no spin, 20 µs
  * of sched_yield first): the round costs one turn of the ranks through the cores, not a
- * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 6.3-7.6 µs
- * with α_s 0.4 (bench/model.sh, docs/benchmarks.md "Model vs measurement"): 6.
+ * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 1.9-4.5 µs
+ * (bench/model_results/2026-12-07-defaults.txt); rescoring that sweep with ω_y = 2, 2.5, 3
+ * and 6 µs, 3 puts the most points within ±25 % (docs/benchmarks.md, "Which points miss").
  */
-#define STA_YIELD_US 6.0
+#define STA_YIELD_US 3.0
 
 /*
  * A shm wait that outlasts its yields blocks on a futex (algos/ctx.c), and is woken by the
