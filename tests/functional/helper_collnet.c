@@ -13,9 +13,9 @@
  *
  * Scenarios: types, windows, depth, kill, stall, cycles, threads, split. STS_CN_VICTIM
  * names the member that dies (kill), stops progressing (stall) or sees other handles
- * (split). STS_CN_ODD_ENV, where set, is one
- * NAME=VALUE the odd-ranked members put in their environment (members that differ: how many
- * collectives they run at once, what order they would pick alone).
+ * (split). STS_CN_ODD_ENV, where set, is one NAME=VALUE the odd-ranked members put in their
+ * environment (members that differ: how many collectives they run at once, what order they
+ * would pick alone).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -404,7 +404,6 @@ static int scenario_depth(member_t *m)
 }
 
 /* ------------------------------------------------------------------ failures */
-
 
 /*
  * kill: the test SIGKILLs the victim while the others are inside a large allreduce; stall:

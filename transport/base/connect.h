@@ -14,9 +14,9 @@
  * decode the handle, start, step until ready, and past
  * STRATA_CONNECT_TIMEOUT fail with STRATA_ERR_TIMEOUT; the slot is reset
  * whenever an attempt ends, so a later call starts over. A caller that gives
- * up on a connect in progress calls the transport's connect_abandon, which
- * stt_connect_abandon_run frees the attempt for (one that never calls again
- * and never abandons leaks it).
+ * up on a connect in progress calls the transport's connect_abandon
+ * (stt_connect_abandon_run), which frees the attempt; one that neither calls
+ * again nor abandons leaks it.
  *
  * The tcp and ib handles start with the same native head (magic, version,
  * listener id, listen address), so both ends must share the architecture,
