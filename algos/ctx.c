@@ -31,6 +31,14 @@
 #define BACKOFF_SPIN_OVERSUB_NS 0ull
 #define BACKOFF_YIELD_NS 500000ull         /* then sched_yield for 0.5 ms */
 #define BACKOFF_YIELD_OVERSUB_NS 20000ull
+/*
+ * The most a BLOCK wait yields when its round moves many bytes (sta_backoff_expect). A
+ * round of large pieces keeps the peers copying for hundreds of µs; a wait that sleeps
+ * after 20 µs pays a futex wake-up per round and runs behind the peer it shares a core
+ * with. 3 ranks on 2 cores, 2-32 MiB allreduce: 1.1-1.3x faster with 0.3 ms of yields than
+ * with 20 µs (docs/benchmarks.md, "Large messages on one node").
+ */
+#define BACKOFF_YIELD_OVERSUB_MAX_NS 1000000ull
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
 #define BACKOFF_NAP_MAX_NS 100000ull       /* ... doubling up to 100 µs: transports progress only when polled */
 #define BACKOFF_POLL_MAX_NS 2000000ull     /* 2 ms when sleeping in poll(): readiness wakes us first */
@@ -88,6 +96,7 @@ void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, sta_wait_mode_t mod
     b->deadline_ns = b->start_ns + timeout_ns;
     b->nap_ns = BACKOFF_NAP_MIN_NS;
     b->idle_ns = b->start_ns;
+    b->yield_ns = BACKOFF_YIELD_OVERSUB_NS;
     b->polls = 0;
     b->mode = mode;
     b->ctx = NULL;
@@ -115,6 +124,15 @@ static uint64_t backoff_spin_ns(const sta_backoff_t *b)
     return b->mode == STA_WAIT_SPIN ? BACKOFF_SPIN_NS : BACKOFF_SPIN_OVERSUB_NS;
 }
 
+void sta_backoff_expect(sta_backoff_t *b, size_t bytes)
+{
+    uint64_t ns = (uint64_t)bytes / STA_WAIT_YIELD_BYTES_PER_NS;
+
+    if (b->mode != STA_WAIT_BLOCK)
+        return;
+    b->yield_ns = STU_MIN(STU_MAX(ns, BACKOFF_YIELD_OVERSUB_NS), BACKOFF_YIELD_OVERSUB_MAX_NS);
+}
+
 int sta_backoff_spinning(const sta_backoff_t *b)
 {
     uint64_t spin = backoff_spin_ns(b);
@@ -128,7 +146,7 @@ int sta_backoff_should_block(const sta_backoff_t *b, strata_status_t *status_p)
 
     *status_p = now >= b->deadline_ns ? STRATA_ERR_TIMEOUT : STRATA_OK;
     if (b->mode == STA_WAIT_BLOCK)
-        return spent >= BACKOFF_SPIN_OVERSUB_NS + BACKOFF_YIELD_OVERSUB_NS;
+        return spent >= BACKOFF_SPIN_OVERSUB_NS + b->yield_ns;
     return spent >= backoff_spin_ns(b) + BACKOFF_YIELD_NS;
 }
 

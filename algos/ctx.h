@@ -100,6 +100,7 @@ typedef struct sta_backoff {
     uint64_t deadline_ns;
     uint64_t nap_ns;
     uint64_t idle_ns;           /* the last sta_ctx_progress_idle of this wait */
+    uint64_t yield_ns;          /* BLOCK: how long the wait yields before it sleeps */
     unsigned polls;
     sta_wait_mode_t mode;
     const sta_ctx_t *ctx;       /* whose comms a sleeping wait progresses; NULL: none */
@@ -116,6 +117,15 @@ void sta_backoff_start(sta_backoff_t *b, const sta_ctx_t *ctx);
 void sta_backoff_idle(sta_backoff_t *b);
 /* The same without a context: the wait's deadline and how it waits. */
 void sta_backoff_init(sta_backoff_t *b, uint64_t timeout_ns, sta_wait_mode_t mode);
+
+/*
+ * A BLOCK wait for peers that move `bytes` before they answer (a shared-memory round's
+ * copies) yields for about the time that takes before it sleeps, instead of the short
+ * yield phase tuned for small messages: 20 µs up to 1 ms, at STA_WAIT_YIELD_BYTES_PER_NS.
+ * Other modes are left as they are.
+ */
+#define STA_WAIT_YIELD_BYTES_PER_NS 4
+void sta_backoff_expect(sta_backoff_t *b, size_t bytes);
 strata_status_t sta_backoff_step(sta_backoff_t *b);
 
 /* True while the backoff is still in its spin phase (the next step returns at once). */

@@ -58,6 +58,7 @@ struct sta_node {
     int nlocal;
     uint64_t round;
     uint64_t all_written;   /* every local rank is known to have published round all_written - 1 */
+    size_t round_bytes;     /* what a round of the current call moves (node_expect) */
 };
 
 _Static_assert(sizeof(node_ctl_t) == 5 * NODE_LINE, "node_ctl_t layout");
@@ -182,6 +183,7 @@ static strata_status_t node_wait(sta_ctx_t *ctx, sta_node_t *node, size_t field,
     if (k == hi)
         return STRATA_OK;
     sta_backoff_start(&b, ctx);
+    sta_backoff_expect(&b, node->round_bytes);
     uint64_t next_check = b.start_ns + NODE_LIVENESS_NS;   /* no syscall on a short wait */
     while (k < hi) {
         const uint64_t *c = node_counter(node, field, k);
@@ -259,6 +261,15 @@ static size_t piece_len(size_t block_len, size_t t, size_t piece)
     return block_len - start < piece ? block_len - start : piece;
 }
 
+/*
+ * What each round of a call of `bytes` moves, at most a slot half: a wait for the peers'
+ * round yields about as long as their copies take before it sleeps (sta_backoff_expect).
+ */
+static void node_expect(sta_node_t *node, size_t bytes)
+{
+    node->round_bytes = STU_MIN(bytes, node->chunk);
+}
+
 /* One round that carries nothing: when it returns, every local rank finished the rounds before. */
 static strata_status_t node_round_barrier(sta_ctx_t *ctx, sta_node_t *node)
 {
@@ -271,6 +282,21 @@ static strata_status_t node_round_barrier(sta_ctx_t *ctx, sta_node_t *node)
         return status;
     round_end(node);
     return STRATA_OK;
+}
+
+/*
+ * Whether a call's output goes to memory with streaming stores: when it is past the caches
+ * and does not overlap the input. In place, the output's lines are the input's, which this
+ * call just read into the caches: a streaming store to a cached line evicts it first, and
+ * measured 1.3-1.4x slower than plain stores (2 ranks, 8 and 32 MiB in place).
+ */
+static int node_stream_output(const void *src, size_t src_bytes, const void *dst,
+                              size_t dst_bytes)
+{
+    const char *s = src, *d = dst;
+    if (dst_bytes < sta_reduce_nt_min_bytes())
+        return 0;
+    return d + dst_bytes <= s || s + src_bytes <= d;
 }
 
 /* Copies a piece out of the segment into the caller's buffer, streaming when asked. */
@@ -356,7 +382,8 @@ strata_status_t sta_node_reduce_scatter(sta_ctx_t *ctx, const void *src, void *d
     sta_block(count, L, 0, &off0, &len0);
     sta_block(count, L, me, &my_off, &my_len);
     size_t rounds = (len0 + piece - 1) / piece;
-    int stream = my_len * esz >= sta_reduce_nt_min_bytes();   /* dst leaves the caches anyway */
+    int stream = node_stream_output(src, count * esz, (char *)dst + my_off * esz, my_len * esz);
+    node_expect(node, count * esz);
     for (size_t t = 0; t < rounds; t++) {
         if ((status = node_scatter_in(ctx, node, src, count, esz, t, piece)) != STRATA_OK)
             return status;
@@ -415,6 +442,7 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
             memmove(dst, src, bytes);
         return STRATA_OK;
     }
+    node_expect(node, 0);
     if ((status = round_begin(ctx, node)) != STRATA_OK)
         return status;
     if (bytes <= NODE_TINY_BYTES)
@@ -429,6 +457,9 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
     round_end(node);
     return STRATA_OK;
 }
+
+static strata_status_t node_allgather(sta_ctx_t *ctx, sta_node_t *node, void *buf, size_t count,
+                                      strata_dtype_t dtype, int stream);
 
 /*
  * Round r of the fused allreduce, for piece t. Every rank copies its piece t of
@@ -485,7 +516,20 @@ strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
     sta_block(count, L, 0, &off0, &len0);
     size_t rounds = (len0 + piece - 1) / piece;
     /* An output past the caches is not read again by this call: stream it to memory. */
-    int stream = count * esz >= sta_reduce_nt_min_bytes();
+    int stream = node_stream_output(src, count * esz, dst, count * esz);
+    if (src == dst || (ctx->wait == STA_WAIT_BLOCK && rounds == 1)) {
+        /*
+         * A reduce-scatter into dst, then an allgather, where they measured faster than the
+         * fused pass (docs/benchmarks.md, "Large messages on one node"): in place (no
+         * streaming stores, the call has just read those lines; 2 ranks, 2-32 MiB: 4-8 %)
+         * and, where the ranks outnumber the cores, for a call of one piece per block (3
+         * and 4 ranks on 2 cores, 32-128 KiB: 1.1-1.3x).
+         */
+        if ((status = sta_node_reduce_scatter(ctx, src, dst, count, dtype, op)) != STRATA_OK)
+            return status;
+        return node_allgather(ctx, node, dst, count, dtype, stream);
+    }
+    node_expect(node, count * esz);
     for (size_t t = 0; t <= rounds; t++)
         if ((status = node_allreduce_round(ctx, node, src, dst, count, dtype, op, t, piece,
                                            stream)) != STRATA_OK)
@@ -493,13 +537,10 @@ strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
     return STRATA_OK;
 }
 
-strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
-                                   strata_dtype_t dtype)
+/* The allgather's rounds; `stream`: write the other blocks with streaming stores. */
+static strata_status_t node_allgather(sta_ctx_t *ctx, sta_node_t *node, void *buf, size_t count,
+                                      strata_dtype_t dtype, int stream)
 {
-    sta_node_t *node = ctx->node_tier;
-
-    if (ctx->failed != STRATA_OK)
-        return ctx->failed;
     const size_t esz = strata_dtype_size(dtype);
     const int L = node->nlocal, me = node->me;
     strata_status_t status;
@@ -511,7 +552,7 @@ strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
     sta_block(count, L, 0, &off0, &len0);
     sta_block(count, L, me, &my_off, &my_len);
     size_t rounds = (len0 + piece - 1) / piece;
-    int stream = count * esz >= sta_reduce_nt_min_bytes();
+    node_expect(node, count * esz);
     for (size_t t = 0; t < rounds; t++) {
         if ((status = round_begin(ctx, node)) != STRATA_OK)
             return status;
@@ -535,6 +576,15 @@ strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
     return STRATA_OK;
 }
 
+strata_status_t sta_node_allgather(sta_ctx_t *ctx, void *buf, size_t count,
+                                   strata_dtype_t dtype)
+{
+    if (ctx->failed != STRATA_OK)
+        return ctx->failed;
+    return node_allgather(ctx, ctx->node_tier, buf, count, dtype,
+                          count * strata_dtype_size(dtype) >= sta_reduce_nt_min_bytes());
+}
+
 strata_status_t sta_node_reduce(sta_ctx_t *ctx, const void *src, void *dst, size_t count,
                                 strata_dtype_t dtype, strata_op_t op, int root)
 {
@@ -554,6 +604,7 @@ strata_status_t sta_node_reduce(sta_ctx_t *ctx, const void *src, void *dst, size
     }
     size_t piece = node->chunk / esz;
     size_t rounds = (count + piece - 1) / piece;
+    node_expect(node, count * esz);
     for (size_t t = 0; t < rounds; t++) {
         if ((status = round_begin(ctx, node)) != STRATA_OK)
             return status;
@@ -591,6 +642,7 @@ strata_status_t sta_node_bcast(sta_ctx_t *ctx, void *buf, size_t count, strata_d
         return STRATA_OK;
     size_t piece = node->chunk / esz;
     size_t rounds = (count + piece - 1) / piece;
+    node_expect(node, count * esz);
     for (size_t t = 0; t < rounds; t++) {
         if ((status = round_begin(ctx, node)) != STRATA_OK)
             return status;
@@ -617,5 +669,6 @@ strata_status_t sta_node_barrier(sta_ctx_t *ctx)
         return ctx->failed;
     if (node->nlocal == 1)
         return STRATA_OK;
+    node_expect(node, 0);
     return node_round_barrier(ctx, node);
 }

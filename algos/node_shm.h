@@ -9,7 +9,9 @@
  * barrier per round suffices and no rank overwrites data still being read.
  *
  * Outputs of at least sta_reduce_nt_min_bytes are written to the user's
- * buffer with streaming stores (nothing reads them again in the call).
+ * buffer with streaming stores (nothing reads them again in the call), unless
+ * they overlap the input (in place: the call just brought those lines into the
+ * caches, and plain stores to them are faster).
  *
  * Waits back off (spin, yield, sleep), keep the context's network work moving
  * (ctx->progress, while a pipelined chunk is in flight), watch the other local ranks' pids
@@ -60,10 +62,12 @@ strata_status_t sta_node_allreduce_small(sta_ctx_t *ctx, const void *src, void *
                                          size_t count, strata_dtype_t dtype, strata_op_t op);
 
 /*
- * Intra-node allreduce of any size (dst may equal src), piece by piece, one round per piece:
+ * Intra-node allreduce of any size. In place (dst == src), or with more ranks than cores
+ * and one piece per block: a reduce-scatter into dst, then an allgather (plain stores in
+ * place). Otherwise the fused pass, piece by piece, one round per piece:
  * each rank copies its pieces of the other ranks' blocks into its slot, reduces its own
  * block's piece into its other half, and in the next round every rank copies all reduced
- * pieces into dst (with streaming stores when the buffer outgrows the caches). Memory sees
+ * pieces into dst (streaming stores when the buffer outgrows the caches). Memory sees
  * src read once and dst written once per rank; the slots stay in cache.
  *   t = (ceil(n/c) + 1)·α_s + (L-1)/L·n/β_s + (L+1)/3·(n/L)/γ + n/β_s
  * ((L+1)/3: one pass over L inputs moves L + 1 streams, a pair's γ three; cost_model.c).

@@ -220,7 +220,15 @@ END {
             print line
         }
         ng = split(goals, G, ";")
-        if (ng > 0) {
+        # The heading only where some goal names a label of this table.
+        nmatch = 0
+        for (g = 1; g <= ng; g++) {
+            if (split(G[g], part, ":") != 3) continue
+            re = glob_re(part[1])
+            for (k = 1; k <= nl; k++)
+                if (L[k] != ref && L[k] ~ re) nmatch++
+        }
+        if (nmatch > 0) {
             print ""
             print "Targets:"
             print ""

@@ -22,7 +22,8 @@
 #                      messages need many calls to average out a noisy machine; "none"
 #                      runs one sweep
 #   --runs R           repetitions of everything; tables show medians (default 3)
-#   --systems LIST     subset of strata,mpi-vader,mpi-tcp,gloo-ring,gloo-hd (default all)
+#   --systems LIST     subset of strata,mpi-vader,mpi-tcp,gloo-ring,gloo-hd (default all),
+#                      and strata-base (needs --base-build)
 #   --place oop|ip     which nccl-tests block the tables use (default oop)
 #   --membound SIZE    on one node, from SIZE up, each system's time against the memory
 #                      bound, (3L-1)·n bytes at the 2-thread copy rate `strata-reduce
@@ -33,6 +34,10 @@
 #   --strata-cmd CMD   how to start Strata's benchmark on {n} ranks ({nodes}: the emulated
 #                      nodes); sweep flags are appended (default "DIR/bin/strata-run -n {n}
 #                      -- DIR/bin/strata-perf", with "--nodes {nodes} --netns" when K > 1)
+#   --base-build DIR   another tree's build (e.g. main before a change): system strata-base
+#                      runs that build's strata-run and strata-perf as strata runs this one's,
+#                      interleaved with the rest; its ratio column (base / this) says what the
+#                      change made faster (above 1) or slower (below 1)
 #   --mpirun PATH      OpenMPI's launcher (default: mpirun from PATH)
 #   --timeout S        bound on each benchmark invocation (default 900)
 #   --tables-only      run nothing: rebuild the tables and plots in --out DIR from its raw/
@@ -131,6 +136,8 @@ membound=16M
 out=""
 build=""
 strata_cmd=""
+base_build=""
+base_cmd=""
 mpirun=""
 timeout_s=900
 tables_only=0
@@ -176,6 +183,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2 ;;
     --build-dir) build=$2 ;;
     --strata-cmd) strata_cmd=$2 ;;
+    --base-build) base_build=$2 ;;
     --mpirun) mpirun=$2 ;;
     --timeout) timeout_s=$2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -223,6 +231,12 @@ if [ -z "$strata_cmd" ]; then
     [ "$nodes" = 1 ] || strata_cmd+=" --nodes {nodes} --netns"
     strata_cmd+=" -- $build/bin/strata-perf"
 fi
+if [ -n "$base_build" ]; then
+    base_build=$(cd "$base_build" 2>/dev/null && pwd) || die "no build directory $base_build"
+    base_cmd="$base_build/bin/strata-run -n {n}"
+    [ "$nodes" = 1 ] || base_cmd+=" --nodes {nodes} --netns"
+    base_cmd+=" -- $base_build/bin/strata-perf"
+fi
 [ -n "$mpirun" ] || mpirun=$(command -v mpirun || echo mpirun)
 
 # Scratch for everything the benchmarks create (Gloo's file store, OpenMPI's session
@@ -247,12 +261,16 @@ why_skipped() {
         esac
     fi
     case $1 in
-    strata)
-        for prog in $strata_cmd; do
+    strata|strata-base)
+        local c=$strata_cmd
+        if [ "$1" = strata-base ]; then
+            [ -n "$base_cmd" ] || { echo "no --base-build given"; return; }
+            c=$base_cmd
+        fi
+        for prog in $c; do
             case $prog in
             */strata-run|*/strata-perf)
-                [ -x "$prog" ] || { echo "$prog not built (strata-perf and strata-run" \
-                    "come from branch perf)"; return; } ;;
+                [ -x "$prog" ] || { echo "$prog not built (make all in that tree)"; return; } ;;
             esac
         done ;;
     mpi-*)
@@ -271,8 +289,10 @@ why_skipped() {
 command_for() {
     local sys=$1 n=$2 w c
     local mpi=("$mpirun" -np "$n" --oversubscribe --allow-run-as-root --mca pml ob1)
-    if [ "$sys" = strata ]; then
-        c=${strata_cmd//\{n\}/$n}
+    if [ "$sys" = strata ] || [ "$sys" = strata-base ]; then
+        c=$strata_cmd
+        [ "$sys" = strata ] || c=$base_cmd
+        c=${c//\{n\}/$n}
         for w in ${c//\{nodes\}/$nodes}; do printf '%s\n' "$w"; done
         return
     fi
@@ -341,7 +361,7 @@ IFS=, read -r -a rank_list <<<"$ranks"
 declare -A skip_reason=()
 for sys in "${sys_list[@]}"; do
     case $sys in
-    strata|mpi-vader|mpi-tcp|gloo-ring|gloo-hd) ;;
+    strata|strata-base|mpi-vader|mpi-tcp|gloo-ring|gloo-hd) ;;
     *) die "unknown system '$sys'" ;;
     esac
     reason=$(why_skipped "$sys")
@@ -360,7 +380,7 @@ run_one() {
         read -r first last it <<<"$seg"
         mapfile -t cmd < <(command_for "$sys" "$n")
         cmd+=(-b "$first" -e "$last" -f "$factor" -n "$it" -w "$warmup")
-        [ "$sys" = strata ] || cmd+=(-T "$timeout_s")
+        case $sys in strata|strata-base) ;; *) cmd+=(-T "$timeout_s") ;; esac
         printf '%q ' "${cmd[@]}" >>"$out/commands.txt"
         echo >>"$out/commands.txt"
         # Fresh rendezvous state for every invocation on emulated nodes.
@@ -489,6 +509,7 @@ for n in "${rank_list[@]}"; do
         [ -z "${failed_runs[$n/$sys]:-}" ] ||
             notes+=(--note "$sys: run(s) ${failed_runs[$n/$sys]}failed and are left out")
         specs+=("$sys=$files")
+        [ "$sys" != strata-base ] || notes+=(--note "strata-base: the build in $base_build")
         [ "$sys" != strata ] || ref=strata
     done
     if [ ${#specs[@]} -eq 0 ]; then
@@ -500,7 +521,9 @@ for n in "${rank_list[@]}"; do
         continue
     fi
     goals=()
-    [ -z "$ref" ] || goals=(--ref strata --goal '*:0:1.0' --goal 'mpi-*:1M:1.5')
+    # The peers' targets; strata-base (another tree of Strata) is compared, not judged.
+    [ -z "$ref" ] || goals=(--ref strata --goal 'mpi-*:0:1.0' --goal 'gloo-*:0:1.0'
+                            --goal 'mpi-*:1M:1.5')
     [ -z "$membw" ] || goals+=(--membound "$n:$membw:$membound_at")
     where="one host"
     [ "$nodes" = 1 ] || where="$nodes emulated nodes ($((n / nodes)) per node)"

@@ -2,10 +2,11 @@
  * The A/B harness (bench/ab/): run.sh on a tiny sweep with 2 ranks must give a
  * table with a full column for every system that can run here, a note for every
  * system that cannot, a PNG, and each system's time against the memory bound; on
- * 2 emulated nodes of 2 ranks (root) the same columns or notes; nccl_ab.sh, fed canned nccl-tests outputs through
- * stand-in binaries and a stand-in mpirun (bench/ab/testdata/), must build its tables
- * and refuse a "Strata" run in which NCCL did not load the plugin; compare.sh must
- * read labelled (srun --label) and repeated outputs and judge targets.
+ * 2 emulated nodes of 2 ranks (root) the same columns or notes; --base-build puts
+ * another build of Strata in a column of its own; nccl_ab.sh, fed canned nccl-tests
+ * outputs through stand-in binaries and a stand-in mpirun (bench/ab/testdata/), must
+ * build its tables and refuse a "Strata" run in which NCCL did not load the plugin;
+ * compare.sh must read labelled (srun --label) and repeated outputs and judge targets.
  *
  * The scripts run under `timeout`, from the source tree, into a temporary directory
  * removed in teardown. A peer that is not installed is skipped by the harness itself;
@@ -408,6 +409,51 @@ static void test_harness_skips_missing_peer(void **state)
     free(log);
 }
 
+/*
+ * --base-build: system strata-base runs another build's strata-perf next to this one's
+ * and gets a ratio column; without --base-build it is skipped with the reason.
+ */
+static void test_harness_base_build_column(void **state)
+{
+    ab_fixture_t *f = *state;
+    char *out = ab_path(f, "out"), *log = ab_path(f, "run.log");
+    char *out2 = ab_path(f, "out2"), *log2 = ab_path(f, "run2.log");
+    const char *argv[] = {"bench/ab/run.sh", "--ranks", "2", "-b", "8", "-e", "32",
+                          "--runs", "1", "--systems", "strata,strata-base", "--base-build",
+                          STRATA_BUILD_DIR, "--out", out, "--build-dir", STRATA_BUILD_DIR,
+                          "--timeout", "300", NULL};
+    const char *argv2[] = {"bench/ab/run.sh", "--ranks", "2", "-b", "8", "-e", "32",
+                           "--runs", "1", "--systems", "strata,strata-base", "--out", out2,
+                           "--build-dir", STRATA_BUILD_DIR, "--timeout", "300", NULL};
+    char *md_path = ab_path(f, "out/ab-n2.md"), *sum2_path = ab_path(f, "out2/summary.md");
+    int rc = ab_run(argv, NULL, log, AB_HARNESS_TIMEOUT_S);
+    char *md = ab_slurp(md_path), *sum2;
+
+    if (rc != 0 || md == NULL)
+        ab_dump(log);
+    assert_int_equal(rc, 0);
+    assert_non_null(md);
+    assert_int_equal(ab_md_check_column(md, "strata", 2), 0);
+    assert_int_equal(ab_md_check_column(md, "strata-base", 2), 0);
+    assert_non_null(strstr(md, "strata-base: the build in "));
+
+    rc = ab_run(argv2, NULL, log2, AB_HARNESS_TIMEOUT_S);
+    sum2 = ab_slurp(sum2_path);
+    if (rc != 0 || sum2 == NULL)
+        ab_dump(log2);
+    assert_int_equal(rc, 0);   /* strata still ran */
+    assert_non_null(sum2);
+    assert_non_null(strstr(sum2, "- strata-base skipped: no --base-build given"));
+    free(sum2);
+    free(sum2_path);
+    free(md);
+    free(md_path);
+    free(out);
+    free(log);
+    free(out2);
+    free(log2);
+}
+
 static const char *const ab_colls[] = {"all_reduce", "all_gather", "reduce_scatter",
                                        "broadcast", "reduce"};
 
@@ -588,6 +634,8 @@ int main(void)
                                         ab_teardown),
         cmocka_unit_test_setup_teardown(test_harness_skips_missing_peer, ab_setup, ab_teardown),
         cmocka_unit_test_setup_teardown(test_harness_tiny_sweep, ab_setup, ab_teardown),
+        cmocka_unit_test_setup_teardown(test_harness_base_build_column, ab_setup,
+                                        ab_teardown),
         cmocka_unit_test_setup_teardown(test_harness_emulated_nodes, ab_setup, ab_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
