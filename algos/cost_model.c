@@ -199,6 +199,7 @@ typedef struct terms {
     double w, wl;               /* ω where every rank, resp. ceil(host_ranks/L) a host (the
                                    leaders' ring, a rail's ring), waits, or 0 */
     int oversub;                /* the busiest host runs more ranks than it has cores */
+    double msg_min;             /* dims->net_msg_min */
 } terms_t;
 
 /*
@@ -237,7 +238,7 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
         .n = bytes,
         .a_s = model->shm.alpha_us, .b_s = shm_beta(model, dims, bytes),
         .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
-        .kind = model->intra,
+        .kind = model->intra, .msg_min = (double)dims->net_msg_min,
     };
     if (dims->host_cores > 0) {
         int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
@@ -517,8 +518,23 @@ static double pipe_time(const terms_t *t, sta_algo_t algo, double c)
  * slower one (which is slower depends on c: the ring's α_n against the node's bytes) and the
  * chunk of the lower pipe_time kept, so the cost is continuous in n where β_s varies with n
  * (the cache tier). No chunk smaller than each local rank's share of the shm tier's crossover
- * n*_s = α_s·β_s (below it a chunk's phases are latency).
+ * n*_s = α_s·β_s (below it a chunk's phases are latency), and none whose ring messages fall
+ * just below the transport's striping size (pipe_msg_floor).
  */
+/*
+ * A chunk whose ring messages (a member's part of a rail's share) would fall in [m/2, m), m
+ * = dims->net_msg_min, grows to messages of m, capped at n: unstriped messages of that band
+ * stream slowly between namespaces where the cores bound the net (docs/algorithms.md).
+ */
+static double pipe_msg_floor(const terms_t *t, sta_algo_t algo, double c)
+{
+    double parts = t->N * (algo == STA_ALGO_LEADER ? 1.0 : t->L), m = c / parts;
+
+    if (t->msg_min <= 0.0 || m < t->msg_min / 2.0 || m >= t->msg_min)
+        return c;
+    return STU_MIN(t->n, t->msg_min * parts);
+}
+
 static double pipe_chunk(const terms_t *t, sta_algo_t algo)
 {
     const double probe = 1 << 20;   /* any size: the phases are linear in c */
@@ -532,8 +548,8 @@ static double pipe_chunk(const terms_t *t, sta_algo_t algo)
      * (a_b = 0, no α anywhere: the finer the better; one byte is the limit) */
     double c_net = r_node > 0.0 ? sqrt(t->n * net0 / r_node) : t->n;
     double c_node = r_net > 0.0 ? sqrt(t->n * (in0 + out0) / r_net) : t->n;
-    c_net = STU_MIN(t->n, STU_MAX(STU_MAX(c_net, c_min), 1.0));
-    c_node = STU_MIN(t->n, STU_MAX(STU_MAX(c_node, c_min), 1.0));
+    c_net = pipe_msg_floor(t, algo, STU_MIN(t->n, STU_MAX(STU_MAX(c_net, c_min), 1.0)));
+    c_node = pipe_msg_floor(t, algo, STU_MIN(t->n, STU_MAX(STU_MAX(c_node, c_min), 1.0)));
     if (!(net0 > 0.0 || r_net > 0.0))
         return c_node;              /* no net stage (one node): nothing to overlap */
     return pipe_time(t, algo, c_node) < pipe_time(t, algo, c_net) ? c_node : c_net;
@@ -572,15 +588,6 @@ int sta_cost_rail_exchange(const sta_model_t *model, const sta_dims_t *dims, siz
         return 0;
     terms_t t = terms_make(model, dims, (double)part_bytes);
     return pair_exchange(&t, (double)part_bytes);
-}
-
-size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block)
-{
-    if (sta_model_check(model) != STRATA_OK || block == 0)
-        return block;
-    double c = sqrt((double)block * model->net.alpha_us *
-                    model->gamma_gbps * STA_BYTES_PER_US_PER_GBPS);
-    return (size_t)STU_MIN((double)block, STU_MAX(c, 1.0));
 }
 
 int sta_cost_net_cpu_bound(const sta_model_t *model, const sta_dims_t *dims)
@@ -789,9 +796,4 @@ double sta_cost_shm_beta_gbps(const sta_model_t *model, const sta_dims_t *dims, 
     if (sta_model_check(model) != STRATA_OK || sta_dims_check(dims) != STRATA_OK)
         return model != NULL ? model->shm.beta_gbps : STA_COST_NA;
     return shm_beta(model, dims, (double)bytes);
-}
-
-double sta_tier_crossover_bytes(const sta_tier_t *tier)
-{
-    return tier->alpha_us * tier->beta_gbps * STA_BYTES_PER_US_PER_GBPS;
 }

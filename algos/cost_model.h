@@ -175,6 +175,10 @@ typedef struct sta_dims {
     int net_cpu;                /* 1: the net transport's bytes are moved by the host's cores
                                    (tcp): streams at once share them (STA_NET_CPU_GBPS);
                                    0: by the NIC (RDMA) or unknown */
+    size_t net_msg_min;         /* the transport's striping size where the hosts' cores bound
+                                   the net (coll/comm.c): the two-tier pipeline cuts no ring
+                                   message between half of it and it (cost_model.c,
+                                   pipe_msg_floor); 0: no such rule */
 } sta_dims_t;
 
 /* "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"; "?" out of range. */

@@ -1,7 +1,8 @@
 /*
  * The cost model's vocabulary: names of collectives, algorithms and intra-node kinds, their
  * parsers, the checks of dimensions and parameters, and which algorithm applies where
- * (algos/cost_model.h). The formulas are in cost_model.c.
+ * (algos/cost_model.h). The formulas are in cost_model.c, the shape-free sizes in
+ * cost_sizes.c.
  */
 #include "algos/cost_model.h"
 

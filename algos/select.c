@@ -247,6 +247,10 @@ void sta_select_log(const sta_select_t *table)
              "of %d core(s), STRATA_ALGO=%s", d->nranks, d->nnodes, d->local_size, d->nrails,
              d->contiguous ? "contiguous per node" : "interleaved", d->host_ranks, d->host_cores,
              sta_algo_name(table->forced));
+    if (d->net_msg_min > 0)
+        STU_INFO(STU_LOG_TUNING, "select: the two-tier pipeline cuts no ring message of "
+                 "%zu..%zu B (the transport stripes from %zu B, and the hosts' cores bound the "
+                 "net)", d->net_msg_min / 2, d->net_msg_min - 1, d->net_msg_min);
     for (int c = 0; c < STA_COLL_COUNT; c++) {
         size_t first = 0;
         for (int i = 0; i < table->nranges[c]; i++) {

@@ -239,6 +239,24 @@ static strata_status_t comm_transport(strata_comm_t *comm)
     return status;
 }
 
+/*
+ * The two-tier pipeline's smallest ring message (sta_dims_t.net_msg_min): the transport's
+ * striping size where the host's cores move its bytes and the model says they bound the net
+ * (the CollNet's piece floor, plugin/collnet_select.c, is the same rule); 0 elsewhere. It
+ * comes from the transport's parameters, which every rank must share: the tables' hash
+ * covers it.
+ */
+static size_t comm_net_msg_min(const strata_comm_t *comm, const sta_dims_t *dims)
+{
+    stt_props_t props;
+
+    if (comm->ops == NULL || comm->ctx.nnodes < 2 ||
+        stt_get_props(comm->ops, comm->dev, &props) != STRATA_OK || !props.cpu_copies ||
+        props.stripe_min == 0)
+        return 0;
+    return sta_cost_net_cpu_bound(&comm->model, dims) ? props.stripe_min : 0;
+}
+
 static strata_status_t comm_select(strata_comm_t *comm)
 {
     sta_ctx_t *ctx = &comm->ctx;
@@ -255,6 +273,7 @@ static strata_status_t comm_select(strata_comm_t *comm)
     sta_dims_t dims = {.nranks = ctx->nranks, .nnodes = ctx->nnodes,
                        .local_size = ctx->local_size, .nrails = comm->nrails};
     sta_dims_set_host(&dims, comm->host_ranks, comm->host_cores, stt_name(comm->ops));
+    dims.net_msg_min = comm_net_msg_min(comm, &dims);
     /* rank order is node-major (the launchers' default): rank-ordered rings cross once */
     dims.contiguous = 1;
     for (int i = 0; i < ctx->nranks; i++)
@@ -309,6 +328,7 @@ static strata_status_t comm_check_same_tables(strata_comm_t *comm)
         COMM_HASH(bits);
     }
     COMM_HASH(comm->ctx.hier_chunk);
+    COMM_HASH(comm->select.dims.net_msg_min);
 #undef COMM_HASH
     uint64_t *all = calloc((size_t)P, sizeof(*all));
     if (all == NULL)

@@ -33,6 +33,8 @@ typedef struct ns_rank_arg {
     const char *algo;
     const char *chunk;   /* STRATA_HIER_CHUNK, or NULL for the model's */
     size_t max_count;    /* the largest allreduce to run; 0: all sizes */
+    int odd_stripe_rank; /* this rank (> 0) alone sets STRATA_SOCKET_STRIPE_MIN=128K, and
+                            every rank's init must fail with STRATA_ERR_MISMATCH; 0: none */
 } ns_rank_arg_t;
 
 static int ns_allreduce_sizes(strata_comm_t *comm, int rank, size_t max_count)
@@ -83,6 +85,12 @@ static int ns_rank_main(void *varg, int ctl)
     setenv("STRATA_TIMEOUT", "120000", 1);
     if (a->chunk != NULL)
         setenv("STRATA_HIER_CHUNK", a->chunk, 1);
+    if (a->odd_stripe_rank > 0) {
+        /* a link faster than any host's cores stream: the rule applies on every machine */
+        setenv("STRATA_NET_BETA_GBPS", "100", 1);
+        if (a->rank == a->odd_stripe_rank)
+            setenv("STRATA_SOCKET_STRIPE_MIN", "128K", 1);
+    }
     strata_comm_config_init(&cfg);
     cfg.rank = a->rank;
     cfg.nranks = a->nranks;
@@ -90,6 +98,14 @@ static int ns_rank_main(void *varg, int ctl)
     cfg.root_addr = root;
     cfg.root_fd = lfd;
     strata_status_t st = strata_comm_init_config(&cfg, &comm);
+    if (a->odd_stripe_rank > 0) {
+        if (st == STRATA_OK)
+            strata_comm_destroy(comm);
+        if (st != STRATA_ERR_MISMATCH)
+            fprintf(stderr, "rank %d: init with one rank's other stripe size: %s, not "
+                    "STRATA_ERR_MISMATCH\n", a->rank, strata_status_str(st));
+        return st == STRATA_ERR_MISMATCH ? 0 : 15;
+    }
     if (st != STRATA_OK) {
         fprintf(stderr, "rank %d: init: %s\n", a->rank, strata_status_str(st));
         return 13;
@@ -102,8 +118,8 @@ static int ns_rank_main(void *varg, int ctl)
     return rc;
 }
 
-static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const char *chunk,
-                         size_t max_count)
+static void ns_run_args(int nodes, const char *algo, const char *qdisc, const char *chunk,
+                        size_t max_count, int odd_stripe_rank)
 {
     stb_netns_t net;
     ns_rank_arg_t args[16];
@@ -118,7 +134,8 @@ static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const c
     for (int n = 0; qdisc != NULL && n < nodes; n++)
         assert_ok(stb_netns_shape(&net, n, qdisc));
     for (int r = 0; r < P; r++) {
-        args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo, chunk, max_count};
+        args[r] = (ns_rank_arg_t){r, P, r / NS_PER_NODE, algo, chunk, max_count,
+                                  odd_stripe_rank};
         assert_int_equal(sts_peer_fork(&peers[r], &net, args[r].node, ns_rank_main, &args[r]),
                          0);
     }
@@ -130,12 +147,28 @@ static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const c
     assert_int_equal(failed, 0);
 }
 
+static void ns_run_chunk(int nodes, const char *algo, const char *qdisc, const char *chunk,
+                         size_t max_count)
+{
+    ns_run_args(nodes, algo, qdisc, chunk, max_count, 0);
+}
+
 static void ns_run(int nodes, const char *algo, const char *qdisc)
 {
     ns_run_chunk(nodes, algo, qdisc, NULL, 0);
 }
 
 static void test_two_nodes_hierarchical(void **state) { ns_run(2, "hierarchical", NULL); }
+
+/*
+ * The pipeline's chunks follow the transport's stripe size where the cores bound the net
+ * (sta_dims_t.net_msg_min): one rank with another STRATA_SOCKET_STRIPE_MIN would cut other
+ * shm rounds than its node's, so every rank's init fails with STRATA_ERR_MISMATCH instead.
+ */
+static void test_two_nodes_stripe_mismatch_fails_init(void **state)
+{
+    ns_run_args(2, "auto", NULL, NULL, 0, 3);
+}
 
 /*
  * The pipelined two-tier allreduce (algos/hier_pipe.c) at its chunk boundaries: a chunk of
@@ -173,6 +206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_nodes_hierarchical),
+        cmocka_unit_test(test_two_nodes_stripe_mismatch_fails_init),
         cmocka_unit_test(test_two_nodes_hier_chunk_boundaries),
         cmocka_unit_test(test_two_nodes_leader_chunk_boundaries),
         cmocka_unit_test(test_three_nodes_hier_chunks),

@@ -20,6 +20,7 @@
 
 #include "algos/cost_model.h"
 #include "algos/node_shm.h"
+#include "algos/profile.h"
 #include "algos/select.h"
 
 #define MB 1000000
@@ -645,6 +646,43 @@ static void test_net_cpu_bound(void **state)
     assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
 }
 
+/*
+ * The pipeline's chunk with dims.net_msg_min (the transport's striping size where the cores
+ * bound the net): no ring message (a member's part of a rail's share of the chunk) falls in
+ * [net_msg_min/2, net_msg_min) unless the chunk is the whole call; over a sweep of sizes the
+ * rule moves some chunks and leaves others as they were without it.
+ */
+static void test_pipe_chunk_message_band(void **state)
+{
+    const size_t stripe = 256 << 10;
+    sta_model_t m;
+    sta_dims_t d = {.nranks = 4, .nnodes = 2, .local_size = 2, .nrails = 1, .contiguous = 1,
+                    .host_ranks = 4, .host_cores = 2, .net_cpu = 1};
+    int moved = 0, kept = 0, in_band_without = 0;
+    (void)state;
+
+    sta_model_default(&m);
+    for (int a = 0; a < 2; a++) {
+        sta_algo_t algo = a == 0 ? STA_ALGO_HIERARCHICAL : STA_ALGO_LEADER;
+        double parts = d.nnodes * (a == 0 ? d.local_size : 1);
+        for (size_t n = 64 << 10; n <= ((size_t)64 << 20); n += n / 3) {
+            d.net_msg_min = 0;
+            size_t free_c = sta_cost_hier_chunk_bytes(&m, &d, algo, n);
+            d.net_msg_min = stripe;
+            size_t c = sta_cost_hier_chunk_bytes(&m, &d, algo, n);
+            double free_msg = free_c / parts, msg = c / parts;
+            assert_true(c >= 1 && c <= n);
+            assert_false(msg >= stripe / 2.0 && msg < stripe && c < n);
+            in_band_without += free_msg >= stripe / 2.0 && free_msg < stripe && free_c < n;
+            if (c != free_c)
+                moved++;
+            else
+                kept++;
+        }
+    }
+    assert_true(in_band_without > 0 && moved > 0 && kept > 0);
+}
+
 static void test_tables_identical(void **state)
 {
     const sta_dims_t shapes[] = {node4_over, node4_fit};
@@ -686,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_multi_node_blocking_waits),
         cmocka_unit_test(test_net_on_cores),
         cmocka_unit_test(test_monotone),
+        cmocka_unit_test(test_pipe_chunk_message_band),
         cmocka_unit_test(test_tables_identical),
         cmocka_unit_test(test_piece_bytes),
         cmocka_unit_test(test_net_cpu_bound),
