@@ -16,7 +16,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -I. -Iinclude \
 FUZZ_LIB_SRC := util/log.c util/param.c util/param_table.c util/name_filter.c util/fuse.c util/file.c \
 	util/hmac.c util/status.c transport/tcp/tcp_wire.c transport/ib/ib_wire.c \
 	transport/ib/ib_fifo.c transport/ucx/ucx_wire.c coll/boot_wire.c coll/launch.c \
-	algos/profile.c algos/rail.c algos/cost_model.c algos/cost_names.c plugin/collnet_wire.c
+	algos/profile.c algos/rail.c algos/cost_model.c algos/cost_names.c algos/cost_sizes.c \
+	plugin/collnet_wire.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIB := $(FUZZ_DIR)/libstrata_fuzz.a
 FUZZ_SRC := $(filter-out tests/fuzz/fuzz_seeds.c,$(wildcard tests/fuzz/fuzz_*.c))
