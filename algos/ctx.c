@@ -36,7 +36,7 @@
  * round of large pieces keeps the peers copying for hundreds of µs; a wait that sleeps
  * after 20 µs pays a futex wake-up per round and runs behind the peer it shares a core
  * with. 3 ranks on 2 cores, 2-32 MiB allreduce: 1.1-1.3x faster with 0.3 ms of yields than
- * with 20 µs (docs/benchmarks.md, "Large messages on one node").
+ * with 20 µs (docs/algorithms.md, "Waiting without spinning the machine away").
  */
 #define BACKOFF_YIELD_OVERSUB_MAX_NS 1000000ull
 #define BACKOFF_NAP_MIN_NS 20000ull        /* then nap 20 µs ... */
