@@ -287,6 +287,15 @@ size_t sta_cost_piece_bytes(const sta_model_t *model, size_t block);
 int sta_cost_net_cpu_bound(const sta_model_t *model, const sta_dims_t *dims);
 
 /*
+ * The smallest message worth handing the net on these dims, in bytes: `stripe` (the
+ * transport's striping size, 0 where it does not stripe) where more than one node shares the
+ * net and sta_cost_net_cpu_bound holds, since a message under it takes one stream of the
+ * several the cores could run; 0 otherwise. The two-tier pipeline's sta_dims_t.net_msg_min
+ * (coll/comm.c, strata-plan) and the CollNet's piece floor (plugin/collnet_select.c).
+ */
+size_t sta_cost_net_msg_min(const sta_model_t *model, const sta_dims_t *dims, size_t stripe);
+
+/*
  * One step of a flat algorithm, in µs: every rank moves `bytes` to its partner, `crossers` of
  * a node's L ranks (0..L) have their partner on another node, and on a PCIe tree `root_flows`
  * (>= 1) of the node's same-node flows share the root link in each direction (1 for rings and

@@ -3,7 +3,8 @@
 # table is measured, so the model's predictions (strata-plan, for the table's shape, on this
 # host's cores, the tcp transport's rule) and auto's choice can be replaced and the summary
 # recomputed without measuring again. What it cannot redo: the two-tier pipeline's chunk,
-# which the run took from the model of its day (docs/benchmarks.md, "Model vs measurement").
+# which the run took from the model of its day (docs/benchmarks.md, "Model vs measurement");
+# strata-plan prices the chunk this tree would take (tcp's striping band included).
 #
 #   bench/model_rescore.sh SRC DST     # SRC: a MODEL_OUT folder; DST: the rescored tables
 #   awk -f bench/model_summary.awk DST/*.txt

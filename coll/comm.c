@@ -240,21 +240,18 @@ static strata_status_t comm_transport(strata_comm_t *comm)
 }
 
 /*
- * The two-tier pipeline's smallest ring message (sta_dims_t.net_msg_min): the transport's
- * striping size where the host's cores move its bytes and the model says they bound the net
- * (the CollNet's piece floor, plugin/collnet_select.c, is the same rule); 0 elsewhere. It
- * comes from the transport's parameters, which every rank must share: the tables' hash
- * covers it.
+ * The two-tier pipeline's smallest ring message (sta_dims_t.net_msg_min,
+ * sta_cost_net_msg_min): the transport's striping size where its bytes are the host's cores'
+ * and they bound the net, 0 elsewhere. It comes from the transport's parameters, which every
+ * rank must share: the tables' hash covers it.
  */
 static size_t comm_net_msg_min(const strata_comm_t *comm, const sta_dims_t *dims)
 {
     stt_props_t props;
 
-    if (comm->ops == NULL || comm->ctx.nnodes < 2 ||
-        stt_get_props(comm->ops, comm->dev, &props) != STRATA_OK || !props.cpu_copies ||
-        props.stripe_min == 0)
+    if (comm->ops == NULL || stt_get_props(comm->ops, comm->dev, &props) != STRATA_OK)
         return 0;
-    return sta_cost_net_cpu_bound(&comm->model, dims) ? props.stripe_min : 0;
+    return sta_cost_net_msg_min(&comm->model, dims, props.cpu_copies ? props.stripe_min : 0);
 }
 
 static strata_status_t comm_select(strata_comm_t *comm)

@@ -109,8 +109,9 @@ size_t stp_cn_piece_min(const stp_cn_record_t *recs, int n, const sta_model_t *m
         dims.net_cpu = 1;
         dims.host_ranks = members;
         dims.host_cores = (int)STU_MIN(cores, (uint32_t)INT32_MAX);
-        if (sta_cost_net_cpu_bound(model, &dims))
-            return stripe;
+        size_t floor = sta_cost_net_msg_min(model, &dims, stripe);
+        if (floor > 0)
+            return floor;
     }
     return 0;
 }

@@ -615,16 +615,24 @@ static void test_rail_exchange(void **state)
     assert_int_equal(sta_cost_rail_exchange(&m, &dims_4x1, 8), 0);
 }
 
+/* N nodes of one rank, tcp, 2 ranks on a host of 2 cores: β_c = 1.8 GB/s. */
+static sta_dims_t dims_tcp_two_on_two(int nnodes)
+{
+    sta_dims_t d;
+
+    sta_dims_one_per_node(nnodes, &d);
+    d.net_cpu = 1;
+    d.host_ranks = 2;
+    d.host_cores = 2;
+    return d;
+}
+
 static void test_net_cpu_bound(void **state)
 {
     sta_model_t m = model_m;
-    sta_dims_t d;
+    sta_dims_t d = dims_tcp_two_on_two(2);
     (void)state;
 
-    sta_dims_one_per_node(2, &d);
-    d.net_cpu = 1;
-    d.host_ranks = 2;
-    d.host_cores = 2;                       /* β_c = 1.8 GB/s */
     m.net.beta_gbps = 3.6;
     assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 1);
     m.net.beta_gbps = 0.25;                 /* 2 Gbit/s: the link bounds */
@@ -644,6 +652,25 @@ static void test_net_cpu_bound(void **state)
     d.host_cores = 2;
     m.gamma_gbps = 0.0;                     /* invalid model */
     assert_int_equal(sta_cost_net_cpu_bound(&m, &d), 0);
+}
+
+/* The smallest message handed a cores-bound net: the stripe where the cores bound it and more
+ * than one node shares it, 0 where the link bounds, one node, or no stripe. */
+static void test_net_msg_min(void **state)
+{
+    sta_model_t m = model_m;
+    sta_dims_t d = dims_tcp_two_on_two(2);
+    (void)state;
+
+    m.net.beta_gbps = 3.6;                  /* cores bound: β_c = 1.8 */
+    assert_int_equal(sta_cost_net_msg_min(&m, &d, 256 << 10), 256 << 10);
+    assert_int_equal(sta_cost_net_msg_min(&m, &d, 0), 0);          /* does not stripe */
+    assert_int_equal(sta_cost_net_msg_min(&m, NULL, 256 << 10), 0);
+    m.net.beta_gbps = 0.25;                 /* the link bounds */
+    assert_int_equal(sta_cost_net_msg_min(&m, &d, 256 << 10), 0);
+    m.net.beta_gbps = 3.6;
+    d = dims_tcp_two_on_two(1);             /* one node: no net */
+    assert_int_equal(sta_cost_net_msg_min(&m, &d, 256 << 10), 0);
 }
 
 /*
@@ -728,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_tables_identical),
         cmocka_unit_test(test_piece_bytes),
         cmocka_unit_test(test_net_cpu_bound),
+        cmocka_unit_test(test_net_msg_min),
         cmocka_unit_test(test_rail_exchange),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

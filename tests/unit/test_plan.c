@@ -66,7 +66,7 @@ static void test_flags(void **state)
     assert_true(o.value[STA_FIELD_GAMMA] == 900.0);
     assert_string_equal(o.profile, "/x");
 
-    sta_dims_t d = stb_plan_dims(&o);
+    sta_dims_t d = stb_plan_dims(&o, NULL);
     assert_int_equal(d.nranks, 512);
     assert_int_equal(d.nnodes, 64);
     assert_int_equal(d.local_size, 8);
@@ -116,7 +116,7 @@ static void test_row(void **state)
     stb_plan_model_apply(&o, &m);
     assert_true(m.net.beta_gbps == 10.0);
     assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);   /* untouched */
-    sta_dims_t d = stb_plan_dims(&o);
+    sta_dims_t d = stb_plan_dims(&o, &m);
     assert_int_equal(sta_select_build(&m, &d, STA_ALGO_AUTO, &t), STRATA_OK);
     for (size_t n = 8; n <= ((size_t)1 << 30); n *= 8) {
         for (int c = 0; c < STA_COLL_COUNT; c++) {
@@ -143,6 +143,32 @@ static void test_row(void **state)
                 row.busbw_gbps < row.algbw_gbps * 1.875001);
 }
 
+/* The planner's dims carry the library's pipeline floor: tcp's striping size where the model
+ * says the cores bound the net (2x2 on 2 cores, a 10 GB/s net), none where the link bounds
+ * (2 Gbit/s), on ib, or with no model. */
+static void test_dims_net_msg_min(void **state)
+{
+    stb_plan_opts_t o;
+    char err[256];
+    sta_model_t m;
+    (void)state;
+
+    sta_model_default(&m);
+    assert_int_equal(PARSE(&o, err, "-N", "2", "-L", "2", "--host-ranks", "4",
+                           "--host-cores", "2", "--transport", "tcp"), STRATA_OK);
+    m.net.beta_gbps = 10.0;
+    sta_dims_t d = stb_plan_dims(&o, &m);
+    assert_true(d.net_msg_min > 0);
+    assert_int_equal(d.net_msg_min, sta_cost_net_msg_min(&m, &d, d.net_msg_min));
+    assert_int_equal(stb_plan_dims(&o, NULL).net_msg_min, 0);
+    m.net.beta_gbps = 0.25;
+    assert_int_equal(stb_plan_dims(&o, &m).net_msg_min, 0);
+    m.net.beta_gbps = 10.0;
+    assert_int_equal(PARSE(&o, err, "-N", "2", "-L", "2", "--host-ranks", "4",
+                           "--host-cores", "2", "--transport", "ib"), STRATA_OK);
+    assert_int_equal(stb_plan_dims(&o, &m).net_msg_min, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_row),
+        cmocka_unit_test(test_dims_net_msg_min),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "strata-plan: invalid model (alpha >= 0, beta and gamma > 0)\n");
         return 2;
     }
-    sta_dims_t dims = stb_plan_dims(&o);
+    sta_dims_t dims = stb_plan_dims(&o, &model);
     if (sta_select_build(&model, &dims, STA_ALGO_AUTO, &table) != STRATA_OK)
         return 1;
     printf("# strata-plan: predictions of Strata's alpha-beta model (docs/algorithms.md)\n");
@@ -139,6 +139,9 @@ int main(int argc, char **argv)
         printf("# net cpu  : transport %s: the net's bytes on the host's cores, %.1f GB/s a "
                "stream with a core each side%s\n", o.transport, STA_NET_CPU_GBPS,
                dims.host_cores > 0 ? "" : " (host cores unknown: never charged)");
+    if (dims.net_msg_min > 0)
+        printf("# pipeline : ring messages kept out of [%zu, %zu) B (the transport's striping "
+               "size: the cores bound the net)\n", dims.net_msg_min / 2, dims.net_msg_min);
     for (int c = 0; c < STA_COLL_COUNT; c++)
         if (o.all_colls || (sta_coll_t)c == o.coll)
             print_ranges(&table, (sta_coll_t)c);

@@ -10,6 +10,7 @@
 
 #include "algos/profile.h"
 #include "tools/lib/tool_util.h"
+#include "transport/tcp/tcp.h"
 #include "bench/perf/perf_opts.h"
 #include "util/param.h"
 
@@ -232,12 +233,15 @@ strata_status_t stb_plan_opts_parse(int argc, char *const argv[], stb_plan_opts_
     return STRATA_OK;
 }
 
-sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts)
+sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts, const sta_model_t *model)
 {
     sta_dims_t d = {.nranks = opts->nodes * opts->per_node, .nnodes = opts->nodes,
                     .local_size = opts->per_node, .nrails = opts->rails,
                     .contiguous = !opts->interleaved};
     sta_dims_set_host(&d, opts->host_ranks, opts->host_cores, opts->transport);
+    /* each rank's device is one NIC (a rail): tcp's devices of one member */
+    if (model != NULL && d.net_cpu)
+        d.net_msg_min = sta_cost_net_msg_min(model, &d, stt_tcp_stripe_bytes(1));
     return d;
 }
 

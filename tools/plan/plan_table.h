@@ -67,8 +67,11 @@ strata_status_t stb_plan_opts_parse(int argc, char *const argv[], stb_plan_opts_
 
 const char *stb_plan_usage(void);
 
-/* The dims the options describe (P = N·L, uniform nodes). */
-sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts);
+/* The dims the options describe (P = N·L, uniform nodes), with the two-tier pipeline's
+ * smallest ring message as the library would set it on such a cluster (the tcp transport's
+ * striping size where the model says the cores bound the net, sta_cost_net_msg_min; 0 for a
+ * NULL model or another transport). */
+sta_dims_t stb_plan_dims(const stb_plan_opts_t *opts, const sta_model_t *model);
 
 /* Overrides model's fields with the values given on the command line (source "env"'s
  * precedence does not matter here: the planner builds its model once). */

@@ -92,6 +92,16 @@ strata_status_t stt_tcp_device_get(int dev, stt_tcp_dev_t *dev_p)
     return stt_devref_lookup(&devs_ref, dev, dev_table, sizeof(dev_table[0]), dev_p);
 }
 
+size_t stt_tcp_stripe_bytes(int members)
+{
+    /* tcp_send.c stripes messages from STRATA_SOCKET_STRIPE_MIN up (0 and below: all) */
+    int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
+
+    if (stt_tcp_conn_nsocks(members < 1 ? 1 : members) < 2)
+        return 0;
+    return stripe_min < 1 ? 1 : (size_t)stripe_min;
+}
+
 strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)
 {
     stt_tcp_dev_t d;
@@ -105,11 +115,7 @@ strata_status_t stt_tcp_get_props(int dev, stt_props_t *props_p)
     if (status != STRATA_OK)
         return status;
     *props_p = d.props;
-    /* what a connection made now does: one socket carries every message, or messages from
-     * STRATA_SOCKET_STRIPE_MIN up are striped (tcp_send.c; 0 and below: all of them) */
-    int64_t stripe_min = stu_param_int(STU_PARAM_SOCKET_STRIPE_MIN);
-    props_p->stripe_min = stt_tcp_conn_nsocks(d.nmembers) < 2 ? 0
-                          : stripe_min < 1 ? 1 : (size_t)stripe_min;
+    props_p->stripe_min = stt_tcp_stripe_bytes(d.nmembers);
     props_p->cpu_copies = 1;    /* the kernel copies every byte through the socket buffers */
     return STRATA_OK;
 }
