@@ -317,6 +317,14 @@ void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us)
     calibration_offer(model, STA_FIELD_WAKE, wake_us);
 }
 
+void sta_model_apply_calibrated_cache(sta_model_t *model, const sta_cache_t *measured)
+{
+    if (measured == NULL || !(measured->bytes > 0.0))
+        return;                                 /* 0 would drop the tier, not measure it */
+    calibration_offer(model, STA_FIELD_SHM_CACHE_BETA, measured->beta_gbps);
+    calibration_offer(model, STA_FIELD_SHM_CACHE_BYTES, measured->bytes);
+}
+
 strata_status_t sta_model_load(sta_model_t *model)
 {
     strata_status_t status;

@@ -131,6 +131,14 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
 void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us);
 
 /*
+ * Merges a measured cache tier (source "calibrated", β_llc and C), as
+ * sta_model_apply_calibration does for the tiers: each value replaces only a default; a
+ * β_llc not > 0 or a C not > 0, or either not finite, is skipped. Every rank must merge the
+ * same values.
+ */
+void sta_model_apply_calibrated_cache(sta_model_t *model, const sta_cache_t *measured);
+
+/*
  * Defaults, then STRATA_* variables, then the profile named by STRATA_PROFILE (if set).
  * Calibration, when wanted, is merged afterwards by the caller. Errors are the
  * variables' and the profile's; on error *model is untouched.
@@ -148,5 +156,22 @@ void sta_model_log(const sta_model_t *model);
  */
 strata_status_t sta_fit_alpha_beta(const size_t *bytes, const double *us, int n,
                                    sta_tier_t *out);
+
+/*
+ * Fits the shm tier and the host's cache to one-node broadcasts through the node's segment:
+ * bytes[i] took us[i] µs a call, back to back, on `ranks` (>= 2) ranks of one host, each on
+ * a core of its own. The model prices such a call as one shm phase, α_s + n/β(n), with β(n)
+ * sta_cost_shm_beta_gbps's blend of β_llc while the working set 2·ranks·n fits C and β_s
+ * beyond (algos/fit_shm.c). α_s comes from the smallest size (which must be under 4 KiB),
+ * less its bytes' time. The rates (least squared log error over the sizes of 4 KiB and
+ * more): one β for all sizes, or, for each C of 32 KiB·√2^k up to 128 MiB that leaves sizes
+ * on both sides, β_llc fitted to those that fit and then β_s to those that spill; a knee
+ * wins where β_llc >= 1.1·β_s and its error is under 0.9 of the best before it. With one β the cache comes out no faster than β_s up to
+ * the largest working set measured (β_llc = β_s, C = 2·ranks·max bytes). Needs n >= 3
+ * points, every time finite and > 0, every size > 0, one of them of 4 KiB or more:
+ * STRATA_ERR_INVALID otherwise, with the outputs untouched.
+ */
+strata_status_t sta_fit_shm_cache(const size_t *bytes, const double *us, int n, int ranks,
+                                  sta_tier_t *shm_out, sta_cache_t *cache_out);
 
 #endif /* STA_PROFILE_H */

@@ -3,13 +3,16 @@
  * this machine and fabric. Node 0 measures for everyone and its figures are
  * shared through the bootstrap, so every rank builds the same tables.
  *
- *   shm: local rank 0 of node 0 broadcasts 8 B .. 4 MiB through the node's
- *        segment; a broadcast costs α_s + n/β_s in the model. Only where the
- *        host's ranks fit its cores (below).
+ *   shm: local rank 0 of node 0 broadcasts 8 B .. 16 MiB through the node's
+ *        segment, back to back; a broadcast is one shm phase in the model,
+ *        α_s + n/β(n), β(n) the blend of the cache's β_llc and β_s, and
+ *        sta_fit_shm_cache finds α_s, β_s, β_llc and the cache's size. Each
+ *        size keeps its fastest pass. Only where the host's ranks fit its cores
+ *        (below).
  *   net: local rank 0 of node 0 ping-pongs 8 B .. 4 MiB with local rank 0 of
  *        node 1 over the transport; one way = round trip / 2 = α_n + n/β_n.
- * Each size keeps its fastest repetition (the machine is noisy; the minimum is
- * the least disturbed), then sta_fit_alpha_beta fits the line.
+ *        Each size keeps its fastest repetition (the machine is noisy; the
+ *        minimum is the least disturbed), then sta_fit_alpha_beta fits the line.
  *
  *   ω:   only where the ranks outnumber a host's cores (the model pays ω there): every
  *        rank runs the flat ring allreduce of 8 bytes, whose 2(P-1) steps each cost
@@ -30,7 +33,18 @@
 #define CAL_REPS 8                       /* repetitions per size; the fastest counts */
 static const size_t cal_sizes[] = {8, 4096, 65536, 1 << 20, 4 << 20};
 #define CAL_NSIZES ((int)(sizeof(cal_sizes) / sizeof(cal_sizes[0])))
-#define CAL_MAX_BYTES ((size_t)4 << 20)
+
+/* The shm broadcasts: sizes whose working sets reach past the host's caches; each pass times
+ * about CAL_SHM_PASS_BYTES of calls back to back (CAL_SHM_CALLS_MIN..MAX), the fastest of
+ * CAL_SHM_PASSES passes counts. */
+static const size_t cal_shm_sizes[] = {8, 4096, 16384, 65536, 262144, 524288, 1 << 20,
+                                       2 << 20, 4 << 20, 8 << 20, 16 << 20};
+#define CAL_SHM_NSIZES ((int)(sizeof(cal_shm_sizes) / sizeof(cal_shm_sizes[0])))
+#define CAL_SHM_PASSES 3
+#define CAL_SHM_PASS_BYTES ((size_t)8 << 20)
+#define CAL_SHM_CALLS_MIN 4
+#define CAL_SHM_CALLS_MAX 100
+#define CAL_MAX_BYTES ((size_t)16 << 20)
 
 #define CAL_WAKE_REPS 25                 /* 8-byte ring allreduces timed for ω; the median counts */
 #define CAL_WAKE_BYTES 8
@@ -38,24 +52,30 @@ static const size_t cal_sizes[] = {8, 4096, 65536, 1 << 20, 4 << 20};
 typedef struct cal_result {
     int32_t have_shm, have_net, have_wake;
     sta_tier_t shm, net;
+    sta_cache_t cache;          /* with have_shm */
     double wake_us;
 } cal_result_t;
 
+/* us[i]: µs a broadcast of cal_shm_sizes[i] took, back to back (how the model prices one, and
+ * how a benchmark's loop runs them), the final barrier's share spread over the calls. */
 static strata_status_t cal_shm(strata_comm_t *comm, char *buf, double *us)
 {
     sta_ctx_t *ctx = &comm->ctx;
-    for (int i = 0; i < CAL_NSIZES; i++) {
+    for (int i = 0; i < CAL_SHM_NSIZES; i++) {
+        size_t n = cal_shm_sizes[i];
+        int calls = (int)STU_MAX(CAL_SHM_CALLS_MIN,
+                                 STU_MIN(CAL_SHM_CALLS_MAX, CAL_SHM_PASS_BYTES / n));
         double best = 1e30;
-        for (int k = 0; k < CAL_REPS; k++) {
+        for (int k = 0; k < CAL_SHM_PASSES; k++) {
             strata_status_t status = sta_node_barrier(ctx);
             uint64_t t0 = stu_time_ns();
-            if (status == STRATA_OK)
-                status = sta_node_bcast(ctx, buf, cal_sizes[i], STRATA_UINT8, 0);
+            for (int c = 0; c < calls && status == STRATA_OK; c++)
+                status = sta_node_bcast(ctx, buf, n, STRATA_UINT8, 0);
             if (status == STRATA_OK)
                 status = sta_node_barrier(ctx);   /* until every reader has its copy */
             if (status != STRATA_OK)
                 return status;
-            double t = (double)(stu_time_ns() - t0) / 1e3;
+            double t = (double)(stu_time_ns() - t0) / 1e3 / calls;
             best = t < best ? t : best;
         }
         us[i] = best;
@@ -154,7 +174,7 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
 {
     sta_ctx_t *ctx = &comm->ctx;
     cal_result_t mine, *all;
-    double us[CAL_NSIZES];
+    double us[CAL_NSIZES], shm_us[CAL_SHM_NSIZES];
     strata_status_t status = STRATA_OK;
     char *buf = calloc(1, CAL_MAX_BYTES);
 
@@ -170,9 +190,10 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
      * 2.9-6.5 µs modelled at 9-14), so the shm tier keeps its defaults there. */
     int oversub = comm->host_cores > 0 && comm->host_ranks > comm->host_cores;
     if (ctx->node == 0 && ctx->local_size > 1 && !oversub) {
-        status = cal_shm(comm, buf, us);
+        status = cal_shm(comm, buf, shm_us);
         if (status == STRATA_OK && ctx->local_rank == 0 &&
-            sta_fit_alpha_beta(cal_sizes, us, CAL_NSIZES, &mine.shm) == STRATA_OK)
+            sta_fit_shm_cache(cal_shm_sizes, shm_us, CAL_SHM_NSIZES, ctx->local_size,
+                              &mine.shm, &mine.cache) == STRATA_OK)
             mine.have_shm = 1;
     }
     /* One measurement at a time: the other ranks wait in a (sleeping) bootstrap barrier. */
@@ -206,13 +227,16 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
     if (status == STRATA_OK) {
         sta_model_apply_calibration(&comm->model, all[0].have_shm ? &all[0].shm : NULL,
                                     all[0].have_net ? &all[0].net : NULL);
+        if (all[0].have_shm)
+            sta_model_apply_calibrated_cache(&comm->model, &all[0].cache);
         if (all[0].have_wake)
             sta_model_apply_calibrated_wake(&comm->model, all[0].wake_us);
         if (ctx->rank == 0)
-            STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "calibration: shm %s α %.2f µs β %.2f GB/s; "
-                     "net %s α %.2f µs β %.2f GB/s; wake-up %s %.2f µs",
-                     all[0].have_shm ? "measured" : "skipped", all[0].shm.alpha_us,
-                     all[0].shm.beta_gbps, all[0].have_net ? "measured" : "skipped",
+            STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "calibration: shm %s α %.2f µs β %.2f GB/s, "
+                     "cache β %.2f GB/s to %.0f B; net %s α %.2f µs β %.2f GB/s; wake-up %s "
+                     "%.2f µs", all[0].have_shm ? "measured" : "skipped", all[0].shm.alpha_us,
+                     all[0].shm.beta_gbps, all[0].cache.beta_gbps, all[0].cache.bytes,
+                     all[0].have_net ? "measured" : "skipped",
                      all[0].net.alpha_us, all[0].net.beta_gbps,
                      all[0].have_wake ? "measured" : "skipped", all[0].wake_us);
     }

@@ -91,6 +91,9 @@ static void perf_tiers(strata_comm_t *comm, sta_coll_t coll)
                tiers[i]->beta_gbps, stb_comm_source(comm, fb),
                sta_tier_crossover_bytes(tiers[i]));
     }
+    printf("# Strata shm cache: beta %g GB/s (%s) while the working set fits %.0f B (%s)\n",
+           m.cache.beta_gbps, stb_comm_source(comm, STA_FIELD_SHM_CACHE_BETA), m.cache.bytes,
+           stb_comm_source(comm, STA_FIELD_SHM_CACHE_BYTES));
     printf("# Strata gamma (reduction): %g GB/s (%s)\n", m.gamma_gbps,
            stb_comm_source(comm, STA_FIELD_GAMMA));
     printf("# Strata wake-up: %g us (%s), paid per wait: %d rank(s) on a host of %d core(s)\n",
