@@ -110,7 +110,6 @@ static void count_sizes(const fit_in_t *in, double c, int *cached, int *spilled)
  */
 static int fit_rates(const fit_in_t *in, sta_tier_t *shm, sta_cache_t *cache)
 {
-    double best = INFINITY;
     double c = FIT_C_LO, largest = 0.0;
     int cached, spilled;
 
@@ -120,7 +119,7 @@ static int fit_rates(const fit_in_t *in, sta_tier_t *shm, sta_cache_t *cache)
     for (int i = 0; i < in->n; i++)
         largest = STU_MAX(largest, 2.0 * in->ranks * (double)in->bytes[i]);
     double flat = golden_rate(in, 1.0, 0.0, 1);
-    best = fit_error(in, 1.0, flat, 0.0, 0);
+    double best = fit_error(in, 1.0, flat, 0.0, 0);
     shm->beta_gbps = flat;
     cache->beta_gbps = flat;
     cache->bytes = largest;

@@ -79,6 +79,9 @@ static strata_status_t cal_shm(strata_comm_t *comm, char *buf, double *us)
             best = t < best ? t : best;
         }
         us[i] = best;
+        if (ctx->local_rank == 0)
+            STU_TRACE(STU_LOG_TUNING, "calibration: shm broadcast %zu B %.3f µs (%.2f GB/s)", n,
+                      best, (double)n / (best * 1e3));
     }
     return STRATA_OK;
 }
