@@ -33,6 +33,7 @@
 #include "algos/ctx.h"
 #include "algos/sched.h"
 #include "algos/select.h"
+#include "plugin/collnet_load.h"
 #include "plugin/collnet_props.h"
 #include "plugin/plugin.h"
 #include "strata/types.h"
@@ -266,6 +267,13 @@ typedef struct stp_cn_flight {
     size_t len;              /* bytes expected */
 } stp_cn_flight_t;
 
+/* What test() does when nothing moved (STRATA_COLLNET_WAIT, collnet_idle.c). */
+typedef enum {
+    STP_CN_WAIT_SPIN,    /* return at once */
+    STP_CN_WAIT_POLL,    /* sleep in poll() on the links' descriptors */
+    STP_CN_WAIT_LOAD,    /* either, by the host's load (collnet_load.h) */
+} stp_cn_wait_t;
+
 typedef struct stp_cn_comm {
     uint64_t magic;
     const stt_ops_t *ops;
@@ -305,10 +313,11 @@ typedef struct stp_cn_comm {
     int nflights;
     unsigned pass;           /* walks over the flights, for stp_cn_link_t's marks */
     int moved;               /* the last stp_cn_exec_progress changed something */
-    /* waiting (collnet_idle.c): a test() that finds nothing to do sleeps on the links'
-     * descriptors instead of returning (STRATA_COLLNET_WAIT; by default where the members on
-     * this host take every core) */
-    int poll_idle;
+    /* waiting (collnet_idle.c): a test() that finds nothing to do returns at once or sleeps
+     * on the links' descriptors (STRATA_COLLNET_WAIT: spin, poll, or, by default where the
+     * members on this host outnumber its cores, by the host's load) */
+    stp_cn_wait_t wait;
+    stp_cn_load_t load;      /* STP_CN_WAIT_LOAD's probes */
     int idle;                /* backoff runs: no progress since it started */
     sta_backoff_t backoff;
     struct pollfd *pfds;     /* [2 x nconn x STP_CN_POLL_FDS_PER_COMM], for the wait */

@@ -305,19 +305,20 @@ static uint64_t cn_host_id(void)
 }
 
 /*
- * Does test() sleep when nothing moves (collnet_idle.c)? STRATA_COLLNET_WAIT, this member's
- * own: poll, spin, or auto, the collective library's rule for blocking (algos/ctx.h): poll
- * where the members on this host outnumber its cores (spinning heads would leave none to the
- * peers they wait for); where they fit, return at once (where they took every core, a
- * member that slept paid a wake-up per hop whenever its peer's data took over 2 us:
- * docs/collnet-protocol.md, "Waiting").
+ * What test() does when nothing moves (collnet_idle.c), STRATA_COLLNET_WAIT, this member's
+ * own: spin, poll, or auto. auto returns at once where the members on this host fit its
+ * cores (where they took every core, a member that slept paid a wake-up per hop whenever its
+ * peer's data took over 2 us); where they outnumber them, returning at once wins while the
+ * host runs nothing else and loses 2-5x beside busy processes, so the host's load decides
+ * (collnet_load.h; docs/collnet-protocol.md, "Waiting").
  */
-static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
+static stp_cn_wait_t cn_wait_mode(stp_cn_comm_t *c, const uint8_t *recs)
 {
     const char *mode = stu_param_str(STU_PARAM_COLLNET_WAIT);
     const uint64_t mine = cn_host_id();
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int here = 0, poll;
+    stp_cn_wait_t wait;
+    int here = 0;
 
     for (int p = 0; p < c->nranks; p++) {
         stp_cn_record_t r;
@@ -325,15 +326,31 @@ static int cn_poll_idle(const stp_cn_comm_t *c, const uint8_t *recs)
             here += r.host == mine;
     }
     if (strcasecmp(mode, "poll") == 0)
-        poll = 1;
+        wait = STP_CN_WAIT_POLL;
     else if (strcasecmp(mode, "spin") == 0)
-        poll = 0;
+        wait = STP_CN_WAIT_SPIN;
     else
-        poll = ncpu > 0 && here > ncpu;
+        wait = ncpu > 0 && here > ncpu ? STP_CN_WAIT_LOAD : STP_CN_WAIT_SPIN;
+    stp_cn_load_init(&c->load, here);
     STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d member(s) on this"
              " host of %ld core(s), STRATA_COLLNET_WAIT=%s: test() %s when nothing moves",
-             c->comm_id, c->pos, here, ncpu, mode, poll ? "sleeps in poll()" : "returns");
-    return poll;
+             c->comm_id, c->pos, here, ncpu, mode,
+             wait == STP_CN_WAIT_POLL ? "sleeps in poll()" :
+             wait == STP_CN_WAIT_SPIN ? "returns" : "returns or sleeps in poll() by the host's"
+             " load");
+    return wait;
+}
+
+/* STP_CN_WAIT_LOAD's first decision, from a probe as every member of the host ends connect. */
+static void cn_load_first(stp_cn_comm_t *c)
+{
+    stp_cn_load_first(&c->load, stp_cn_host_runnable, NULL);
+    STU_INFO(STU_LOG_NET, "Strata collnet: comm 0x%" PRIx64 " member %d: %d of %d samples of"
+             " the host's running count found more than its %d member(s): test() %s when"
+             " nothing moves until a probe (every %llu ms) finds otherwise",
+             c->comm_id, c->pos, c->load.nbusy, c->load.nsamples, c->load.here,
+             c->load.spin ? "returns" : "sleeps in poll()",
+             (unsigned long long)(STP_CN_LOAD_PERIOD_NS / STU_NS_PER_MS));
 }
 
 /* Step 3: the records of every member, in position order, into recs (nranks records). */
@@ -472,8 +489,10 @@ static strata_status_t cn_build(stp_cn_comm_t *c, stp_cn_listen_t *cl, int rank,
     }
     if ((status = cn_decide(c, recs, dec)) != STRATA_OK)
         goto out;
-    c->poll_idle = cn_poll_idle(c, recs);
+    c->wait = cn_wait_mode(c, recs);
     status = stp_cn_select_build(c, recs, dec);
+    if (status == STRATA_OK && c->wait == STP_CN_WAIT_LOAD)
+        cn_load_first(c);
 out:
     for (int i = 0; i < b.naccepted; i++)      /* accepted but never identified */
         if (b.acc != NULL && b.acc[i].recv != NULL)

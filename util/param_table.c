@@ -285,8 +285,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         .min = 0, .max = 1},
     [STU_PARAM_COLLNET_WAIT] = {"STRATA_COLLNET_WAIT", STU_PARAM_TYPE_STR, "auto",
         "what the CollNet's test() does when nothing moved: spin (return at once, as NCCL's"
-        " proxy expects), poll (sleep on the connections' sockets, up to 2 ms), or auto (poll"
-        " where the heads on this host outnumber its cores, else spin)",
+        " proxy expects), poll (sleep on the connections' sockets, up to 2 ms), or auto (spin"
+        " where the heads on this host fit its cores; where they outnumber them, poll while"
+        " the host's running count shows other work, else spin)",
         .choices = "auto|spin|poll"},
     [STU_PARAM_STATS] = {"STRATA_STATS", STU_PARAM_TYPE_STR, "",
         "file the net plugin writes its counters to as JSON at each finalize (per device and"

@@ -26,7 +26,8 @@
  * (sleeps) and involuntary (preemptions, yields that gave the core away) context switches
  * per call, likewise: how a method waits. -m runs only the methods named (the
  * others' columns print 0, their ratios inf or nan). -c checks one call of each per size; -v
- * shows the plugin's INFO lines (with STRATA_DEBUG=INFO: the CollNet's table at connect).
+ * shows the plugin's INFO lines (with STRATA_DEBUG=INFO: the CollNet's table at connect), -vv
+ * its TRACE lines too (with STRATA_DEBUG=TRACE: the wait's decisions by the host's load).
  */
 #include <getopt.h>
 #include <sched.h>
@@ -124,7 +125,7 @@ static int cn_parse(int argc, char **argv, cn_opts_t *o)
         case 'P': o->plugin = optarg; break;
         case 'm': bad |= cn_methods_parse(optarg, &o->methods) != 0; break;
         case 'c': o->check = 1; break;
-        case 'v': o->verbose = 1; break;
+        case 'v': o->verbose++; break;
         case 'h': cn_usage(stdout); exit(0);
         default: bad = 1; break;
         }

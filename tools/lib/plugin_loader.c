@@ -172,8 +172,9 @@ static void plugin_logger(ncclDebugLogLevel level, unsigned long flags, const ch
     char msg[1024];
     va_list ap;
 
-    if (level == NCCL_LOG_NONE || level > NCCL_LOG_INFO ||
-        (level == NCCL_LOG_INFO && !plugin_verbose))
+    if (level == NCCL_LOG_NONE || level == NCCL_LOG_ABORT ||
+        (level == NCCL_LOG_INFO && plugin_verbose < 1) ||
+        (level == NCCL_LOG_TRACE && plugin_verbose < 2) || level > NCCL_LOG_TRACE)
         return;
     plugin_warnings += level == NCCL_LOG_WARN;
     va_start(ap, fmt);
@@ -184,7 +185,8 @@ static void plugin_logger(ncclDebugLogLevel level, unsigned long flags, const ch
         snprintf(plugin_warn_last, sizeof(plugin_warn_last), "%s", msg);
         pthread_mutex_unlock(&plugin_warn_lock);
     }
-    stb_log_err("NCCL %s (plugin) %s:%d %s", level == NCCL_LOG_WARN ? "WARN" : "INFO",
+    stb_log_err("NCCL %s (plugin) %s:%d %s",
+                level == NCCL_LOG_WARN ? "WARN" : level == NCCL_LOG_INFO ? "INFO" : "TRACE",
                 file != NULL ? file : "?", line, msg);
 }
 

@@ -69,8 +69,8 @@ typedef struct stb_plugin_props {
 /*
  * dlopen(path) (NULL: the plugin this tree built) and dlsym of
  * ncclNetPlugin_v<version> (STB_PLUGIN_NEWEST: the newest the library
- * exports). verbose: the logger handed to init prints INFO lines too (WARN
- * always). STRATA_ERR_NOT_FOUND or STRATA_ERR_INVALID with the reason in err.
+ * exports). verbose: the logger handed to init prints INFO lines too at 1,
+ * INFO and TRACE at 2 (WARN always). STRATA_ERR_NOT_FOUND or STRATA_ERR_INVALID with the reason in err.
  */
 strata_status_t stb_plugin_load(const char *path, int version, int verbose,
                                 stb_plugin_t **plugin_p, char *err, size_t errlen);
