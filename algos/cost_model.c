@@ -64,7 +64,7 @@
  *   ranks fitting the cores, ws = wb = 0. Oversubscribed: with N > 1 ws = wb = 0.75·w (a
  *   rank that waited out the other nodes blocked on a futex: STA_SHM_WAKE_RATIO); with
  *   N = 1 shm waits are short and yield instead of blocking (algos/ctx.c), so a round costs one turn of the ranks through the
- *   cores, ws = ω_y (STA_YIELD_US), and a broadcast, whose root waits for nobody, half of
+ *   cores, ws = ω_y (model->yield_us), and a broadcast, whose root waits for nobody, half of
  *   it: wb = ω_y/2. The broadcast collective's BC_s pays ω_y/2 at any N: back to back its
  *   readers' waits overlap the next call and stay short.
  * Net bytes on the host's cores (dims->net_cpu, tcp): a stream with a core on each side
@@ -198,6 +198,7 @@ typedef struct terms {
     sta_intra_t kind;
     double w, wl;               /* ω where every rank, resp. ceil(host_ranks/L) a host (the
                                    leaders' ring, a rail's ring), waits, or 0 */
+    double y;                   /* ω_y (model->yield_us) */
     int oversub;                /* the busiest host runs more ranks than it has cores */
     double msg_min;             /* dims->net_msg_min */
 } terms_t;
@@ -238,7 +239,7 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
         .n = bytes,
         .a_s = model->shm.alpha_us, .b_s = shm_beta(model, dims, bytes),
         .a_n = model->net.alpha_us, .b_n = model->net.beta_gbps, .g = model->gamma_gbps,
-        .kind = model->intra, .msg_min = (double)dims->net_msg_min,
+        .kind = model->intra, .msg_min = (double)dims->net_msg_min, .y = model->yield_us,
     };
     if (dims->host_cores > 0) {
         int leaders = (dims->host_ranks + dims->local_size - 1) / dims->local_size;
@@ -376,10 +377,10 @@ static double shm_wait(const terms_t *t, shm_waiters_t who)
     if (t->L <= 1 || !t->oversub)
         return 0.0;
     if (who == SHM_BACK_TO_BACK)
-        return STA_YIELD_US / 2;
+        return t->y / 2;
     if (t->N > 1)
         return t->w * STA_SHM_WAKE_RATIO;
-    return who == SHM_READERS ? STA_YIELD_US / 2 : STA_YIELD_US;
+    return who == SHM_READERS ? t->y / 2 : t->y;
 }
 
 /* One shm phase that only copies: shm(n) = α_s + ws + n/β_s. */

@@ -29,16 +29,6 @@
 #define STA_PIPELINE_CHUNK ((size_t)512 * 1024)
 
 /*
- * ω_y: one shm round where the node's ranks outnumber the host's cores and nothing but shm
- * lies between their rounds (one node). Such waits never block (algos/ctx.c: no spin, 20 µs
- * of sched_yield first): the round costs one turn of the ranks through the cores, not a
- * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 1.9-4.5 µs
- * (bench/model_results/2026-12-07-defaults.txt); rescoring that sweep with ω_y = 2, 2.5, 3
- * and 6 µs, 3 puts the most points within ±25 % (docs/benchmarks.md, "Which points miss").
- */
-#define STA_YIELD_US 3.0
-
-/*
  * A shm wait that outlasts its yields blocks on a futex (algos/ctx.c), and is woken by the
  * writer's publish, sooner than a transport's poll() is by readiness: such a wait costs this
  * share of ω. Fit: 2 x 2 on 2 cores (N > 1), 8 B, 6 tables (bench/model.sh, 2026-11-25):
@@ -119,6 +109,7 @@ typedef enum sta_field {
     STA_FIELD_WAKE,
     STA_FIELD_SHM_CACHE_BETA,
     STA_FIELD_SHM_CACHE_BYTES,
+    STA_FIELD_YIELD,
     STA_FIELD_COUNT
 } sta_field_t;
 
@@ -152,6 +143,8 @@ typedef struct sta_model {
     double gamma_gbps;          /* reduction output rate, GB/s (> 0) */
     double wake_us;             /* ω: waking a rank that blocked, µs (>= 0); paid per wait
                                    only where more ranks run than the host has cores */
+    double yield_us;            /* ω_y: one shm round where a node's ranks outnumber the host's
+                                   cores and only shm lies between rounds, µs (>= 0) */
     sta_source_t source[STA_FIELD_COUNT];   /* zero-initialised = all defaults */
     sta_intra_t intra;          /* what the shm tier is; zero-initialised = host shm */
     sta_source_t intra_source;  /* where intra came from (default or profile) */

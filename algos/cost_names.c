@@ -122,6 +122,7 @@ strata_status_t sta_model_check(const sta_model_t *model)
     if (model == NULL || !alpha_ok(model->shm.alpha_us) || !rate_ok(model->shm.beta_gbps) ||
         !alpha_ok(model->net.alpha_us) || !rate_ok(model->net.beta_gbps) ||
         !rate_ok(model->gamma_gbps) || !alpha_ok(model->wake_us) ||
+        !alpha_ok(model->yield_us) ||
         !alpha_ok(model->cache.bytes) ||
         (model->cache.bytes > 0.0 && !rate_ok(model->cache.beta_gbps)) || (int)model->intra < 0 ||
         model->intra >= STA_INTRA_COUNT)

@@ -30,6 +30,7 @@ static const char *const field_names[STA_FIELD_COUNT] = {
     [STA_FIELD_WAKE] = "wake_us",
     [STA_FIELD_SHM_CACHE_BETA] = "shm.cache_beta_gbps",
     [STA_FIELD_SHM_CACHE_BYTES] = "shm.cache_bytes",
+    [STA_FIELD_YIELD] = "yield_us",
 };
 
 static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
@@ -41,6 +42,7 @@ static const stu_param_id_t field_params[STA_FIELD_COUNT] = {
     [STA_FIELD_WAKE] = STU_PARAM_WAKE_US,
     [STA_FIELD_SHM_CACHE_BETA] = STU_PARAM_SHM_CACHE_BETA_GBPS,
     [STA_FIELD_SHM_CACHE_BYTES] = STU_PARAM_SHM_CACHE_BYTES,
+    [STA_FIELD_YIELD] = STU_PARAM_YIELD_US,
 };
 
 static const char *const source_names[STA_SRC_COUNT] = {
@@ -74,6 +76,7 @@ double *sta_model_field(sta_model_t *model, sta_field_t field)
     case STA_FIELD_WAKE: return &model->wake_us;
     case STA_FIELD_SHM_CACHE_BETA: return &model->cache.beta_gbps;
     case STA_FIELD_SHM_CACHE_BYTES: return &model->cache.bytes;
+    case STA_FIELD_YIELD: return &model->yield_us;
     default: return &model->gamma_gbps;
     }
 }
@@ -81,7 +84,8 @@ double *sta_model_field(sta_model_t *model, sta_field_t field)
 int sta_field_may_be_zero(sta_field_t field)
 {
     return field == STA_FIELD_SHM_ALPHA || field == STA_FIELD_NET_ALPHA ||
-           field == STA_FIELD_WAKE || field == STA_FIELD_SHM_CACHE_BYTES;
+           field == STA_FIELD_WAKE || field == STA_FIELD_SHM_CACHE_BYTES ||
+           field == STA_FIELD_YIELD;
 }
 
 static int field_value_ok(sta_field_t field, double v)
@@ -130,6 +134,7 @@ void sta_model_default(sta_model_t *model)
     model->net.beta_gbps = STA_DEFAULT_NET_BETA_GBPS;
     model->gamma_gbps = STA_DEFAULT_GAMMA_GBPS;
     model->wake_us = STA_DEFAULT_WAKE_US;
+    model->yield_us = STA_DEFAULT_YIELD_US;
     model->cache.beta_gbps = STA_DEFAULT_SHM_CACHE_BETA_GBPS;
     model->cache.bytes = STA_DEFAULT_SHM_CACHE_BYTES;
     for (int f = 0; f < STA_FIELD_COUNT; f++)
@@ -217,8 +222,8 @@ static strata_status_t profile_line_apply(const char *path, int lineno, char *li
         return STRATA_OK;
     }
     STU_WARN("profile %s:%d: unknown key '%s' (keys: shm.alpha_us, shm.beta_gbps, "
-             "net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, shm.cache_beta_gbps, "
-             "shm.cache_bytes, shm.kind)", path, lineno, key);
+             "net.alpha_us, net.beta_gbps, gamma_gbps, wake_us, yield_us, "
+             "shm.cache_beta_gbps, shm.cache_bytes, shm.kind)", path, lineno, key);
     return STRATA_ERR_INVALID;
 }
 
@@ -317,6 +322,11 @@ void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us)
     calibration_offer(model, STA_FIELD_WAKE, wake_us);
 }
 
+void sta_model_apply_calibrated_yield(sta_model_t *model, double yield_us)
+{
+    calibration_offer(model, STA_FIELD_YIELD, yield_us);
+}
+
 void sta_model_apply_calibrated_cache(sta_model_t *model, const sta_cache_t *measured)
 {
     if (measured == NULL || !(measured->bytes > 0.0))
@@ -359,9 +369,10 @@ void sta_model_log(const sta_model_t *model)
                  tiers[i]->beta_gbps, source_names[model->source[fb]],
                  sta_tier_crossover_bytes(tiers[i]));
     }
-    STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s), wake-up %g us (%s)", model->gamma_gbps,
-             source_names[model->source[STA_FIELD_GAMMA]], model->wake_us,
-             source_names[model->source[STA_FIELD_WAKE]]);
+    STU_INFO(STU_LOG_TUNING, "model gamma: %g GB/s (%s), wake-up %g us (%s), yield turn %g us"
+             " (%s)", model->gamma_gbps, source_names[model->source[STA_FIELD_GAMMA]],
+             model->wake_us, source_names[model->source[STA_FIELD_WAKE]], model->yield_us,
+             source_names[model->source[STA_FIELD_YIELD]]);
     STU_INFO(STU_LOG_TUNING, "model shm cache: beta %g GB/s (%s) while the working set fits %.0f"
              " B (%s)", model->cache.beta_gbps,
              source_names[model->source[STA_FIELD_SHM_CACHE_BETA]], model->cache.bytes,

@@ -62,6 +62,15 @@
 #define STA_DEFAULT_GAMMA_GBPS 12.0
 /* ω: waking a process that sleeps, from another core, 35-40 µs (docs/machines.md); the low end. */
 #define STA_DEFAULT_WAKE_US 35.0
+/*
+ * ω_y (STRATA_YIELD_US, yield_us): one shm round where the node's ranks outnumber the host's cores and nothing but shm
+ * lies between their rounds (one node). Such waits never block (algos/ctx.c: no spin, 20 µs
+ * of sched_yield first): the round costs one turn of the ranks through the cores, not a
+ * wake-up. Measured 1 x 4 on 2 cores, one-round shm collectives at 8 B - 2 KiB: 1.9-4.5 µs
+ * (bench/model_results/2026-12-07-defaults.txt); rescoring that sweep with ω_y = 2, 2.5, 3
+ * and 6 µs, 3 puts the most points within ±25 % (docs/benchmarks.md, "Which points miss").
+ */
+#define STA_DEFAULT_YIELD_US 3.0
 
 /* A profile holds five short lines; 64 KiB leaves room for any amount of comments. */
 #define STA_PROFILE_MAX_BYTES (64 * 1024)
@@ -129,6 +138,8 @@ void sta_model_apply_calibration(sta_model_t *model, const sta_tier_t *measured_
  * must merge the same value.
  */
 void sta_model_apply_calibrated_wake(sta_model_t *model, double wake_us);
+/* ω_y measured at init (one node whose ranks outnumber the cores), merged likewise. */
+void sta_model_apply_calibrated_yield(sta_model_t *model, double yield_us);
 
 /*
  * Merges a measured cache tier (source "calibrated", β_llc and C), as

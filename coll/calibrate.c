@@ -18,6 +18,11 @@
  *        rank runs the flat ring allreduce of 8 bytes, whose 2(P-1) steps each cost
  *        α_n + ω in the model; rank 0 takes the median of its repetitions (a wake-up is
  *        the typical case there, not the exception), and ω = step - α_n.
+ *   ω_y: only on one node whose ranks outnumber the host's cores: every rank runs 8-byte
+ *        allreduces back to back (one shm round each, sta_node_allreduce_small, the
+ *        one-node allreduce's path at that size); local rank 0 takes the median of its
+ *        passes, and ω_y solves the model's one-node allreduce at 8 B, linear in ω_y,
+ *        for it. The shm tier keeps its defaults there (below), so α_s is not re-fitted.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +53,14 @@ static const size_t cal_shm_sizes[] = {8, 4096, 16384, 65536, 262144, 524288, 1 
 
 #define CAL_WAKE_REPS 25                 /* 8-byte ring allreduces timed for ω; the median counts */
 #define CAL_WAKE_BYTES 8
+#define CAL_YIELD_PASSES 5               /* passes of 8-byte node allreduces for ω_y; median */
+#define CAL_YIELD_CALLS 50               /* calls a pass */
 
 typedef struct cal_result {
-    int32_t have_shm, have_net, have_wake;
+    int32_t have_shm, have_net, have_wake, have_yield;
     sta_tier_t shm, net;
     sta_cache_t cache;          /* with have_shm */
-    double wake_us;
+    double wake_us, yield_us;
 } cal_result_t;
 
 /* us[i]: µs a broadcast of cal_shm_sizes[i] took, back to back (how the model prices one, and
@@ -173,6 +180,48 @@ static strata_status_t cal_wake(strata_comm_t *comm, char *buf, double net_alpha
     return STRATA_OK;
 }
 
+/* ω_y on one oversubscribed node (collective over the node's ranks); *have on local rank 0
+ * where the model's one-node allreduce grows with ω_y (it always should). */
+static strata_status_t cal_yield(strata_comm_t *comm, char *buf, double *yield_us, int32_t *have)
+{
+    sta_ctx_t *ctx = &comm->ctx;
+    double us[CAL_YIELD_PASSES];
+    const size_t count = CAL_WAKE_BYTES / sizeof(float);
+
+    for (int k = 0; k < CAL_YIELD_PASSES; k++) {
+        strata_status_t status = sta_node_barrier(ctx);
+        uint64_t t0 = stu_time_ns();
+        for (int c = 0; c < CAL_YIELD_CALLS && status == STRATA_OK; c++)
+            status = sta_node_allreduce_small(ctx, buf, buf + 64, count, STRATA_FP32,
+                                              STRATA_SUM);
+        if (status == STRATA_OK)
+            status = sta_node_barrier(ctx);
+        if (status != STRATA_OK)
+            return status;
+        us[k] = (double)(stu_time_ns() - t0) / 1e3 / CAL_YIELD_CALLS;
+    }
+    if (ctx->local_rank != 0)
+        return STRATA_OK;
+    qsort(us, CAL_YIELD_PASSES, sizeof(us[0]), cal_cmp);
+    sta_dims_t dims = {.nranks = ctx->local_size, .nnodes = 1, .local_size = ctx->local_size,
+                       .nrails = 1};
+    sta_dims_set_host(&dims, comm->host_ranks, comm->host_cores, stt_name(comm->ops));
+    sta_model_t m = comm->model;
+    m.yield_us = 0.0;
+    double t0 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_WAKE_BYTES);
+    m.yield_us = 1.0;
+    double t1 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_WAKE_BYTES);
+    double t = us[CAL_YIELD_PASSES / 2];
+    STU_TRACE(STU_LOG_TUNING, "calibration: one-node allreduce 8 B %.3f µs (median of %d passes"
+              " of %d), modelled %.3f + %.3f·ω_y", t, CAL_YIELD_PASSES, CAL_YIELD_CALLS, t0,
+              t1 - t0);
+    if (!(t0 >= 0.0 && t1 > t0))
+        return STRATA_OK;
+    *yield_us = t > t0 ? (t - t0) / (t1 - t0) : 0.0;
+    *have = 1;
+    return STRATA_OK;
+}
+
 strata_status_t stc_calibrate(strata_comm_t *comm)
 {
     sta_ctx_t *ctx = &comm->ctx;
@@ -199,6 +248,8 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
                               &mine.shm, &mine.cache) == STRATA_OK)
             mine.have_shm = 1;
     }
+    if (status == STRATA_OK && ctx->nnodes == 1 && ctx->local_size > 1 && oversub)
+        status = cal_yield(comm, buf, &mine.yield_us, &mine.have_yield);
     /* One measurement at a time: the other ranks wait in a (sleeping) bootstrap barrier. */
     strata_status_t synced = stc_boot_barrier(&comm->boot);
     if (status == STRATA_OK)
@@ -234,14 +285,18 @@ strata_status_t stc_calibrate(strata_comm_t *comm)
             sta_model_apply_calibrated_cache(&comm->model, &all[0].cache);
         if (all[0].have_wake)
             sta_model_apply_calibrated_wake(&comm->model, all[0].wake_us);
+        if (all[0].have_yield)
+            sta_model_apply_calibrated_yield(&comm->model, all[0].yield_us);
         if (ctx->rank == 0)
             STU_INFO(STU_LOG_INIT | STU_LOG_TUNING, "calibration: shm %s α %.2f µs β %.2f GB/s, "
                      "cache β %.2f GB/s to %.0f B; net %s α %.2f µs β %.2f GB/s; wake-up %s "
-                     "%.2f µs", all[0].have_shm ? "measured" : "skipped", all[0].shm.alpha_us,
+                     "%.2f µs; yield turn %s %.2f µs", all[0].have_shm ? "measured" : "skipped",
+                     all[0].shm.alpha_us,
                      all[0].shm.beta_gbps, all[0].cache.beta_gbps, all[0].cache.bytes,
                      all[0].have_net ? "measured" : "skipped",
                      all[0].net.alpha_us, all[0].net.beta_gbps,
-                     all[0].have_wake ? "measured" : "skipped", all[0].wake_us);
+                     all[0].have_wake ? "measured" : "skipped", all[0].wake_us,
+                     all[0].have_yield ? "measured" : "skipped", all[0].yield_us);
     }
 out:
     free(buf);

@@ -25,10 +25,10 @@
 #define CN_HANDLE_MAGIC 0x4e435453u   /* "STCN" */
 #define CN_HELLO_MAGIC 0x48435453u    /* "STCH" */
 #define CN_RECORD_MAGIC 0x41435453u   /* "STCA" */
-#define CN_WIRE_VERSION 2
+#define CN_WIRE_VERSION 3
 /* The model fields a record carries, at 24..87: every one (the CollNet's table prices the
  * wake-ups and the cache tier as the library does). */
-#define CN_RECORD_FIELDS 8
+#define CN_RECORD_FIELDS 9
 _Static_assert(STA_FIELD_COUNT == CN_RECORD_FIELDS, "the record carries every model field");
 #define CN_RECORD_AFTER_MODEL (24 + 8 * CN_RECORD_FIELDS)
 

@@ -144,7 +144,8 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
         " hierarchical or leader; where it does not apply the model's choice is used"},
     [STU_PARAM_PROFILE] = {"STRATA_PROFILE", STU_PARAM_TYPE_STR, "",
         "fabric profile file ('key = value' lines: shm.alpha_us, shm.beta_gbps, net.alpha_us,"
-        " net.beta_gbps, gamma_gbps, wake_us, shm.cache_beta_gbps, shm.cache_bytes, shm.kind;"
+        " net.beta_gbps, gamma_gbps, wake_us, yield_us, shm.cache_beta_gbps, shm.cache_bytes,"
+        " shm.kind;"
         " a regular file of at most 64 KiB); its values win over"
         " every other source; a bad file fails init"},
     [STU_PARAM_SHM_ALPHA_US] = {"STRATA_SHM_ALPHA_US", STU_PARAM_TYPE_STR, "",
@@ -164,6 +165,9 @@ static const stu_param_def_t param_table[STU_PARAM_COUNT] = {
     [STU_PARAM_WAKE_US] = {"STRATA_WAKE_US", STU_PARAM_TYPE_STR, "",
         "cost model: waking a rank that blocked in a wait, in us (a decimal), paid per wait"
         " where more ranks wait than the host has cores; empty: profile or default"},
+    [STU_PARAM_YIELD_US] = {"STRATA_YIELD_US", STU_PARAM_TYPE_STR, "",
+        "cost model: one shared-memory round where a node's ranks outnumber the host's cores"
+        " and wait yielding, in us (a decimal); empty: profile, calibration or default"},
     [STU_PARAM_SHM_CACHE_BETA_GBPS] = {"STRATA_SHM_CACHE_BETA_GBPS", STU_PARAM_TYPE_STR, "",
         "cost model: shared-memory copy bandwidth in GB/s (a decimal) while a collective's"
         " working set fits STRATA_SHM_CACHE_BYTES; empty: profile or default"},

@@ -98,6 +98,8 @@ static void perf_tiers(strata_comm_t *comm, sta_coll_t coll)
            stb_comm_source(comm, STA_FIELD_GAMMA));
     printf("# Strata wake-up: %g us (%s), paid per wait: %d rank(s) on a host of %d core(s)\n",
            m.wake_us, stb_comm_source(comm, STA_FIELD_WAKE), d.host_ranks, d.host_cores);
+    printf("# Strata yield turn: %g us (%s), a shm round of one node whose ranks outnumber the"
+           " cores\n", m.yield_us, stb_comm_source(comm, STA_FIELD_YIELD));
     int n = stb_comm_ranges(comm, coll, ranges, STA_SELECT_MAX_RANGES);
     at = snprintf(line, sizeof(line), "# Strata selection %s:", sta_coll_name(coll));
     for (int i = 0; i < n && at < (int)sizeof(line); i++) {

@@ -1,9 +1,9 @@
 /*
  * STRATA_CALIBRATE=1 across processes: every rank ends init with the same model (its tiers,
- * the shm tier's cache and ω, gathered and compared), with the values calibration measured
- * marked "calibrated" where it measures them (the shm tier and its cache where a node's ranks
- * fit its host's cores; the net between two nodes), and the collectives right on the tables
- * built from it.
+ * the shm tier's cache, ω and ω_y, gathered and compared), with the values calibration
+ * measured marked "calibrated" where it measures them (the shm tier and its cache where a
+ * node's ranks fit its host's cores, ω_y on one node whose ranks outnumber them; the net
+ * between two nodes), and the collectives right on the tables built from it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +21,7 @@
 static const sta_field_t fields[] = {
     STA_FIELD_SHM_ALPHA, STA_FIELD_SHM_BETA, STA_FIELD_SHM_CACHE_BETA,
     STA_FIELD_SHM_CACHE_BYTES, STA_FIELD_NET_ALPHA, STA_FIELD_NET_BETA, STA_FIELD_WAKE,
+    STA_FIELD_YIELD,
 };
 #define NFIELDS ((int)(sizeof(fields) / sizeof(fields[0])))
 #define MAX_RANKS 4
@@ -68,6 +69,15 @@ static int rank_check(strata_comm_t *comm, int rank, void *arg)
             wrong++;
         }
     }
+    /* one node whose ranks outnumber the cores: ω_y measured, and only there */
+    int yield_measured = d.nnodes == 1 && d.local_size > 1 && d.host_cores > 0 &&
+                         d.host_ranks > d.host_cores;
+    if (calibrated(comm, STA_FIELD_YIELD) != yield_measured || !isfinite(m.yield_us) ||
+        m.yield_us < 0.0) {
+        fprintf(stderr, "rank %d: ω_y = %g from %s (measured expected: %d)\n", rank,
+                m.yield_us, stb_comm_source(comm, STA_FIELD_YIELD), yield_measured);
+        wrong++;
+    }
     if (d.nnodes > 1 && (!calibrated(comm, STA_FIELD_NET_ALPHA) ||
                          !calibrated(comm, STA_FIELD_NET_BETA))) {
         fprintf(stderr, "rank %d: the net between two nodes was not calibrated\n", rank);
@@ -104,7 +114,8 @@ static void test_calibrated_model_agrees_two_nodes_of_two(void **s)
     run(4, 2);
 }
 
-/* One node of 4: the shm tier measured only where 4 ranks fit the host's cores. */
+/* One node of 4: the shm tier measured only where 4 ranks fit the host's cores, ω_y only
+ * where they outnumber them. */
 static void test_calibrated_model_agrees_one_node_of_four(void **s)
 {
     (void)s;

@@ -145,7 +145,7 @@ static void test_record_fields(void **state)
     assert_int_equal(back.stripe_min, 256 * K);
     assert_int_equal(back.flags, AUTO_CPU);
     assert_int_equal(back.host, HOST_B);
-    buf[116] |= 0x80;                             /* a flag this version does not know */
+    buf[124] |= 0x80;                             /* a flag this version does not know */
     assert_int_equal(stp_cn_record_check(buf, 9, 2, 1, &back, &why), STRATA_ERR_REMOTE);
     assert_non_null(why);
 }

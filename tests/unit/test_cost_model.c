@@ -376,7 +376,7 @@ static void test_names_and_parse(void **state)
 }
 
 /*
- * The one-node terms, with ω = 30 µs (model_w): the one-pass shm allreduce (rounds of
+ * The one-node terms, with ω = 30 µs and ω_y its default (model_w): the one-pass shm allreduce (rounds of
  * STA_MODEL_SHM_CHUNK), one-pass reductions of L inputs ((L+1)/3 of a pair's γ), and the
  * waits of an oversubscribed node: a yield turn ω_y per shm round on one node (half for a
  * broadcast), the blocking ω wherever a net phase lies between.
@@ -385,6 +385,7 @@ static double costw(const sta_dims_t *d, sta_coll_t c, sta_algo_t a, size_t n)
 {
     sta_model_t m = model_m;
     m.wake_us = 30.0;
+    m.yield_us = STA_DEFAULT_YIELD_US;
     return sta_cost_us(&m, d, c, a, n);
 }
 
@@ -450,7 +451,7 @@ static void test_node_reductions(void **state)
  * the flat algorithms still block in poll(): ω per step. */
 static void test_node_yield_waits(void **state)
 {
-    const double y = STA_YIELD_US;
+    const double y = STA_DEFAULT_YIELD_US;
 
     assert_us(costw(&node4_over, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 0), 1 + y);
     assert_us(costw(&node4_over, STA_COLL_REDUCE_SCATTER, STA_ALGO_HIERARCHICAL, 0), 1 + y);
@@ -487,7 +488,7 @@ static void test_multi_node_blocking_waits(void **state)
     assert_us(costw(&d, STA_COLL_ALLREDUCE, STA_ALGO_LEADER, 0), 2 * (1 + ws) + 20);
     /* tree among the leaders (20), then the node's broadcast 1 + ω_y/2 */
     assert_us(costw(&d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 0),
-              20 + 1 + STA_YIELD_US / 2);
+              20 + 1 + STA_DEFAULT_YIELD_US / 2);
 }
 
 /*

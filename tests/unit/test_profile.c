@@ -25,7 +25,7 @@
 
 static const char *const model_vars[] = {
     "STRATA_PROFILE", "STRATA_SHM_ALPHA_US", "STRATA_SHM_BETA_GBPS", "STRATA_NET_ALPHA_US",
-    "STRATA_NET_BETA_GBPS", "STRATA_GAMMA_GBPS", "STRATA_WAKE_US",
+    "STRATA_NET_BETA_GBPS", "STRATA_GAMMA_GBPS", "STRATA_WAKE_US", "STRATA_YIELD_US",
 };
 
 static char last_warn[1024];
@@ -78,6 +78,7 @@ static void test_defaults(void **state)
     assert_true(m.net.beta_gbps == STA_DEFAULT_NET_BETA_GBPS);
     assert_true(m.gamma_gbps == STA_DEFAULT_GAMMA_GBPS);
     assert_true(m.wake_us == STA_DEFAULT_WAKE_US);
+    assert_true(m.yield_us == STA_DEFAULT_YIELD_US);
     for (int f = 0; f < STA_FIELD_COUNT; f++)
         assert_int_equal(m.source[f], STA_SRC_DEFAULT);
     assert_int_equal(sta_model_check(&m), STRATA_OK);
@@ -96,6 +97,7 @@ static void test_profile_good(void **state)
         "\tshm.alpha_us\t=\t0\n"            /* α = 0 is allowed */
         "gamma_gbps = 1.5e1\n"
         "wake_us = 0\n"                     /* ω = 0 too */
+        "yield_us = 2.5\n"
         "   # indented comment\n");
     sta_model_t m;
 
@@ -108,6 +110,8 @@ static void test_profile_good(void **state)
     assert_true(m.gamma_gbps == 15.0);
     assert_true(m.wake_us == 0.0);
     assert_int_equal(m.source[STA_FIELD_WAKE], STA_SRC_PROFILE);
+    assert_true(m.yield_us == 2.5);
+    assert_int_equal(m.source[STA_FIELD_YIELD], STA_SRC_PROFILE);
     assert_true(m.shm.beta_gbps == STA_DEFAULT_SHM_BETA_GBPS);   /* not in the file */
     assert_int_equal(m.source[STA_FIELD_NET_ALPHA], STA_SRC_PROFILE);
     assert_int_equal(m.source[STA_FIELD_SHM_ALPHA], STA_SRC_PROFILE);
@@ -140,6 +144,7 @@ static void test_profile_bad(void **state)
     expect_bad("net.beta_gbps = 0\n", "1:", STRATA_ERR_INVALID);      /* β must be > 0 */
     expect_bad("shm.alpha_us = -1\n", "1:", STRATA_ERR_INVALID);      /* α must be >= 0 */
     expect_bad("wake_us = -5\n", "1:", STRATA_ERR_INVALID);           /* ω likewise */
+    expect_bad("yield_us = -1\n", "1:", STRATA_ERR_INVALID);          /* and ω_y */
     expect_bad("gamma_gbps = inf\n", "1:", STRATA_ERR_INVALID);
     expect_bad("gamma_gbps = nan\n", "1:", STRATA_ERR_INVALID);
     expect_bad("gamma_gbps =\n", "1:", STRATA_ERR_INVALID);

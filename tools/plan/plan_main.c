@@ -132,6 +132,8 @@ int main(int argc, char **argv)
     printf("# wake-up  : %.3f us (%s), paid per wait: %d rank(s) on a host of %d core(s)%s\n",
            model.wake_us, source_of(&o, &model, STA_FIELD_WAKE), o.host_ranks, o.host_cores,
            o.host_cores > 0 ? "" : " (unknown: never)");
+    printf("# yield    : %.3f us (%s), a shm round of one node whose ranks outnumber the cores\n",
+           model.yield_us, source_of(&o, &model, STA_FIELD_YIELD));
     printf("# shm cache: beta %.3f GB/s (%s) while the working set fits %.0f B (%s)\n",
            model.cache.beta_gbps, source_of(&o, &model, STA_FIELD_SHM_CACHE_BETA),
            model.cache.bytes, source_of(&o, &model, STA_FIELD_SHM_CACHE_BYTES));

@@ -20,6 +20,7 @@ static const char *const field_flags[STA_FIELD_COUNT] = {
     [STA_FIELD_NET_ALPHA] = "--net-alpha", [STA_FIELD_NET_BETA] = "--net-beta",
     [STA_FIELD_GAMMA] = "--gamma", [STA_FIELD_WAKE] = "--wake",
     [STA_FIELD_SHM_CACHE_BETA] = "--shm-cache-beta", [STA_FIELD_SHM_CACHE_BYTES] = "--shm-cache",
+    [STA_FIELD_YIELD] = "--yield",
 };
 
 void stb_plan_opts_default(stb_plan_opts_t *opts)
@@ -53,6 +54,7 @@ const char *stb_plan_usage(void)
            "  --net-alpha US --net-beta GBPS    the inter-node tier, per NIC\n"
            "  --gamma GBPS        reduction rate\n"
            "  --wake US           waking a blocked rank, paid where ranks outnumber cores\n"
+           "  --yield US          a shm round of one node whose ranks outnumber the cores\n"
            "  --host-ranks N --host-cores C   ranks sharing a host's cores, and its cores\n"
            "  --shm-cache-beta GBPS --shm-cache SIZE   copies whose working set fits SIZE\n"
            "                      (the host's cache; 0: none) run at GBPS\n"

@@ -58,7 +58,7 @@ void stb_plan_opts_default(stb_plan_opts_t *opts);
 /*
  * Parses argv[1..argc): -N/--nodes, -L/--per-node, -R/--rails, --interleaved, --transport, --coll
  * NAME|all, -b/-e/-f (sizes with K/M/G), --profile FILE, --shm-alpha, --shm-beta,
- * --net-alpha, --net-beta, --gamma, --wake (µs and GB/s), --shm-cache-beta (GB/s),
+ * --net-alpha, --net-beta, --gamma, --wake, --yield (µs and GB/s), --shm-cache-beta (GB/s),
  * --shm-cache (a size), --host-ranks, --host-cores, -h. STRATA_ERR_INVALID with a one-line
  * reason in err for anything unknown, malformed or inconsistent (R > L, min > max, ...).
  */
