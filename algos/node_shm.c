@@ -520,8 +520,8 @@ strata_status_t sta_node_allreduce(sta_ctx_t *ctx, const void *src, void *dst, s
     if (src == dst || (ctx->wait == STA_WAIT_BLOCK && rounds == 1)) {
         /*
          * A reduce-scatter into dst, then an allgather, where they measured faster than the
-         * fused pass (docs/benchmarks.md, "This tree against the tree before the
-         * host-performance work"): in place (no streaming stores, the call has just read
+         * fused pass (docs/benchmarks.md, "The node's allreduce: the fused pass against
+         * two phases"): in place (no streaming stores, the call has just read
          * those lines; 2 ranks, 2-32 MiB: 4-8 %) and, where the ranks outnumber the cores,
          * for a call of one piece per block (3 and 4 ranks on 2 cores, 32-128 KiB: 1.1-1.3x).
          */
