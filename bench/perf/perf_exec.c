@@ -82,6 +82,9 @@ strata_status_t stb_exec_time(stb_exec_t *x, const stb_perf_geom_t *g, int in_pl
 
     for (int i = 0; i < warmup && status == STRATA_OK; i++)
         status = stb_exec_run(x, g, in_place);
+    /* Right before the timed calls, so every rank starts them together: a broadcast's root
+     * runs ahead of its readers, and ranks that each started at the end of their own warm-up
+     * would time a reader from its late start (2 x 2: broadcasts below a round trip). */
     if (status == STRATA_OK)
         status = strata_barrier(x->comm);
     uint64_t t0 = stu_time_ns();
