@@ -18,10 +18,10 @@
  *        rank runs the flat ring allreduce of 8 bytes, whose 2(P-1) steps each cost
  *        α_n + ω in the model; rank 0 takes the median of its repetitions (a wake-up is
  *        the typical case there, not the exception), and ω = step - α_n.
- *   ω_y: only on one node whose ranks outnumber the host's cores: every rank runs 8-byte
+ *   ω_y: only on one node whose ranks outnumber the host's cores: every rank runs 2 KiB
  *        allreduces back to back (one shm round each, sta_node_allreduce_small, the
  *        one-node allreduce's path at that size); local rank 0 takes the median of its
- *        passes, and ω_y solves the model's one-node allreduce at 8 B, linear in ω_y,
+ *        passes, and ω_y solves the model's one-node allreduce at 2 KiB, linear in ω_y,
  *        for it. The shm tier keeps its defaults there (below), so α_s is not re-fitted.
  */
 #include <stdlib.h>
@@ -53,8 +53,17 @@ static const size_t cal_shm_sizes[] = {8, 4096, 16384, 65536, 262144, 524288, 1 
 
 #define CAL_WAKE_REPS 25                 /* 8-byte ring allreduces timed for ω; the median counts */
 #define CAL_WAKE_BYTES 8
-#define CAL_YIELD_PASSES 5               /* passes of 8-byte node allreduces for ω_y; median */
+#define CAL_YIELD_PASSES 5               /* passes of node allreduces for ω_y; the median counts */
 #define CAL_YIELD_CALLS 50               /* calls a pass */
+/*
+ * ω_y's rounds carry 2 KiB: the one-round path's largest benchmarked size. A round of 8 B is a
+ * turn at its shortest; rounds that carry bytes take longer than the model's copies add, and
+ * ω_y from 8 B left them under: 1 x 4 on 2 cores, ω_y 1.3-2.3 µs from 8 B, 2 KiB rounds 3.3-3.8
+ * µs and the two-round 8 KiB call 8.1-8.2 measured against 2.2 and 4-5 modelled; the 3 µs that
+ * 2 KiB rounds give puts them within 10 %, 8 B within the +25 % of the rows a benchmark times.
+ */
+#define CAL_YIELD_BYTES 2048
+_Static_assert(CAL_YIELD_BYTES <= STA_NODE_SMALL_BYTES, "ω_y's rounds take the one-round path");
 
 typedef struct cal_result {
     int32_t have_shm, have_net, have_wake, have_yield;
@@ -186,14 +195,17 @@ static strata_status_t cal_yield(strata_comm_t *comm, char *buf, double *yield_u
 {
     sta_ctx_t *ctx = &comm->ctx;
     double us[CAL_YIELD_PASSES];
-    const size_t count = CAL_WAKE_BYTES / sizeof(float);
+    const size_t count = CAL_YIELD_BYTES / sizeof(float);
+
+    if (sta_node_chunk_bytes(ctx) < CAL_YIELD_BYTES)   /* the same on every local rank */
+        return STRATA_OK;
 
     for (int k = 0; k < CAL_YIELD_PASSES; k++) {
         strata_status_t status = sta_node_barrier(ctx);
         uint64_t t0 = stu_time_ns();
         for (int c = 0; c < CAL_YIELD_CALLS && status == STRATA_OK; c++)
-            status = sta_node_allreduce_small(ctx, buf, buf + 64, count, STRATA_FP32,
-                                              STRATA_SUM);
+            status = sta_node_allreduce_small(ctx, buf, buf + CAL_YIELD_BYTES, count,
+                                              STRATA_FP32, STRATA_SUM);
         if (status == STRATA_OK)
             status = sta_node_barrier(ctx);
         if (status != STRATA_OK)
@@ -208,13 +220,13 @@ static strata_status_t cal_yield(strata_comm_t *comm, char *buf, double *yield_u
     sta_dims_set_host(&dims, comm->host_ranks, comm->host_cores, stt_name(comm->ops));
     sta_model_t m = comm->model;
     m.yield_us = 0.0;
-    double t0 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_WAKE_BYTES);
+    double t0 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_YIELD_BYTES);
     m.yield_us = 1.0;
-    double t1 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_WAKE_BYTES);
+    double t1 = sta_cost_us(&m, &dims, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, CAL_YIELD_BYTES);
     double t = us[CAL_YIELD_PASSES / 2];
-    STU_TRACE(STU_LOG_TUNING, "calibration: one-node allreduce 8 B %.3f µs (median of %d passes"
-              " of %d), modelled %.3f + %.3f·ω_y", t, CAL_YIELD_PASSES, CAL_YIELD_CALLS, t0,
-              t1 - t0);
+    STU_TRACE(STU_LOG_TUNING, "calibration: one-node allreduce %d B %.3f µs (median of %d "
+              "passes of %d), modelled %.3f + %.3f·ω_y", CAL_YIELD_BYTES, t, CAL_YIELD_PASSES,
+              CAL_YIELD_CALLS, t0, t1 - t0);
     if (!(t0 >= 0.0 && t1 > t0))
         return STRATA_OK;
     *yield_us = t > t0 ? (t - t0) / (t1 - t0) : 0.0;
