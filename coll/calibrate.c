@@ -58,9 +58,9 @@ static const size_t cal_shm_sizes[] = {8, 4096, 16384, 65536, 262144, 524288, 1 
 /*
  * ω_y's rounds carry 2 KiB: the one-round path's largest benchmarked size. A round of 8 B is a
  * turn at its shortest; rounds that carry bytes take longer than the model's copies add, and
- * ω_y from 8 B left them under: 1 x 4 on 2 cores, ω_y 1.3-2.3 µs from 8 B, 2 KiB rounds 3.3-3.8
- * µs and the two-round 8 KiB call 8.1-8.2 measured against 2.2 and 4-5 modelled; the 3 µs that
- * 2 KiB rounds give puts them within 10 %, 8 B within the +25 % of the rows a benchmark times.
+ * ω_y from 8 B left them under: 1 x 4 on 2 cores, ω_y 1.3-2.3 µs from 8 B, 2 KiB rounds 3.7-3.8
+ * µs and the two-round 8 KiB call 8.1-8.2 measured against 2.2 and 4-5 modelled (3.8 and 7.6
+ * with ω_y 3 µs; 2 KiB rounds calibrate 2.3-3.3: docs/benchmarks.md, "Calibrating ω_y").
  */
 #define CAL_YIELD_BYTES 2048
 _Static_assert(CAL_YIELD_BYTES <= STA_NODE_SMALL_BYTES, "ω_y's rounds take the one-round path");
