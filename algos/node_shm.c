@@ -70,11 +70,6 @@ static size_t chunk_round(size_t chunk_bytes)
     return (chunk_bytes + NODE_LINE - 1) / NODE_LINE * NODE_LINE;
 }
 
-size_t sta_node_chunk_bytes(const sta_ctx_t *ctx)
-{
-    return ctx->node_tier != NULL ? ctx->node_tier->chunk : 0;
-}
-
 size_t sta_node_segment_size(int local_size, size_t chunk_bytes)
 {
     return sizeof(node_hdr_t) + (size_t)local_size * sizeof(node_ctl_t) +

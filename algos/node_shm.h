@@ -33,10 +33,6 @@
 /* Bytes the segment needs for local_size ranks with chunk-byte slot halves. */
 size_t sta_node_segment_size(int local_size, size_t chunk_bytes);
 
-/* The bytes of one slot half of this node's segment (the same on every local rank); 0 without
- * a node tier. */
-size_t sta_node_chunk_bytes(const sta_ctx_t *ctx);
-
 /* Formats a fresh segment (the creator, before anyone attaches). */
 void sta_node_segment_format(void *base, int local_size, size_t chunk_bytes);
 

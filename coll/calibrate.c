@@ -63,6 +63,8 @@ static const size_t cal_shm_sizes[] = {8, 4096, 16384, 65536, 262144, 524288, 1 
  * with ω_y 3 µs; 2 KiB rounds calibrate 2.3-3.3: docs/benchmarks.md, "Calibrating ω_y").
  */
 #define CAL_YIELD_BYTES 2048
+/* The one-round path; the segment's chunk, at least 4096 bytes a local rank (coll/comm.c), holds
+ * it too. */
 _Static_assert(CAL_YIELD_BYTES <= STA_NODE_SMALL_BYTES, "ω_y's rounds take the one-round path");
 
 typedef struct cal_result {
@@ -196,9 +198,6 @@ static strata_status_t cal_yield(strata_comm_t *comm, char *buf, double *yield_u
     sta_ctx_t *ctx = &comm->ctx;
     double us[CAL_YIELD_PASSES];
     const size_t count = CAL_YIELD_BYTES / sizeof(float);
-
-    if (sta_node_chunk_bytes(ctx) < CAL_YIELD_BYTES)   /* the same on every local rank */
-        return STRATA_OK;
 
     for (int k = 0; k < CAL_YIELD_PASSES; k++) {
         strata_status_t status = sta_node_barrier(ctx);
