@@ -71,10 +71,11 @@
  * moves β_c = STA_NET_CPU_GBPS; S streams at once on C cores get β_c(S) = β_c·min(1, C/2S)
  * each. Every net transfer of allreduce, reduce_scatter and allgather takes the longer of
  * its NIC time (above) and its per-stream bytes at β_c(S): S = host_ranks for the flat
- * steps and the per-rail rings, the host's node heads for leader's ring. Of the rooted
- * collectives only a chain of k > 1 chunks is charged, S = min(host_ranks, P-1) (a full
- * chain's hops stream at once; a tree's levels do not). Without net_cpu or host_cores the
- * term is absent.
+ * steps and the per-rail rings, the host's node heads for leader's ring. A rooted
+ * collective takes the longer of its path (below) and its hops' bytes at the cores' share,
+ * S = min(host_ranks, P-1) streams (the node heads and N-1 for the tree among the nodes):
+ * the work its hops give the host's cores, which back-to-back calls keep busy. Without
+ * net_cpu or host_cores the term is absent.
  * Copies and sums on the host's cores: on host shared memory, where the host's ranks
  * outnumber its cores (host_ranks > host_cores), the node's copies and reductions run at
  * once on shared cores, each at C/S of a core: β_s and γ are taken times host_cores /
@@ -123,15 +124,17 @@
  * the last rank. Waits then overlap the previous call and cost no w. With
  * lat = step(0, s1) - w (a flat step's latency, α_n on shm), bytes(m) = step(m, s1) -
  * step(0, s1), and h = 2 when a chain has a middle rank (P > 2: it receives and forwards
- * every chunk), else 1:
+ * every chunk), else 1, and with cpu_h = n/β_c(min(host_ranks, P-1)) the hops' bytes on
+ * the host's cores (cpu_t the same with the host's node heads and N-1; both 0 without
+ * the cores' limit):
  * broadcast
- *   ring          cp + k·h·lat + bytes(n)                       pipelined chain
- *   recursive     cp + lg(P)·(lat + bytes(n))                   the root sends lg(P) times
- *   hierarchical  cp + lg(N)·(α_n + n/β_n) + BC_s
+ *   ring          cp + max(k·h·lat + bytes(n), cpu_h)           pipelined chain
+ *   recursive     cp + max(lg(P)·(lat + bytes(n)), cpu_h)       the root sends lg(P) times
+ *   hierarchical  cp + max(lg(N)·(α_n + n/β_n), cpu_t) + BC_s
  * reduce
- *   ring          k·(h·lat + min(n,c)/γ) + bytes(n)
- *   recursive     lg(P)·(lat + bytes(n) + n/γ)
- *   hierarchical  RD_s + lg(N)·(α_n + n/β_n + n/γ)
+ *   ring          max(k·(h·lat + min(n,c)/γ) + bytes(n), cpu_h)
+ *   recursive     max(lg(P)·(lat + bytes(n) + n/γ), cpu_h)
+ *   hierarchical  RD_s + max(lg(N)·(α_n + n/β_n + n/γ), cpu_t)
  * alltoall (pairwise exchange, m = n/P; not run by the library)
  *                 Σ_{k=1..P-1} step(m, sa(k), ρa(k))
  *
@@ -161,58 +164,9 @@
 
 #include <math.h>
 
+#include "algos/cost_terms.h"
 #include "algos/node_shm.h"
 #include "util/compiler.h"
-
-static int is_pow2(int v)
-{
-    return v > 0 && (v & (v - 1)) == 0;
-}
-
-/* floor(log2 v) for v >= 1. */
-static int log2_floor(int v)
-{
-    int k = 0;
-    while (v > 1) {
-        v >>= 1;
-        k++;
-    }
-    return k;
-}
-
-/* ceil(log2 v) for v >= 1: the rounds of a binomial tree over v ranks. */
-static int log2_ceil(int v)
-{
-    int k = log2_floor(v);
-    return is_pow2(v) ? k : k + 1;
-}
-
-/* The model's operands as doubles, so each formula reads like its comment. */
-typedef struct terms {
-    double P, N, L, R;
-    double n;
-    double a_s, b_s, a_n, b_n, g;
-    double c_all, c_lead;       /* a stream's rate where the host's cores carry the net
-                                   transport (dims->net_cpu): every rank of the host streaming
-                                   at once, resp. one rank per node; 0: no such limit */
-    sta_intra_t kind;
-    double w, wl;               /* ω where every rank, resp. ceil(host_ranks/L) a host (the
-                                   leaders' ring, a rail's ring), waits, or 0 */
-    double y;                   /* ω_y (model->yield_us) */
-    int oversub;                /* the busiest host runs more ranks than it has cores */
-    double msg_min;             /* dims->net_msg_min */
-} terms_t;
-
-/*
- * A stream's rate where the host's cores move the transport's bytes (tcp): one stream with a
- * core on each side reaches STA_NET_CPU_GBPS; S streams at once on C cores share them,
- * β_c(S) = STA_NET_CPU_GBPS·min(1, C/(2S)).
- */
-static double cpu_stream_gbps(int cores, int streams)
-{
-    double share = (double)cores / (2.0 * (double)streams);
-    return STA_NET_CPU_GBPS * (share < 1.0 ? share : 1.0);
-}
 
 /*
  * β_s for a collective of n bytes: the share f = min(1, C/W) of its working set W = 2·S·n
@@ -264,26 +218,6 @@ static terms_t terms_make(const sta_model_t *model, const sta_dims_t *dims, doub
 static double lib_copy(const terms_t *t, double x)
 {
     return t->kind == STA_INTRA_SHM ? x / (t->b_s * STA_BYTES_PER_US_PER_GBPS) : 0.0;
-}
-
-/* Time to move (or reduce) `bytes` at `gbps`, in µs. */
-static double xfer(double bytes, double gbps)
-{
-    return bytes / (gbps * STA_BYTES_PER_US_PER_GBPS);
-}
-
-/* A net transfer: `nic` bytes through the NIC(s) at `gbps`, and each stream's `per` bytes
- * through the host's cores at `cpu` (0: no such limit); the slower sets the time. */
-static double net_xfer(double nic, double gbps, double per, double cpu)
-{
-    double t = xfer(nic, gbps);
-    return cpu > 0.0 ? STU_MAX(t, xfer(per, cpu)) : t;
-}
-
-/* σ(s) = max(1, s/R): how many of a node's senders share each of its R NICs. */
-static double nic_share(const terms_t *t, double s)
-{
-    return s > t->R ? s / t->R : 1.0;
 }
 
 /* hop(m, ρ): m bytes to a partner in the same node, ρ flows sharing a PCIe tree's root. */
@@ -687,18 +621,32 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
     }
 }
 
-/* Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms.
- * A tree's levels do not all stream at once, so trees are not charged the host's cores; a
- * chain of more than one chunk is full most of the time, its hops streaming at once: its
- * bytes take the cores' share of S = min(host_ranks, P-1) streams (2 x 2 and 4 x 1 on 2
- * cores, unshaped, 512 KiB-8 MiB: the ring broadcast 36-51 % slower than modelled without
- * it, docs/benchmarks.md "Model vs measurement"). */
+/*
+ * Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms.
+ * Back to back, every hop of a call streams while the hops of the calls around it do: a
+ * chain's of one chunk as much as of many, a tree's levels too. Where the host's cores move
+ * the net bytes (c_all > 0) a call therefore takes at least its hops' bytes at the cores'
+ * share, S = min(streams a host carries, hops) streams at once, and the longer of that and
+ * its busiest rank's path sets the time (4 x 1 on 2 cores, unshaped, the ring broadcast:
+ * 97-119 µs at 128 KiB and 347-405 at 512 KiB, one chunk, against a path of 61 and 190
+ * modelled; 3 hops at 3.6·2/6 GB/s give 112 and 450; docs/benchmarks.md "Which points miss,
+ * and why"). Without the cores' limit only the path counts.
+ */
+static double rooted_cpu(const terms_t *t_all, const sta_dims_t *d, double hosts_streams,
+                         double hops)
+{
+    if (!(t_all->c_all > 0.0) || hops < 1.0)
+        return 0.0;
+    int streams = (int)STU_MAX(1.0, STU_MIN(hosts_streams, hops));
+    return xfer(t_all->n, cpu_stream_gbps(d->host_cores, streams));
+}
+
 static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t algo,
                           int with_reduce)
 {
     terms_t tr = *t_all;
     const terms_t *t = &tr;
-    tr.c_all = tr.c_lead = 0.0;
+    tr.c_all = tr.c_lead = 0.0;   /* the path's transfers at the link's rate; the cores below */
     double n = t->n, c = (double)STA_PIPELINE_CHUNK;
     double red = with_reduce ? 1.0 : 0.0;
     double root_copy = with_reduce ? 0.0 : lib_copy(t, n);   /* broadcast: root's in -> out */
@@ -706,6 +654,7 @@ static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t 
     /* A flat step's latency without w (back-to-back calls overlap the waits), and its bytes. */
     double lat1 = flat_step(t, 0.0, s1) - t->w;
     double bytes_n = flat_step(t, n, s1) - flat_step(t, 0.0, s1);
+    double flat_cpu = rooted_cpu(t_all, d, d->host_ranks, t->P - 1);
 
     switch (algo) {
     case STA_ALGO_RING: {
@@ -714,19 +663,19 @@ static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t 
         double hops = t->P > 2 ? 2.0 : 1.0;   /* a middle rank receives and forwards */
         if (k < 1)
             k = 1;
-        if (t_all->c_all > 0.0 && k > 1) {    /* a full chain: its hops stream at once */
-            terms_t tc = *t_all;
-            int streams = STU_MIN(d->host_ranks, d->nranks - 1);
-            tc.c_all = cpu_stream_gbps(d->host_cores, STU_MAX(streams, 1));
-            bytes_n = flat_step(&tc, n, s1) - flat_step(&tc, 0.0, s1);
-        }
-        return root_copy + k * (hops * lat1 + red * xfer(piece, t->g)) + bytes_n;
+        return root_copy +
+               STU_MAX(k * (hops * lat1 + red * xfer(piece, t->g)) + bytes_n, flat_cpu);
     }
     case STA_ALGO_RECURSIVE:
-        return root_copy + log2_ceil(d->nranks) * (lat1 + bytes_n + red * xfer(n, t->g));
-    case STA_ALGO_HIERARCHICAL:
+        return root_copy +
+               STU_MAX(log2_ceil(d->nranks) * (lat1 + bytes_n + red * xfer(n, t->g)), flat_cpu);
+    case STA_ALGO_HIERARCHICAL: {
+        /* the tree among the nodes: N - 1 transfers, a host carrying its heads' */
+        double heads = ceil((double)d->host_ranks / t->L);
+        double tree = log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
         return root_copy + intra_rooted(t, with_reduce) +
-               log2_ceil(d->nnodes) * (t->a_n + xfer(n, t->b_n) + red * xfer(n, t->g));
+               STU_MAX(tree, rooted_cpu(t_all, d, heads, t->N - 1));
+    }
     default:
         return STA_COST_NA;
     }

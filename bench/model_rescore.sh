@@ -10,8 +10,10 @@
 #   awk -f bench/model_summary.awk DST/*.txt
 #
 # Knobs: BUILD (build), MODEL_CORES (the cores the tables ran on: nproc), MODEL_RATE_GBPS
-# (0.25: the shaped shape's STRATA_NET_BETA_GBPS, as bench/model.sh sets it). STRATA_* model
-# variables in the environment reach strata-plan, as they reach the library.
+# (0.25: the shaped shape's STRATA_NET_BETA_GBPS, as bench/model.sh sets it), MODEL_CALIBRATED
+# (1: price each table with the values its run calibrated, read from its "# Strata" header
+# lines, for sweeps run with STRATA_CALIBRATE=1). STRATA_* model variables in the environment
+# reach strata-plan, as they reach the library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +33,23 @@ for f in "$SRC"/*.txt; do
     per=${shape#*x}; per=${per%[su]}
     envs=()
     [ "${shape: -1}" = s ] && envs+=("STRATA_NET_BETA_GBPS=$RATE")
+    if [ "${MODEL_CALIBRATED:-0}" = 1 ]; then
+        # "# Strata tier shm: alpha A us (calibrated), beta B GB/s (calibrated), ..." and the
+        # cache, wake-up and yield lines: each calibrated figure as the variable that sets it
+        while read -r var val; do envs+=("$var=$val"); done < <(awk '
+            /^# Strata tier (shm|net):/ {
+                t = toupper(substr($4, 1, 3))
+                if ($8 == "(calibrated),") print "STRATA_" t "_ALPHA_US", $6
+                if ($12 == "(calibrated),") print "STRATA_" t "_BETA_GBPS", $10
+            }
+            /^# Strata shm cache:/ && $8 == "(calibrated)" {
+                print "STRATA_SHM_CACHE_BETA_GBPS", $6
+                if ($16 == "(calibrated)") print "STRATA_SHM_CACHE_BYTES", $14
+            }
+            /^# Strata wake-up:/ && $6 == "(calibrated)," { print "STRATA_WAKE_US", $4 }
+            /^# Strata yield turn:/ && $7 == "(calibrated)," { print "STRATA_YIELD_US", $5 }
+            /^# Strata selection/ { exit }' "$f")
+    fi
     plan=$(env "${envs[@]}" "$BUILD/bin/strata-plan" -N "$nodes" -L "$per" \
         --host-ranks $((nodes * per)) --host-cores "$CORES" --transport tcp \
         --coll "$coll" -b 8 -e 16M -f 4)

@@ -498,9 +498,12 @@ static void test_multi_node_blocking_waits(void **state)
  * 20 + max(10^6/10^4, 10^6/900) = 20 + 1111.1 µs, + the copy 800 and the reduction 600
  * (4 ranks on 2 cores copy and sum at half of β_s and γ; without the term: 800 + 6·(20 +
  * 100) + 600 = 2120).
- * With a link slower than the cores' share (β_n = 0.5) nothing changes; of the rooted
- * collectives the tree is never charged, a chain of more than one chunk is (its hops stream
- * at once: S = min(host_ranks, P-1) = 3); without net_cpu the term is absent.
+ * With a link slower than the cores' share (β_n = 0.5) nothing changes; without net_cpu the
+ * term is absent. A rooted call takes the longer of its path and its 3 hops' bytes on the
+ * cores, 3 streams' share, β_c·min(1, 2/6) = 1.2 GB/s: 4 MB take 3333.3 µs there, longer
+ * than any path (the chain's k = 8 chunks, 8·2·20 + 400 = 720; the binomial tree's
+ * 2·(20 + 400) = 840, the nodes' tree the same), so chain and trees cost the copy 800 and
+ * 3333.3; 1000 bytes (0.8 µs on the cores) cost their path.
  */
 static void test_net_on_cores(void **state)
 {
@@ -521,14 +524,21 @@ static void test_net_on_cores(void **state)
                 sta_cost_us(&fast, &plain, STA_COLL_ALLGATHER, STA_ALGO_RING, 4 * MB));
     assert_true(sta_cost_us(&fast, &d, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB) >
                 sta_cost_us(&fast, &plain, STA_COLL_ALLREDUCE, STA_ALGO_HIERARCHICAL, 4 * MB));
+    double cpu3 = 4 * MB / (STA_NET_CPU_GBPS * 2.0 / 6.0 * 1e3);
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB), 800 + cpu3);
+    assert_us(sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB), 800 + 720);
     assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 4 * MB),
-              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 4 * MB));
-    /* the chain's 4 MB at 3 streams' share, 3.6·2/6 = 1.2 GB/s, instead of the link's 10 */
-    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB) -
-                  sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB),
-              4 * MB / (STA_NET_CPU_GBPS * 2.0 / 6.0 * 1e3) - 4 * MB / 1e4);
+              800 + cpu3);
+    assert_us(sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 4 * MB),
+              800 + 840);
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 4 * MB) -
+                  sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_HIERARCHICAL, 4 * MB),
+              cpu3 - 840);
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_REDUCE, STA_ALGO_RING, 4 * MB), cpu3);
     assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RING, 1000),
               sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 1000));
+    assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 1000),
+              sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 1000));
     sta_model_t slow = fast;
     slow.net.beta_gbps = 0.5;
     assert_us(sta_cost_us(&slow, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
