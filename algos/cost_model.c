@@ -72,10 +72,10 @@
  * each. Every net transfer of allreduce, reduce_scatter and allgather takes the longer of
  * its NIC time (above) and its per-stream bytes at β_c(S): S = host_ranks for the flat
  * steps and the per-rail rings, the host's node heads for leader's ring. A rooted
- * collective takes the longer of its path (below) and its hops' bytes at the cores' share,
- * S = min(host_ranks, P-1) streams (the node heads and N-1 for the tree among the nodes):
- * the work its hops give the host's cores, which back-to-back calls keep busy. Without
- * net_cpu or host_cores the term is absent.
+ * collective over N > 1 nodes takes the longer of its path (below) and its hops' bytes at
+ * the cores' share, S = min(host_ranks, P-1) streams (the node heads and N-1 for the tree
+ * among the nodes): the work its hops give the host's cores, which back-to-back calls keep
+ * busy. Without net_cpu or host_cores the term is absent.
  * Copies and sums on the host's cores: on host shared memory, where the host's ranks
  * outnumber its cores (host_ranks > host_cores), the node's copies and reductions run at
  * once on shared cores, each at C/S of a core: β_s and γ are taken times host_cores /
@@ -126,7 +126,7 @@
  * step(0, s1), and h = 2 when a chain has a middle rank (P > 2: it receives and forwards
  * every chunk), else 1, and with cpu_h = n/β_c(min(host_ranks, P-1)) the hops' bytes on
  * the host's cores (cpu_t the same with the host's node heads and N-1; both 0 without
- * the cores' limit):
+ * the cores' limit and for N = 1):
  * broadcast
  *   ring          cp + max(k·h·lat + bytes(n), cpu_h)           pipelined chain
  *   recursive     cp + max(lg(P)·(lat + bytes(n)), cpu_h)       the root sends lg(P) times
@@ -622,25 +622,26 @@ static double cost_allgather(const terms_t *t, const sta_dims_t *d, sta_algo_t a
 }
 
 /*
- * Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms.
- * Back to back, every hop of a call streams while the hops of the calls around it do: a
- * chain's of one chunk as much as of many, a tree's levels too. Where the host's cores move
- * the net bytes (c_all > 0) a call therefore takes at least its hops' bytes at the cores'
- * share, S = min(streams a host carries, hops) streams at once, and the longer of that and
- * its busiest rank's path sets the time (4 x 1 on 2 cores, unshaped, the ring broadcast:
- * 97-119 µs at 128 KiB and 347-405 at 512 KiB, one chunk, against a path of 61 and 190
- * modelled; 3 hops at 3.6·2/6 GB/s give 112 and 450; docs/benchmarks.md "Which points miss,
- * and why"). Without the cores' limit only the path counts.
+ * The least a rooted call of n bytes costs where the host's cores move the net bytes (c_all >
+ * 0) and its hops cross nodes: back to back, every hop of a call streams while the hops of the
+ * calls around it do (a chain's of one chunk as much as of many, a tree's levels too), so its
+ * `hops` transfers take the cores' share of S = min(host_streams, hops) streams (4 x 1 on 2
+ * cores, unshaped, the ring broadcast: 96-119 µs at 128 KiB and 347-398 at 512 KiB, one
+ * chunk, against a path of 61 and 190 modelled; 3 hops at 3.6·2/6 GB/s take 109 and 437,
+ * docs/benchmarks.md "Which points miss, and why"). 0 without the cores' limit, and on one
+ * node, whose loopback hops the path already prices at β_s (intra_hop).
  */
-static double rooted_cpu(const terms_t *t_all, const sta_dims_t *d, double hosts_streams,
+static double rooted_cpu(const terms_t *t_all, const sta_dims_t *d, double host_streams,
                          double hops)
 {
-    if (!(t_all->c_all > 0.0) || hops < 1.0)
+    if (!(t_all->c_all > 0.0) || hops < 1.0 || d->nnodes < 2)
         return 0.0;
-    int streams = (int)STU_MAX(1.0, STU_MIN(hosts_streams, hops));
+    int streams = (int)STU_MAX(1.0, STU_MIN(host_streams, hops));
     return xfer(t_all->n, cpu_stream_gbps(d->host_cores, streams));
 }
 
+/* Broadcast (with_reduce = 0) and reduce (1) share their shapes; reduce adds the γ terms. A
+ * call costs the longer of its busiest rank's path and its hops' bytes on the cores. */
 static double cost_rooted(const terms_t *t_all, const sta_dims_t *d, sta_algo_t algo,
                           int with_reduce)
 {

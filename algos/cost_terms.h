@@ -1,6 +1,7 @@
 /*
- * The cost model's operands and unit helpers, shared by algos/cost_model.c's formulas: the
- * terms of one shape and size as doubles, so each formula reads like its comment.
+ * Private to algos/cost_model.c: the cost model's operands and unit helpers, the terms of one
+ * shape and size as doubles, so each formula reads like its comment. Nothing else includes
+ * it (the names are short and unprefixed).
  */
 #ifndef STA_COST_TERMS_H
 #define STA_COST_TERMS_H

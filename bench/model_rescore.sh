@@ -42,8 +42,8 @@ for f in "$SRC"/*.txt; do
                 if ($8 == "(calibrated),") print "STRATA_" t "_ALPHA_US", $6
                 if ($12 == "(calibrated),") print "STRATA_" t "_BETA_GBPS", $10
             }
-            /^# Strata shm cache:/ && $8 == "(calibrated)" {
-                print "STRATA_SHM_CACHE_BETA_GBPS", $6
+            /^# Strata shm cache:/ {
+                if ($8 == "(calibrated)") print "STRATA_SHM_CACHE_BETA_GBPS", $6
                 if ($16 == "(calibrated)") print "STRATA_SHM_CACHE_BYTES", $14
             }
             /^# Strata wake-up:/ && $6 == "(calibrated)," { print "STRATA_WAKE_US", $4 }

@@ -503,7 +503,7 @@ static void test_multi_node_blocking_waits(void **state)
  * cores, 3 streams' share, β_c·min(1, 2/6) = 1.2 GB/s: 4 MB take 3333.3 µs there, longer
  * than any path (the chain's k = 8 chunks, 8·2·20 + 400 = 720; the binomial tree's
  * 2·(20 + 400) = 840, the nodes' tree the same), so chain and trees cost the copy 800 and
- * 3333.3; 1000 bytes (0.8 µs on the cores) cost their path.
+ * 3333.3; 1000 bytes (0.8 µs on the cores) cost their path, and so does one node.
  */
 static void test_net_on_cores(void **state)
 {
@@ -539,14 +539,22 @@ static void test_net_on_cores(void **state)
               sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RING, 1000));
     assert_us(sta_cost_us(&fast, &d, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 1000),
               sta_cost_us(&fast, &plain, STA_COLL_BROADCAST, STA_ALGO_RECURSIVE, 1000));
+    /* one node: its loopback hops are priced at β_s on the path, the cores' term is absent */
+    sta_dims_t one = {.nranks = 4, .nnodes = 1, .local_size = 4, .nrails = 1, .contiguous = 1,
+                      .host_ranks = 4, .host_cores = 2, .net_cpu = 1};
+    sta_dims_t one_plain = one;
+    one_plain.net_cpu = 0;
+    assert_us(sta_cost_us(&fast, &one, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB),
+              sta_cost_us(&fast, &one_plain, STA_COLL_BROADCAST, STA_ALGO_RING, 4 * MB));
     sta_model_t slow = fast;
     slow.net.beta_gbps = 0.5;
     assert_us(sta_cost_us(&slow, &d, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB),
               sta_cost_us(&slow, &plain, STA_COLL_ALLREDUCE, STA_ALGO_RING, 4 * MB));
 }
 
-/* Every formula is non-decreasing in n, on every shape below, oversubscribed or not, and an
- * oversubscribed host never costs less than one with cores to spare. */
+/* Every formula is non-decreasing in n, on every shape below, oversubscribed or not, with the
+ * net's bytes on the host's cores or not, and an oversubscribed host never costs less than one
+ * with cores to spare. */
 static void test_monotone(void **state)
 {
     const sta_dims_t shapes[] = {
@@ -560,8 +568,11 @@ static void test_monotone(void **state)
         {.nranks = 4, .nnodes = 4, .local_size = 1, .nrails = 1, .contiguous = 1,
          .host_ranks = 4, .host_cores = 2},
     };
-    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        sta_dims_t roomy = shapes[i];
+    for (size_t v = 0; v < 2 * sizeof(shapes) / sizeof(shapes[0]); v++) {
+        size_t i = v % (sizeof(shapes) / sizeof(shapes[0]));
+        sta_dims_t shape = shapes[i];
+        shape.net_cpu = v >= sizeof(shapes) / sizeof(shapes[0]);
+        sta_dims_t roomy = shape;
         roomy.host_cores = roomy.host_ranks;
         for (int c = 0; c < STA_COLL_COUNT; c++) {
             for (int a = 0; a < STA_ALGO_COUNT; a++) {
@@ -569,11 +580,12 @@ static void test_monotone(void **state)
                 for (int e = 0; e <= 34; e++) {
                     for (int k = -1; k <= 1; k++) {
                         size_t n = ((size_t)1 << e) + (size_t)(e > 1 ? k : 0);
-                        double us = costw(&shapes[i], (sta_coll_t)c, (sta_algo_t)a, n);
+                        double us = costw(&shape, (sta_coll_t)c, (sta_algo_t)a, n);
                         if (us < 0.0)
                             continue;
                         if (us < prev - 1e-9 * prev)
-                            fail_msg("shape %zu %s %s: %.9g us at %zu B < %.9g before", i,
+                            fail_msg("shape %zu (net_cpu %d) %s %s: %.9g us at %zu B < %.9g "
+                                     "before", i, shape.net_cpu,
                                      sta_coll_name((sta_coll_t)c), sta_algo_name((sta_algo_t)a),
                                      us, n, prev);
                         prev = us;
